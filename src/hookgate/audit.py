@@ -1,0 +1,143 @@
+"""Audit records: one :class:`ExecutionRecord` per hook execution, handed to an :class:`AuditSink`.
+
+The engine builds records from the chain's trace after each event and passes them to the
+sink without waiting (the sink batches them off the hot path). A sink in ``sync`` mode makes
+``wait_durable`` return only once those records are committed. The helpers here (redaction,
+truncation, input hashing, dedup keys) are shared by every store.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final, Protocol, runtime_checkable
+
+__all__ = [
+    "ERROR_MAX_CHARS",
+    "AuditSink",
+    "ExecutionRecord",
+    "MemoryAudit",
+    "canonical_json",
+    "dedup_key",
+    "input_hash",
+    "redact",
+    "truncate",
+]
+
+ERROR_MAX_CHARS: Final = 256
+
+_REDACTIONS: Final = (
+    re.compile(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}"),  # e-mail addresses
+    re.compile(r"(?i)bearer\s+[A-Za-z0-9._~+/=-]+"),  # bearer tokens
+    re.compile(r"\b(?:sk|pk|rk|hg)-[A-Za-z0-9_-]{8,}"),  # API-key shaped strings
+    re.compile(r"(?i)(password|passwd|secret|token|api[_-]?key)=\S+"),
+)
+
+
+def redact(text: str) -> str:
+    """Replace e-mails, bearer tokens and key-shaped strings with ``[REDACTED]``; idempotent."""
+    for pattern in _REDACTIONS:
+        text = pattern.sub("[REDACTED]", text)
+    return text
+
+
+def truncate(text: str, limit: int = ERROR_MAX_CHARS) -> str:
+    """At most ``limit`` characters; Python strings never split a character."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def canonical_json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+def input_hash(event: str, payload: Mapping[str, Any], input_field: str | None) -> str:
+    """SHA-256 over the tool name (if any) and the event's input, canonically encoded."""
+    subject = payload.get(input_field) if input_field else None
+    text = f"{payload.get('tool_name') or event}\x00{canonical_json(subject)}"
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def dedup_key(hook_id: str, event_id: str) -> str:
+    """One row per (hook, event): a retried write of the same execution is a no-op."""
+    return f"{hook_id}:{event_id}"
+
+
+@dataclass(slots=True)
+class ExecutionRecord:
+    hook_id: str
+    hook_version: int
+    hook_name: str
+    handler_type: str
+    event: str
+    event_id: str
+    decision: str
+    duration_ms: float
+    tenant_id: str | None = None
+    agent_id: str | None = None
+    session_id: str | None = None
+    input_hash: str = ""
+    #: The full, unredacted error; stores redact and truncate it for ``error`` and encrypt it
+    #: into ``error_detail``.
+    error: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    id: str = field(default_factory=lambda: str(uuid.uuid4()))
+    created_at: float = field(default_factory=time.time)
+
+    @property
+    def dedup_key(self) -> str:
+        return dedup_key(self.hook_id, self.event_id)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "hook_id": self.hook_id,
+            "hook_version": self.hook_version,
+            "hook_name": self.hook_name,
+            "handler_type": self.handler_type,
+            "event": self.event,
+            "event_id": self.event_id,
+            "decision": self.decision,
+            "duration_ms": self.duration_ms,
+            "tenant_id": self.tenant_id,
+            "agent_id": self.agent_id,
+            "session_id": self.session_id,
+            "input_hash": self.input_hash,
+            "error": truncate(redact(self.error)) if self.error else None,
+            "metadata": self.metadata,
+            "created_at": self.created_at,
+        }
+
+
+@runtime_checkable
+class AuditSink(Protocol):
+    def record(self, records: Sequence[ExecutionRecord]) -> None:
+        """Accept records without blocking (queue them)."""
+        ...
+
+    async def wait_durable(self) -> None:
+        """Return once everything recorded so far is committed (no-op in async mode)."""
+        ...
+
+
+class MemoryAudit:
+    """Keeps records in a list: for the library, tests and ``hookgate fire``."""
+
+    def __init__(self) -> None:
+        self.records: list[ExecutionRecord] = []
+        self._seen: set[str] = set()
+
+    def record(self, records: Sequence[ExecutionRecord]) -> None:
+        for rec in records:
+            key = rec.dedup_key
+            if key in self._seen:
+                continue
+            self._seen.add(key)
+            self.records.append(rec)
+
+    async def wait_durable(self) -> None:
+        return None

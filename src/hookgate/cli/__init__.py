@@ -1,0 +1,37 @@
+"""The ``hookgate`` command. Each sub-command lives in its own module in this package."""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import sys
+
+import click
+
+__all__ = ["main"]
+
+# Modules that each add commands to ``main`` (a ``register(main)`` function each).
+COMMAND_MODULES: tuple[str, ...] = (
+    "hookgate.cli.check",
+    "hookgate.cli.fire",
+    "hookgate.cli.demo",
+    "hookgate.cli.events",
+)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="hookgate")
+@click.option("-v", "--verbose", count=True, help="Log more (-v info, -vv debug).")
+def main(verbose: int) -> None:
+    """hookgate: lifecycle hooks for AI agents."""
+    level = logging.WARNING - 10 * min(verbose, 2)
+    logging.basicConfig(level=level, stream=sys.stderr, format="%(levelname)s %(message)s")
+
+
+for _module in COMMAND_MODULES:
+    try:
+        importlib.import_module(_module).register(main)
+    except ModuleNotFoundError as exc:  # a command whose optional dependency is missing
+        if exc.name == _module:
+            raise
+        click.echo(f"hookgate: {_module} unavailable ({exc})", err=True)

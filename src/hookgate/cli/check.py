@@ -1,0 +1,32 @@
+"""``hookgate check FILE``: validate a hooks file, one line per problem."""
+
+from __future__ import annotations
+
+import click
+
+from hookgate.config import ConfigError, load_hooks
+from hookgate.settings import Settings
+
+
+def register(main: click.Group) -> None:
+    main.add_command(check)
+
+
+@click.command()
+@click.argument("path", type=click.Path(dir_okay=False))
+@click.option(
+    "--edition",
+    type=click.Choice(["lite", "standard"]),
+    default=None,
+    help="Validate for this edition (default: HOOKGATE_EDITION or lite).",
+)
+def check(path: str, edition: str | None) -> None:
+    """Validate the hooks file PATH; exit 0 when every hook is valid."""
+    edition = edition or Settings.from_env().edition
+    try:
+        definitions = load_hooks(path, edition=edition)
+    except ConfigError as exc:
+        for problem in exc.problems:
+            click.echo(f"{path}: {problem}", err=True)
+        raise SystemExit(1) from None
+    click.echo(f"{path}: {len(definitions)} hook(s) OK")

@@ -1,0 +1,42 @@
+"""``hookgate events``: print the event catalogue."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from hookgate.events import CATALOGUE
+
+
+def register(main: click.Group) -> None:
+    main.add_command(events)
+
+
+@click.command()
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def events(as_json: bool) -> None:
+    """List every event hookgate knows, its kind, outcomes and aliases."""
+    if as_json:
+        rows = [
+            {
+                "name": spec.name,
+                "blocking": spec.blocking,
+                "origin": spec.origin,
+                "fields": list(spec.all_fields),
+                "outcomes": sorted(spec.outcomes),
+                "input_field": spec.input_field,
+                "match_field": spec.match_field,
+                "default_timeout_ms": spec.default_timeout_ms,
+                "aliases": list(spec.aliases),
+                "description": spec.description,
+            }
+            for spec in CATALOGUE
+        ]
+        click.echo(json.dumps(rows, indent=2))
+        return
+    for spec in CATALOGUE:
+        kind = "blocking" if spec.blocking else "non-blocking"
+        outcomes = ", ".join(sorted(spec.outcomes)) or "observe only"
+        aliases = f"  (aka {', '.join(spec.aliases)})" if spec.aliases else ""
+        click.echo(f"{spec.name:<22} {kind:<13} {outcomes}{aliases}")

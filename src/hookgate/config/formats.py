@@ -1,0 +1,123 @@
+"""The registry of hooks-file formats, and hookgate's native one.
+
+A format is a name, a ``detect(document) -> bool`` predicate and a ``load`` function.
+Formats are tried in registration order; the native format is last so that the more
+specific shapes of other systems win.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from hookgate.definition import DefinitionError, HookDefinition, validate_definition
+
+__all__ = [
+    "NATIVE",
+    "ConfigError",
+    "ConfigFormat",
+    "detect_format",
+    "load_native",
+    "register_format",
+]
+
+
+class ConfigError(ValueError):
+    """A hooks file is invalid; ``problems`` holds one line per problem."""
+
+    def __init__(self, problems: Sequence[str]) -> None:
+        self.problems = list(problems)
+        super().__init__("\n".join(self.problems))
+
+
+class Loader(Protocol):
+    def __call__(self, document: Any, *, edition: str, base_dir: Path) -> list[HookDefinition]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigFormat:
+    name: str
+    detect: Callable[[Any], bool]
+    load: Loader
+
+
+_formats: list[ConfigFormat] = []
+# Modules that register further formats when imported (PicoClaw, legacy quality gates,
+# Claude Code settings). Missing ones are skipped so the core works on its own.
+_PLUGIN_MODULES: tuple[str, ...] = (
+    "hookgate.config.picoclaw",
+    "hookgate.config.quality_gates",
+    "hookgate.config.claude_code",
+)
+_plugins_loaded = False
+
+
+def register_format(fmt: ConfigFormat) -> None:
+    """Add a format; it is tried before hookgate's native one."""
+    _formats.append(fmt)
+
+
+def _load_plugins() -> None:
+    global _plugins_loaded
+    if _plugins_loaded:
+        return
+    _plugins_loaded = True
+    for module in _PLUGIN_MODULES:
+        try:
+            importlib.import_module(module)
+        except ModuleNotFoundError as exc:
+            if exc.name != module:
+                raise
+
+
+def detect_format(document: Any) -> ConfigFormat:
+    _load_plugins()
+    for fmt in (*_formats, NATIVE):
+        if fmt.detect(document):
+            return fmt
+    raise ConfigError(
+        [
+            "not a hooks file: expected {hooks: [ … hook definitions … ]}"
+            " (or a PicoClaw config, a quality-gate file, or Claude Code settings)"
+        ]
+    )
+
+
+def _is_native(document: Any) -> bool:
+    return isinstance(document, Mapping) and isinstance(document.get("hooks"), list)
+
+
+def load_native(document: Any, *, edition: str, base_dir: Path) -> list[HookDefinition]:
+    problems: list[str] = []
+    definitions: list[HookDefinition] = []
+    seen_names: dict[str, int] = {}
+    for index, raw in enumerate(document["hooks"]):
+        where = f"hooks[{index}]"
+        if not isinstance(raw, Mapping):
+            problems.append(f"{where}: a hook definition must be an object")
+            continue
+        raw = dict(raw)
+        raw.setdefault("order", index + 1)
+        try:
+            definition = validate_definition(raw, edition=edition, default_scope="global")
+        except DefinitionError as exc:
+            label = f"{where} ({raw['name']})" if raw.get("name") else where
+            problems.extend(f"{label}.{p.field}: {p.message}" for p in exc.problems)
+            continue
+        if definition.name:
+            if definition.name in seen_names:
+                problems.append(
+                    f"{where}.name: duplicate name {definition.name!r} "
+                    f"(also hooks[{seen_names[definition.name]}])"
+                )
+            seen_names[definition.name] = index
+        definitions.append(definition)
+    if problems:
+        raise ConfigError(problems)
+    return definitions
+
+
+NATIVE = ConfigFormat("hookgate", _is_native, load_native)

@@ -1,0 +1,358 @@
+"""Hook definitions and their validation.
+
+A :class:`HookDefinition` is plain data: GoClaw's field set (event, handler_type, scope,
+name, matcher, if_expr, timeout_ms, on_timeout, priority, enabled, config, agent_ids) plus
+``version``, ``source``, the owning ``tenant_id``, hookgate's ``on_error`` policy and an
+``order`` used as the documented tie-break. :func:`validate_definition` builds one from
+untrusted input and reports every problem with the field it belongs to.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Final, Literal, cast
+
+from hookgate.events import UnknownEventError, get_event
+from hookgate.matching import FilterError, compile_if_expr, compile_matcher
+
+__all__ = [
+    "DEFAULT_TIMEOUT_MS",
+    "GLOBAL_TENANT",
+    "MAX_TIMEOUT_MS",
+    "DefinitionError",
+    "HookDefinition",
+    "Problem",
+    "validate_definition",
+]
+
+DEFAULT_TIMEOUT_MS: Final = 5000
+MAX_TIMEOUT_MS: Final = 10000
+#: The sentinel tenant id global hooks are stored under (GoClaw's master tenant).
+GLOBAL_TENANT: Final = "0193a5b0-7000-7000-8000-000000000001"
+
+SCOPES: Final = ("global", "tenant", "agent")
+POLICIES: Final = ("block", "allow")
+SOURCES: Final = ("builtin", "user")
+Scope = Literal["global", "tenant", "agent"]
+Policy = Literal["block", "allow"]
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    field: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.field}: {self.message}"
+
+
+class DefinitionError(ValueError):
+    """A hook definition failed validation; ``problems`` lists each bad field and why."""
+
+    def __init__(self, problems: Sequence[Problem], *, name: str | None = None) -> None:
+        self.problems = list(problems)
+        self.hook_name = name
+        where = f"hook {name!r}: " if name else ""
+        super().__init__(where + "; ".join(str(p) for p in self.problems))
+
+
+@dataclass(frozen=True, slots=True)
+class HookDefinition:
+    """One validated hook. Frozen: an update produces a new definition with a higher version."""
+
+    event: str
+    handler_type: str
+    scope: Scope = "global"
+    config: Mapping[str, Any] = field(default_factory=dict)
+    name: str = ""
+    matcher: str | None = None
+    if_expr: str | None = None
+    timeout_ms: int = DEFAULT_TIMEOUT_MS
+    on_timeout: Policy = "block"
+    on_error: Policy = "block"
+    priority: int = 0
+    enabled: bool = True
+    agent_ids: tuple[str, ...] = ()
+    tenant_id: str | None = None
+    id: str = field(default_factory=lambda: str(uuid.uuid4()))
+    version: int = 1
+    source: Literal["builtin", "user"] = "user"
+    #: Tie-break after priority: lower runs first (registration order, or creation time).
+    order: int = 0
+
+    @property
+    def label(self) -> str:
+        return self.name or f"{self.handler_type}:{self.id[:8]}"
+
+    def to_dict(self, *, include_identity: bool = True) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "event": self.event,
+            "handler_type": self.handler_type,
+            "scope": self.scope,
+            "name": self.name,
+            "matcher": self.matcher,
+            "if_expr": self.if_expr,
+            "timeout_ms": self.timeout_ms,
+            "on_timeout": self.on_timeout,
+            "on_error": self.on_error,
+            "priority": self.priority,
+            "enabled": self.enabled,
+            "config": _plain(self.config),
+            "agent_ids": list(self.agent_ids),
+        }
+        if include_identity:
+            data.update(
+                id=self.id,
+                tenant_id=self.tenant_id,
+                version=self.version,
+                source=self.source,
+            )
+        return data
+
+    def bumped(self, **changes: Any) -> HookDefinition:
+        """A copy with ``changes`` applied and the version incremented."""
+        return replace(self, version=self.version + 1, **changes)
+
+
+def _plain(config: Mapping[str, Any]) -> dict[str, Any]:
+    # Callables registered from code are shown by their import path, never as objects.
+    out: dict[str, Any] = {}
+    for key, value in config.items():
+        if callable(value) and not isinstance(value, type):
+            module = getattr(value, "__module__", "?")
+            out[key] = f"{module}:{getattr(value, '__qualname__', repr(value))}"
+        else:
+            out[key] = value
+    return out
+
+
+_FIELDS: Final = frozenset(
+    {
+        "event",
+        "handler_type",
+        "scope",
+        "config",
+        "name",
+        "matcher",
+        "if_expr",
+        "timeout_ms",
+        "on_timeout",
+        "on_error",
+        "priority",
+        "enabled",
+        "agent_ids",
+        "agent_id",
+        "tenant_id",
+        "id",
+        "version",
+        "source",
+        "order",
+        "metadata",
+        "created_at",
+        "updated_at",
+        "created_by",
+        "description",
+    }
+)
+
+
+def validate_definition(
+    raw: Mapping[str, Any],
+    *,
+    edition: str = "lite",
+    known_handler_types: Iterable[str] | None = None,
+    default_scope: Scope | None = None,
+    check_handler_config: bool = True,
+) -> HookDefinition:
+    """Build a :class:`HookDefinition` from untrusted input, or raise :class:`DefinitionError`.
+
+    Every problem is reported, each naming its field. ``default_scope`` lets a hooks file or
+    code registration omit ``scope``; the WebSocket API passes ``None`` so scope stays required.
+    """
+    from hookgate.handlers import available_handler_types, handler_class
+
+    problems: list[Problem] = []
+    if not isinstance(raw, Mapping):
+        raise DefinitionError([Problem("hook", "a hook definition must be an object")])
+
+    unknown = sorted(set(raw) - _FIELDS)
+    for key in unknown:
+        problems.append(Problem(key, "unknown field"))
+
+    missing = [
+        key
+        for key in ("handler_type", "event", "scope")
+        if raw.get(key) in (None, "") and not (key == "scope" and default_scope)
+    ]
+    if missing:
+        problems.append(Problem(missing[0], "handler_type, event, and scope are required"))
+
+    event_name = raw.get("event")
+    spec = None
+    if event_name not in (None, ""):
+        if not isinstance(event_name, str):
+            problems.append(Problem("event", "must be a string"))
+        else:
+            try:
+                spec = get_event(event_name)
+            except UnknownEventError as exc:
+                problems.append(Problem("event", str(exc)))
+
+    handler_type = raw.get("handler_type")
+    types = set(known_handler_types or available_handler_types())
+    if handler_type not in (None, ""):
+        if handler_type not in types:
+            problems.append(
+                Problem(
+                    "handler_type",
+                    f"unknown handler type {handler_type!r}; expected one of "
+                    f"{', '.join(sorted(types))}",
+                )
+            )
+        elif handler_type == "command" and edition == "standard":
+            problems.append(
+                Problem(
+                    "handler_type",
+                    "command hooks are not available on the standard edition; use http or prompt",
+                )
+            )
+
+    scope = raw.get("scope") or default_scope
+    if scope is not None and scope not in SCOPES:
+        problems.append(Problem("scope", f"must be one of {', '.join(SCOPES)}, got {scope!r}"))
+
+    agent_ids_raw = raw.get("agent_ids")
+    if agent_ids_raw is None and raw.get("agent_id"):
+        agent_ids_raw = [raw["agent_id"]]
+    agent_ids: tuple[str, ...] = ()
+    if agent_ids_raw is not None:
+        if isinstance(agent_ids_raw, list | tuple) and all(
+            isinstance(a, str) and a for a in agent_ids_raw
+        ):
+            agent_ids = tuple(agent_ids_raw)
+        else:
+            problems.append(Problem("agent_ids", "must be a list of agent id strings"))
+    if scope == "agent" and not agent_ids:
+        problems.append(Problem("agent_ids", "agent scope needs at least one agent id"))
+
+    name = raw.get("name") or ""
+    if not isinstance(name, str):
+        problems.append(Problem("name", "must be a string"))
+        name = ""
+
+    matcher = raw.get("matcher")
+    if matcher is not None:
+        if not isinstance(matcher, str):
+            problems.append(Problem("matcher", "must be a string (a regular expression)"))
+        else:
+            try:
+                compile_matcher(matcher)
+            except FilterError as exc:
+                problems.append(Problem("matcher", str(exc)))
+
+    if_expr = raw.get("if_expr")
+    if if_expr is not None:
+        if not isinstance(if_expr, str):
+            problems.append(Problem("if_expr", "must be a string (a CEL expression)"))
+        else:
+            try:
+                compile_if_expr(if_expr)
+            except FilterError as exc:
+                problems.append(Problem("if_expr", str(exc)))
+
+    if handler_type == "prompt" and not (matcher or (isinstance(if_expr, str) and if_expr.strip())):
+        problems.append(
+            Problem(
+                "matcher",
+                "a prompt hook needs a matcher or an if_expr, so the model is not "
+                "asked about every event",
+            )
+        )
+
+    timeout_ms = raw.get("timeout_ms")
+    if timeout_ms in (None, 0):
+        timeout_ms = spec.default_timeout_ms if spec else DEFAULT_TIMEOUT_MS
+    if not isinstance(timeout_ms, int) or isinstance(timeout_ms, bool):
+        problems.append(Problem("timeout_ms", "must be an integer number of milliseconds"))
+        timeout_ms = DEFAULT_TIMEOUT_MS
+    elif not 1 <= timeout_ms <= MAX_TIMEOUT_MS:
+        problems.append(
+            Problem("timeout_ms", f"must be between 1 and {MAX_TIMEOUT_MS} ms, got {timeout_ms}")
+        )
+
+    blocking = spec.blocking if spec else True
+    on_timeout = raw.get("on_timeout") or ("block" if blocking else "allow")
+    if on_timeout not in POLICIES:
+        problems.append(Problem("on_timeout", f"must be 'block' or 'allow', got {on_timeout!r}"))
+    on_error = raw.get("on_error") or ("block" if blocking else "allow")
+    if on_error not in POLICIES:
+        problems.append(Problem("on_error", f"must be 'block' or 'allow', got {on_error!r}"))
+
+    priority = raw.get("priority", 0)
+    if not isinstance(priority, int) or isinstance(priority, bool):
+        problems.append(Problem("priority", "must be an integer"))
+        priority = 0
+
+    enabled = raw.get("enabled", True)
+    if not isinstance(enabled, bool):
+        problems.append(Problem("enabled", "must be true or false"))
+        enabled = True
+
+    version = raw.get("version", 1)
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        problems.append(Problem("version", "must be a positive integer"))
+        version = 1
+
+    source = raw.get("source") or "user"
+    if source not in SOURCES:
+        problems.append(Problem("source", f"must be 'builtin' or 'user', got {source!r}"))
+
+    config = raw.get("config")
+    if config is None:
+        config = {}
+    if not isinstance(config, Mapping):
+        problems.append(Problem("config", "must be an object"))
+        config = {}
+    elif check_handler_config and handler_type in types:
+        try:
+            cls = handler_class(handler_type)
+        except ImportError as exc:
+            problems.append(Problem("handler_type", f"handler {handler_type!r} unavailable: {exc}"))
+        else:
+            for message in cls.validate_config(config):
+                problems.append(Problem("config", message))
+
+    hook_id = raw.get("id")
+    if hook_id is not None and not isinstance(hook_id, str):
+        problems.append(Problem("id", "must be a string"))
+
+    if problems:
+        raise DefinitionError(problems, name=name or None)
+
+    assert spec is not None and isinstance(handler_type, str)
+    extra: dict[str, Any] = {}
+    if hook_id:
+        extra["id"] = hook_id
+    order = raw.get("order", 0)
+    return HookDefinition(
+        event=spec.name,
+        handler_type=handler_type,
+        scope=cast(Scope, scope),
+        config=dict(config),
+        name=name,
+        matcher=matcher or None,
+        if_expr=if_expr or None,
+        timeout_ms=timeout_ms,
+        on_timeout=cast(Policy, on_timeout),
+        on_error=cast(Policy, on_error),
+        priority=priority,
+        enabled=enabled,
+        agent_ids=agent_ids,
+        tenant_id=raw.get("tenant_id"),
+        version=version,
+        source=cast(Literal["builtin", "user"], source),
+        order=order if isinstance(order, int) else 0,
+        **extra,
+    )

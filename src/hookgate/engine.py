@@ -1,0 +1,570 @@
+"""The engine: agent code creates one and calls ``await engine.fire(event, payload)``.
+
+The engine resolves the hooks for an event, drives :func:`hookgate.chain.run_chain` with real
+handlers (with timeouts), hands execution records to the audit sink and sends non-blocking
+events to a bounded background queue. It holds no chain rules of its own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import os
+import threading
+import time
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from hookgate.audit import AuditSink, ExecutionRecord, input_hash
+from hookgate.chain import Call, ChainGen, ChainSettings, Reply, run_chain
+from hookgate.definition import HookDefinition, validate_definition
+from hookgate.events import CATALOGUE, EventSpec, get_event, normalize_payload
+from hookgate.handlers import Handler, Invocation, Services, handler_class
+from hookgate.log import log_event
+from hookgate.outcome import HookError, Outcome
+from hookgate.registry import CompiledHook, HookRegistry, HookSource, compile_hook
+from hookgate.safeguards import BreakerBoard
+from hookgate.settings import Settings
+
+__all__ = ["Engine", "EngineStats", "drive_async", "drive_sync"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+T = TypeVar("T")
+
+_SPECS: dict[str, EventSpec] = {}
+for _spec in CATALOGUE:
+    for _name in (_spec.name, *_spec.aliases):
+        _SPECS[_name] = _spec
+
+
+def drive_sync(chain: ChainGen, execute: Callable[[Call], Reply]) -> Outcome:
+    """Run a chain without an event loop, one call after another."""
+    try:
+        batch = next(chain)
+        while True:
+            batch = chain.send([execute(call) for call in batch])
+    except StopIteration as done:
+        return done.value  # type: ignore[no-any-return]
+
+
+async def drive_async(chain: ChainGen, execute: Callable[[Call], Awaitable[Reply]]) -> Outcome:
+    """Run a chain on the event loop; a batch of several calls runs concurrently."""
+    try:
+        batch = next(chain)
+        while True:
+            if len(batch) == 1:
+                replies = [await execute(batch[0])]
+            else:
+                replies = list(await asyncio.gather(*(execute(call) for call in batch)))
+            batch = chain.send(replies)
+    except StopIteration as done:
+        return done.value  # type: ignore[no-any-return]
+
+
+@dataclass(slots=True)
+class EngineStats:
+    fired: int = 0
+    background_queued: int = 0
+    background_dropped: int = 0
+    background_failed: int = 0
+    audit_records: int = 0
+
+    def to_dict(self) -> dict[str, int]:
+        return {
+            "fired": self.fired,
+            "background_queued": self.background_queued,
+            "background_dropped": self.background_dropped,
+            "background_failed": self.background_failed,
+            "audit_records": self.audit_records,
+        }
+
+
+class _LoopThread:
+    """An event loop on a daemon thread, for sync callers whose hooks need a loop."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._main, name="hookgate-loop", daemon=True)
+        self._thread.start()
+
+    def _main(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        self.loop.run_forever()
+
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
+
+    def stop(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join(timeout=5)
+
+
+class Engine:
+    """Runs hook chains. Create one per agent process and share it.
+
+    :param hooks: definitions (or raw dicts) to register at once.
+    :param settings: edition, chain budget, breaker thresholds, queue size.
+    :param source: where hooks come from; defaults to an in-memory :class:`HookRegistry`.
+    :param audit: where execution records go; ``None`` keeps none.
+    """
+
+    def __init__(
+        self,
+        hooks: Iterable[HookDefinition | Mapping[str, Any]] = (),
+        *,
+        settings: Settings | None = None,
+        source: HookSource | None = None,
+        audit: AuditSink | None = None,
+        services: Services | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.settings = settings or Settings()
+        self.services = services or Services(settings=self.settings)
+        self.services.extras.setdefault("engine", self)
+        self.registry = source if isinstance(source, HookRegistry) else HookRegistry()
+        self.source: HookSource = source if source is not None else self.registry
+        self.audit = audit
+        self.listeners: list[Callable[[Sequence[ExecutionRecord]], None]] = []
+        self.stats = EngineStats()
+        self.breakers = BreakerBoard(
+            threshold=self.settings.breaker_threshold,
+            window_s=self.settings.breaker_window_s,
+            cooldown_s=self.settings.breaker_cooldown_s,
+            clock=clock,
+        )
+        self._chain_settings = ChainSettings(
+            chain_budget_s=self.settings.chain_budget_s,
+            max_depth=self.settings.max_depth,
+            clock=clock,
+            breakers=self.breakers,
+        )
+        self._dry_settings = ChainSettings(
+            chain_budget_s=self.settings.chain_budget_s,
+            max_depth=self.settings.max_depth,
+            clock=clock,
+            breakers=None,
+            dry_run=True,
+        )
+        self._handlers: dict[str, Handler] = {}
+        self._sync_ok: dict[int, tuple[Sequence[CompiledHook], bool]] = {}
+        self._event_ids = itertools.count(1)
+        self._event_prefix = os.urandom(6).hex()
+        self._queue: asyncio.Queue[tuple[EventSpec, Mapping[str, Any], Sequence[CompiledHook]]]
+        self._queue_loop: asyncio.AbstractEventLoop | None = None
+        self._workers: list[asyncio.Task[None]] = []
+        self._portal: _LoopThread | None = None
+        self._closed = False
+        for hook in hooks:
+            self.add(hook)
+
+    # -- registration ---------------------------------------------------------------------
+
+    def add(self, hook: HookDefinition | Mapping[str, Any]) -> HookDefinition:
+        """Register a hook (a definition, or a raw dict validated here)."""
+        if isinstance(hook, HookDefinition):
+            definition = hook
+            if definition.handler_type == "command" and self.settings.edition == "standard":
+                validate_definition(definition.to_dict(), edition="standard")
+        else:
+            raw = dict(hook)
+            raw.setdefault("order", self.registry.next_order())
+            definition = validate_definition(
+                raw, edition=self.settings.edition, default_scope="global"
+            )
+        self.registry.put(definition)
+        return definition
+
+    def hook(
+        self,
+        event: str,
+        *,
+        matcher: str | None = None,
+        if_expr: str | None = None,
+        priority: int = 0,
+        timeout_ms: int | None = None,
+        name: str | None = None,
+        on_timeout: str | None = None,
+        on_error: str | None = None,
+        enabled: bool = True,
+    ) -> Callable[[F], F]:
+        """Decorator: register a function or coroutine function as a ``callable`` hook."""
+
+        def register(fn: F) -> F:
+            raw: dict[str, Any] = {
+                "event": event,
+                "handler_type": "callable",
+                "name": name or getattr(fn, "__qualname__", "hook"),
+                "matcher": matcher,
+                "if_expr": if_expr,
+                "priority": priority,
+                "enabled": enabled,
+                "config": {"callable": fn},
+            }
+            if timeout_ms is not None:
+                raw["timeout_ms"] = timeout_ms
+            if on_timeout is not None:
+                raw["on_timeout"] = on_timeout
+            if on_error is not None:
+                raw["on_error"] = on_error
+            self.add(raw)
+            return fn
+
+        return register
+
+    def load(self, path: str | Path) -> list[HookDefinition]:
+        """Register every hook in a hooks file (any format :mod:`hookgate.config` knows)."""
+        from hookgate.config import load_hooks
+
+        definitions = load_hooks(path, edition=self.settings.edition)
+        for definition in definitions:
+            self.registry.put(definition)
+        return definitions
+
+    def remove(self, hook_id: str) -> HookDefinition | None:
+        removed = self.registry.remove(hook_id)
+        if removed is not None:
+            self.breakers.reset(hook_id)
+            handler = self._handlers.get(removed.handler_type)
+            if handler is not None:
+                handler.forget(hook_id)
+        return removed
+
+    def set_enabled(self, hook_id: str, enabled: bool) -> HookDefinition:
+        """Toggle a hook; enabling it resets its circuit breaker."""
+        current = self.registry.get(hook_id)
+        if current is None:
+            raise KeyError(hook_id)
+        updated = current.bumped(enabled=enabled)
+        self.registry.put(updated)
+        if enabled:
+            self.breakers.reset(hook_id)
+        return updated
+
+    def handler(self, handler_type: str) -> Handler:
+        handler = self._handlers.get(handler_type)
+        if handler is None:
+            handler = handler_class(handler_type)(self.services)
+            self._handlers[handler_type] = handler
+        return handler
+
+    # -- firing ---------------------------------------------------------------------------
+
+    async def fire(
+        self,
+        event: str,
+        payload: Mapping[str, Any] | None = None,
+        /,
+        *,
+        wait: bool = False,
+        **fields: Any,
+    ) -> Outcome:
+        """Run the hooks for ``event`` and return the one outcome.
+
+        Blocking events wait for their chain. Non-blocking events are queued and return an
+        empty allow at once, unless ``wait=True`` runs them now (their hooks still cannot
+        block, but their context and rewrites are returned).
+        """
+        spec = _SPECS.get(event) or get_event(event)
+        data = payload if not fields else {**(payload or {}), **fields}
+        if data is None:
+            data = {}
+        self.stats.fired += 1
+        if not self.source.has_event(spec.name):
+            depth = data.get("depth")
+            if depth is None or (type(depth) is int and depth <= self.settings.max_depth):
+                return Outcome()
+        data = self._prepare(data)
+        hooks = self.source.resolve(spec.name, data.get("tenant_id"), data.get("agent_id"))
+        if not spec.blocking and not wait:
+            self._submit(spec, data, hooks)
+            return Outcome()
+        return await self._run(spec, data, hooks)
+
+    def fire_sync(
+        self,
+        event: str,
+        payload: Mapping[str, Any] | None = None,
+        /,
+        *,
+        wait: bool = False,
+        **fields: Any,
+    ) -> Outcome:
+        """:meth:`fire` for synchronous agent loops.
+
+        Plain-function hooks run in the calling thread with no event loop; any other handler
+        runs on an engine-owned loop thread. Do not call this from inside a running loop.
+        """
+        spec = _SPECS.get(event) or get_event(event)
+        data = payload if not fields else {**(payload or {}), **fields}
+        if data is None:
+            data = {}
+        self.stats.fired += 1
+        if not self.source.has_event(spec.name):
+            depth = data.get("depth")
+            if depth is None or (type(depth) is int and depth <= self.settings.max_depth):
+                return Outcome()
+        data = self._prepare(data)
+        hooks = self.source.resolve(spec.name, data.get("tenant_id"), data.get("agent_id"))
+        if not spec.blocking and not wait:
+            portal = self._loop_thread()
+            portal.loop.call_soon_threadsafe(self._submit, spec, data, hooks)
+            return Outcome()
+        if self._all_sync(hooks):
+            outcome = drive_sync(
+                run_chain(hooks, spec, data, self._chain_settings),
+                lambda call: self._execute_sync(spec, call),
+            )
+            self._record(spec, data, outcome)
+            if self.audit is not None and outcome.trace:
+                self._loop_thread().run(self.audit.wait_durable())
+            return outcome
+        return self._loop_thread().run(self._run(spec, data, hooks))
+
+    async def test(
+        self,
+        definition: HookDefinition | Mapping[str, Any],
+        sample_event: Mapping[str, Any],
+        *,
+        event: str | None = None,
+    ) -> Outcome:
+        """Dry-run one hook: matcher, if_expr and handler run; no breaker, no audit row."""
+        if not isinstance(definition, HookDefinition):
+            definition = validate_definition(
+                definition, edition=self.settings.edition, default_scope="tenant"
+            )
+        spec = get_event(event or definition.event)
+        data = self._prepare(sample_event)
+        compiled = compile_hook(definition)
+        chain = run_chain((compiled,), spec, data, self._dry_settings)
+        return await drive_async(chain, lambda call: self._execute(spec, call, dry_run=True))
+
+    # -- internals ------------------------------------------------------------------------
+
+    def _prepare(self, data: Mapping[str, Any]) -> dict[str, Any]:
+        prepared = normalize_payload(data)
+        if not prepared.get("event_id"):
+            prepared["event_id"] = f"{self._event_prefix}-{next(self._event_ids)}"
+        return prepared
+
+    async def _run(
+        self, spec: EventSpec, data: Mapping[str, Any], hooks: Sequence[CompiledHook]
+    ) -> Outcome:
+        outcome = await drive_async(
+            run_chain(hooks, spec, data, self._chain_settings),
+            lambda call: self._execute(spec, call),
+        )
+        self._record(spec, data, outcome)
+        if self.audit is not None and outcome.trace:
+            await self.audit.wait_durable()
+        return outcome
+
+    def _invocation(self, spec: EventSpec, call: Call, dry_run: bool) -> Invocation:
+        return Invocation(
+            hook=call.hook.definition,
+            event=spec,
+            payload=call.payload,
+            timeout_s=call.timeout_s,
+            services=self.services,
+            dry_run=dry_run,
+        )
+
+    def _gate(self, call: Call) -> HookError | None:
+        # Defence in depth: the edition is checked when a hook is defined and again here.
+        if call.hook.definition.handler_type == "command" and self.settings.edition == "standard":
+            return HookError("command hooks are disabled on the standard edition")
+        return None
+
+    async def _execute(self, spec: EventSpec, call: Call, *, dry_run: bool = False) -> Reply:
+        refused = self._gate(call)
+        if refused is not None:
+            return Reply(error=refused)
+        started = time.perf_counter()
+        try:
+            handler = self.handler(call.hook.definition.handler_type)
+            async with asyncio.timeout(call.timeout_s) as scope:
+                answer = await handler.run(self._invocation(spec, call, dry_run))
+        except TimeoutError as exc:
+            elapsed = (time.perf_counter() - started) * 1000
+            if scope.expired():
+                return Reply(timed_out=True, duration_ms=elapsed)
+            return Reply(error=exc, duration_ms=elapsed)
+        except Exception as exc:
+            return Reply(error=exc, duration_ms=(time.perf_counter() - started) * 1000)
+        return Reply(answer=answer, duration_ms=(time.perf_counter() - started) * 1000)
+
+    def _execute_sync(self, spec: EventSpec, call: Call) -> Reply:
+        refused = self._gate(call)
+        if refused is not None:
+            return Reply(error=refused)
+        started = time.perf_counter()
+        try:
+            answer = self.handler(call.hook.definition.handler_type).run_sync(
+                self._invocation(spec, call, False)
+            )
+        except Exception as exc:
+            return Reply(error=exc, duration_ms=(time.perf_counter() - started) * 1000)
+        elapsed = time.perf_counter() - started
+        if elapsed > call.timeout_s:
+            # A plain function cannot be interrupted; an overrun still counts as a timeout.
+            return Reply(timed_out=True, duration_ms=elapsed * 1000)
+        return Reply(answer=answer, duration_ms=elapsed * 1000)
+
+    def _all_sync(self, hooks: Sequence[CompiledHook]) -> bool:
+        cached = self._sync_ok.get(id(hooks))
+        if cached is not None and cached[0] is hooks:
+            return cached[1]
+        ok = True
+        for compiled in hooks:
+            definition = compiled.definition
+            try:
+                handler = self.handler(definition.handler_type)
+            except (KeyError, ImportError):
+                ok = False
+                break
+            if not (handler.supports_sync and handler.can_run_sync(definition)):
+                ok = False
+                break
+        if len(self._sync_ok) > 1024:
+            self._sync_ok.clear()
+        self._sync_ok[id(hooks)] = (hooks, ok)
+        return ok
+
+    def _record(self, spec: EventSpec, data: Mapping[str, Any], outcome: Outcome) -> None:
+        if self.audit is None and not self.listeners:
+            return
+        executed = [entry for entry in outcome.trace if entry.matched and entry.decision]
+        if not executed:
+            return
+        digest = input_hash(spec.name, data, spec.input_field)
+        event_id = str(data.get("event_id"))
+        records = []
+        for entry in executed:
+            metadata = {k: v for k, v in entry.details.items() if k != "reason"}
+            if data.get("trace_id"):
+                metadata.setdefault("trace_id", data.get("trace_id"))
+            records.append(
+                ExecutionRecord(
+                    hook_id=entry.hook_id,
+                    hook_version=entry.version,
+                    hook_name=entry.name,
+                    handler_type=entry.handler_type,
+                    event=spec.name,
+                    event_id=event_id,
+                    decision=entry.decision or "abstain",
+                    duration_ms=round(entry.duration_ms, 3),
+                    tenant_id=data.get("tenant_id"),
+                    agent_id=data.get("agent_id"),
+                    session_id=data.get("session_id"),
+                    input_hash=digest,
+                    error=entry.error,
+                    metadata=metadata,
+                )
+            )
+        self.stats.audit_records += len(records)
+        if self.audit is not None:
+            try:
+                self.audit.record(records)
+            except Exception as exc:  # the agent must not fail because the audit log did
+                log_event("security.hook.audit_write_failed", error=str(exc))
+        for listener in self.listeners:
+            try:
+                listener(records)
+            except Exception as exc:
+                log_event("hookgate.listener_failed", error=str(exc))
+
+    # -- background queue -----------------------------------------------------------------
+
+    def _submit(
+        self, spec: EventSpec, data: Mapping[str, Any], hooks: Sequence[CompiledHook]
+    ) -> None:
+        if not hooks:
+            return
+        loop = asyncio.get_running_loop()
+        if self._queue_loop is not loop:
+            self._start_workers(loop)
+        try:
+            self._queue.put_nowait((spec, data, hooks))
+        except asyncio.QueueFull:
+            self.stats.background_dropped += 1
+            log_event(
+                "hookgate.background.dropped",
+                event=spec.name,
+                dropped_total=self.stats.background_dropped,
+                queue_size=self.settings.background_queue_size,
+            )
+            return
+        self.stats.background_queued += 1
+
+    def _start_workers(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._queue = asyncio.Queue(maxsize=self.settings.background_queue_size)
+        self._queue_loop = loop
+        self._workers = [
+            loop.create_task(self._worker(), name=f"hookgate-background-{n}")
+            for n in range(self.settings.background_workers)
+        ]
+
+    async def _worker(self) -> None:
+        queue = self._queue
+        while True:
+            spec, data, hooks = await queue.get()
+            try:
+                await self._run(spec, data, hooks)
+            except Exception as exc:  # isolated: a background failure never reaches the agent
+                self.stats.background_failed += 1
+                log_event("hookgate.background.failed", event=spec.name, error=str(exc))
+            finally:
+                queue.task_done()
+
+    async def drain(self) -> None:
+        """Wait until every queued non-blocking event has run."""
+        if self._queue_loop is None:
+            return
+        if self._queue_loop is asyncio.get_running_loop():
+            await self._queue.join()
+        else:
+            fut = asyncio.run_coroutine_threadsafe(self._queue.join(), self._queue_loop)
+            await asyncio.wrap_future(fut)
+
+    def drain_sync(self) -> None:
+        if self._queue_loop is not None and self._portal is not None:
+            self._portal.run(self._queue.join())
+
+    async def aclose(self) -> None:
+        """Drain background work, stop workers and close handlers."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._queue_loop is asyncio.get_running_loop():
+            await self._queue.join()
+            for task in self._workers:
+                task.cancel()
+            await asyncio.gather(*self._workers, return_exceptions=True)
+        for handler in self._handlers.values():
+            try:
+                await handler.aclose()
+            except Exception as exc:
+                log_event("hookgate.handler_close_failed", error=str(exc))
+
+    def close(self) -> None:
+        """:meth:`aclose` for synchronous programs."""
+        if self._portal is not None:
+            if self._queue_loop is self._portal.loop:
+                self._portal.run(self._queue.join())
+            self._portal.run(self.aclose())
+            self._portal.stop()
+            self._portal = None
+        elif not self._closed:
+            asyncio.run(self.aclose())
+
+    def _loop_thread(self) -> _LoopThread:
+        if self._portal is None:
+            self._portal = _LoopThread()
+        return self._portal
+
+    async def __aenter__(self) -> Engine:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()

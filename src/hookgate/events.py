@@ -1,0 +1,398 @@
+"""The event catalogue: every event hookgate knows, in one table.
+
+Each entry fixes how the chain for that event runs (blocking or not), which payload fields
+the event carries, which outcome fields a hook may set, which payload field an
+``updated_input`` rewrites, which field a ``matcher`` tests, and the default timeout.
+Names used by other systems (Claude Code, PicoClaw, OpenClaw, GoClaw's legacy quality
+gates) are aliases of the canonical snake_case names.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+__all__ = [
+    "BLOCK",
+    "CATALOGUE",
+    "CONTEXT",
+    "RESULT",
+    "ABORT",
+    "UPDATED_INPUT",
+    "COMMON_FIELDS",
+    "EventSpec",
+    "UnknownEventError",
+    "canonical_event",
+    "event_names",
+    "get_event",
+    "normalize_payload",
+]
+
+#: Outcome capabilities a catalogue entry may grant to its hooks.
+BLOCK: Final = "block"
+UPDATED_INPUT: Final = "updated_input"
+CONTEXT: Final = "context"
+RESULT: Final = "result"
+ABORT: Final = "abort"
+
+#: Fields every event may carry, whatever its kind.
+COMMON_FIELDS: Final = (
+    "event_id",
+    "session_id",
+    "tenant_id",
+    "agent_id",
+    "turn_id",
+    "user_id",
+    "depth",
+    "cwd",
+)
+
+
+class UnknownEventError(ValueError):
+    """An event name that is neither canonical nor a known alias."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        super().__init__(
+            f"unknown event {name!r}; known events: {', '.join(event_names())} "
+            "(aliases such as PreToolUse, before_tool and delegation.completed are accepted too)"
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class EventSpec:
+    """One row of the catalogue."""
+
+    name: str
+    blocking: bool
+    origin: str
+    description: str
+    fields: tuple[str, ...]
+    outcomes: frozenset[str]
+    input_field: str | None = None
+    match_field: str | None = None
+    default_timeout_ms: int = 5000
+    aliases: tuple[str, ...] = ()
+
+    @property
+    def all_fields(self) -> tuple[str, ...]:
+        return COMMON_FIELDS + self.fields
+
+    def allows(self, outcome: str) -> bool:
+        return outcome in self.outcomes
+
+
+def _spec(
+    name: str,
+    *,
+    blocking: bool,
+    origin: str,
+    description: str,
+    fields: tuple[str, ...],
+    outcomes: tuple[str, ...],
+    input_field: str | None = None,
+    match_field: str | None = None,
+    timeout_ms: int = 5000,
+    aliases: tuple[str, ...] = (),
+) -> EventSpec:
+    return EventSpec(
+        name=name,
+        blocking=blocking,
+        origin=origin,
+        description=description,
+        fields=fields,
+        outcomes=frozenset(outcomes),
+        input_field=input_field,
+        match_field=match_field,
+        default_timeout_ms=timeout_ms,
+        aliases=aliases,
+    )
+
+
+_TOOL = ("tool_name", "tool_input", "tool_use_id")
+
+CATALOGUE: Final[tuple[EventSpec, ...]] = (
+    # GoClaw's seven lifecycle events.
+    _spec(
+        "session_start",
+        blocking=False,
+        origin="goclaw",
+        description="A new session is established.",
+        fields=("source", "model", "prompt"),
+        outcomes=(CONTEXT,),
+        match_field="source",
+        aliases=("SessionStart", "session-start"),
+    ),
+    _spec(
+        "user_prompt_submit",
+        blocking=True,
+        origin="goclaw",
+        description="Before the user's message enters the pipeline.",
+        fields=("prompt",),
+        outcomes=(BLOCK, UPDATED_INPUT, CONTEXT, ABORT),
+        input_field="prompt",
+        aliases=("UserPromptSubmit",),
+    ),
+    _spec(
+        "pre_tool_use",
+        blocking=True,
+        origin="goclaw",
+        description="Before any tool call executes.",
+        fields=_TOOL,
+        outcomes=(BLOCK, UPDATED_INPUT, CONTEXT, RESULT, ABORT),
+        input_field="tool_input",
+        match_field="tool_name",
+        aliases=("PreToolUse", "before_tool", "before_tool_call", "before-tool-call"),
+    ),
+    _spec(
+        "post_tool_use",
+        blocking=False,
+        origin="goclaw",
+        description="After a tool call completes; awaited callers may take a rewritten result.",
+        fields=(*_TOOL, "tool_response", "duration_ms"),
+        outcomes=(CONTEXT, UPDATED_INPUT),
+        input_field="tool_response",
+        match_field="tool_name",
+        aliases=("PostToolUse", "after_tool", "after_tool_call", "after-tool-call"),
+    ),
+    _spec(
+        "stop",
+        blocking=False,
+        origin="goclaw",
+        description="The agent session terminates normally.",
+        fields=("last_message", "stop_reason"),
+        outcomes=(CONTEXT,),
+        aliases=("Stop",),
+    ),
+    _spec(
+        "subagent_start",
+        blocking=True,
+        origin="goclaw",
+        description="A sub-agent is spawned.",
+        fields=("source_agent", "target_agent", "task"),
+        outcomes=(BLOCK, UPDATED_INPUT, CONTEXT, ABORT),
+        input_field="task",
+        match_field="target_agent",
+        aliases=("SubagentStart", "subagent_spawning"),
+    ),
+    _spec(
+        "subagent_stop",
+        blocking=False,
+        origin="goclaw",
+        description="A sub-agent finishes; its delegated result is the `output` field.",
+        fields=("source_agent", "target_agent", "task", "output"),
+        outcomes=(CONTEXT,),
+        match_field="target_agent",
+        aliases=("SubagentStop", "delegation.completed", "subagent_ended"),
+    ),
+    # PicoClaw's synchronous stages (before_tool/after_tool are aliases above).
+    _spec(
+        "before_llm",
+        blocking=True,
+        origin="picoclaw",
+        description="Before every model call; the hook may rewrite the request.",
+        fields=("request",),
+        outcomes=(BLOCK, UPDATED_INPUT, CONTEXT, ABORT),
+        input_field="request",
+        aliases=("before-llm", "llm_input"),
+    ),
+    _spec(
+        "after_llm",
+        blocking=True,
+        origin="picoclaw",
+        description="After every model call; the hook may rewrite the response.",
+        fields=("request", "response"),
+        outcomes=(BLOCK, UPDATED_INPUT, CONTEXT, ABORT),
+        input_field="response",
+        aliases=("after-llm", "llm_output"),
+    ),
+    _spec(
+        "approve_tool",
+        blocking=True,
+        origin="picoclaw",
+        description="Approval of a tool call just before it runs; allow or deny only.",
+        fields=_TOOL,
+        outcomes=(BLOCK,),
+        match_field="tool_name",
+        timeout_ms=10000,
+        aliases=("PermissionRequest", "approve-tool"),
+    ),
+    # OpenClaw's named hooks that are not the same moment as an event above.
+    _spec(
+        "session_end",
+        blocking=False,
+        origin="openclaw",
+        description="A session ends.",
+        fields=("reason",),
+        outcomes=(),
+        aliases=("SessionEnd", "session-end"),
+    ),
+    _spec(
+        "gateway_start",
+        blocking=False,
+        origin="openclaw",
+        description="The agent gateway finished starting.",
+        fields=(),
+        outcomes=(),
+        aliases=("gateway-start",),
+    ),
+    _spec(
+        "gateway_stop",
+        blocking=False,
+        origin="openclaw",
+        description="The agent gateway is shutting down.",
+        fields=(),
+        outcomes=(),
+        aliases=("gateway-stop",),
+    ),
+    _spec(
+        "before_agent_start",
+        blocking=True,
+        origin="openclaw",
+        description="Before an agent run starts; hooks may inject context or rewrite the prompt.",
+        fields=("prompt",),
+        outcomes=(BLOCK, UPDATED_INPUT, CONTEXT),
+        input_field="prompt",
+        aliases=("before-agent-start", "before_agent_run"),
+    ),
+    _spec(
+        "message_received",
+        blocking=False,
+        origin="openclaw",
+        description="A user message was received on a channel.",
+        fields=("channel", "content", "sender_id"),
+        outcomes=(),
+        aliases=("message-received",),
+    ),
+    _spec(
+        "message_sending",
+        blocking=True,
+        origin="openclaw",
+        description="Before a message is sent; hooks may rewrite or cancel it.",
+        fields=("channel", "content", "to"),
+        outcomes=(BLOCK, UPDATED_INPUT),
+        input_field="content",
+        aliases=("message-sending",),
+    ),
+    _spec(
+        "message_sent",
+        blocking=False,
+        origin="openclaw",
+        description="A message was sent.",
+        fields=("channel", "content", "to"),
+        outcomes=(),
+        aliases=("message-sent",),
+    ),
+    _spec(
+        "before_compaction",
+        blocking=False,
+        origin="openclaw",
+        description="Before the context is compacted.",
+        fields=("trigger",),
+        outcomes=(CONTEXT,),
+        aliases=("before-compaction", "PreCompact"),
+    ),
+    _spec(
+        "after_compaction",
+        blocking=False,
+        origin="openclaw",
+        description="After the context was compacted.",
+        fields=("trigger",),
+        outcomes=(),
+        aliases=("after-compaction", "PostCompact"),
+    ),
+    _spec(
+        "tool_result_persist",
+        blocking=True,
+        origin="openclaw",
+        description="A tool result is about to be written to the transcript; hooks may rewrite it.",
+        fields=("tool_name", "tool_use_id", "message"),
+        outcomes=(UPDATED_INPUT,),
+        input_field="message",
+        match_field="tool_name",
+        aliases=("tool-result-persist",),
+    ),
+    # Claude Code events with no GoClaw counterpart.
+    _spec(
+        "notification",
+        blocking=False,
+        origin="claude_code",
+        description="The agent shows a notification to the user.",
+        fields=("message", "title", "notification_type"),
+        outcomes=(),
+        match_field="notification_type",
+        aliases=("Notification",),
+    ),
+    _spec(
+        "post_tool_use_failure",
+        blocking=False,
+        origin="claude_code",
+        description="A tool call failed.",
+        fields=(*_TOOL, "error", "duration_ms"),
+        outcomes=(CONTEXT,),
+        match_field="tool_name",
+        aliases=("PostToolUseFailure",),
+    ),
+)
+
+_BY_NAME: Final[dict[str, EventSpec]] = {}
+for _entry in CATALOGUE:
+    for _key in (_entry.name, *_entry.aliases):
+        if _key in _BY_NAME:  # pragma: no cover - guards the table itself
+            raise RuntimeError(f"event name {_key!r} appears twice in the catalogue")
+        _BY_NAME[_key] = _entry
+
+
+def get_event(name: str) -> EventSpec:
+    """Look an event up by canonical name or alias; raise :class:`UnknownEventError`."""
+    try:
+        return _BY_NAME[name]
+    except KeyError:
+        raise UnknownEventError(name) from None
+
+
+def canonical_event(name: str) -> str:
+    return get_event(name).name
+
+
+def event_names() -> list[str]:
+    """Canonical names, in catalogue order."""
+    return [entry.name for entry in CATALOGUE]
+
+
+_CAMEL_1 = re.compile(r"([A-Z]+)([A-Z][a-z])")
+_CAMEL_2 = re.compile(r"([a-z0-9])([A-Z])")
+_KNOWN_FIELDS: Final = frozenset(field for entry in CATALOGUE for field in entry.all_fields) | {
+    "tool_output",
+    "raw_input",
+    "hook_event_name",
+    "transcript_path",
+    "updated_input",
+}
+# Other systems' spellings of our fields.
+_FIELD_SYNONYMS: Final = {
+    "raw_input": "prompt",
+    "tool_output": "tool_response",
+    "session_key": "session_id",
+    "tool": "tool_name",
+    "arguments": "tool_input",
+    "params": "tool_input",
+}
+
+
+def normalize_payload(payload: Mapping[str, Any]) -> dict[str, Any]:
+    """Accept camelCase and PascalCase field names (GoClaw's WS and Go payloads) as snake_case.
+
+    Unknown fields are kept as they are, so nothing the caller sent is lost.
+    """
+    out: dict[str, Any] = {}
+    for key, value in payload.items():
+        name = key
+        if key not in _KNOWN_FIELDS and not key.islower():
+            name = _CAMEL_2.sub(r"\1_\2", _CAMEL_1.sub(r"\1_\2", key)).lower()
+        name = _FIELD_SYNONYMS.get(name, name)
+        if name not in out:
+            out[name] = value
+    return out

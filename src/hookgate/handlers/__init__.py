@@ -1,0 +1,57 @@
+"""Handlers: what runs a hook. One module per handler type, one small protocol for all.
+
+A handler class is constructed once per engine with the engine's :class:`Services`, and its
+``run`` is called for every matched event with an :class:`Invocation`. It answers a
+:class:`~hookgate.outcome.HookResult` (or a dict with the outcome keys, or ``None`` to
+abstain) and raises :class:`~hookgate.outcome.HookError` /
+:class:`~hookgate.outcome.MalformedAnswer` when it fails. Timeouts are enforced by the engine.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Final
+
+from hookgate.handlers.base import Handler, Invocation, Services
+
+__all__ = [
+    "Handler",
+    "Invocation",
+    "Services",
+    "available_handler_types",
+    "handler_class",
+    "register_handler_type",
+]
+
+# Handler types shipped with hookgate, imported on first use so a missing optional
+# dependency only affects the handler that needs it.
+_BUILTIN: Final[dict[str, str]] = {
+    "callable": "hookgate.handlers.callable:CallableHandler",
+    "command": "hookgate.handlers.command:CommandHandler",
+    "process": "hookgate.handlers.process:ProcessHandler",
+    "http": "hookgate.handlers.http:HttpHandler",
+    "prompt": "hookgate.handlers.prompt:PromptHandler",
+    "agent": "hookgate.handlers.agent:AgentHandler",
+}
+_registered: dict[str, type[Handler] | str] = dict(_BUILTIN)
+
+
+def register_handler_type(name: str, cls: type[Handler] | str) -> None:
+    """Add a handler type (a class, or a ``"module:Class"`` path imported on first use)."""
+    _registered[name] = cls
+
+
+def available_handler_types() -> list[str]:
+    return sorted(_registered)
+
+
+def handler_class(name: str) -> type[Handler]:
+    """The class for ``name``; raise KeyError if unknown, ImportError if it cannot load."""
+    target = _registered[name]
+    if isinstance(target, str):
+        module_name, _, attr = target.partition(":")
+        module = importlib.import_module(module_name)
+        cls: type[Handler] = getattr(module, attr)
+        _registered[name] = cls
+        return cls
+    return target

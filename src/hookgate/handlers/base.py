@@ -1,0 +1,80 @@
+"""The handler protocol and the objects every handler receives."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from hookgate.settings import Settings
+
+if TYPE_CHECKING:
+    from hookgate.definition import HookDefinition
+    from hookgate.events import EventSpec
+    from hookgate.outcome import HookResult
+
+__all__ = ["Handler", "Invocation", "Services"]
+
+
+@dataclass(slots=True)
+class Services:
+    """Engine-wide things handlers share: settings and long-lived helpers.
+
+    ``extras`` holds optional collaborators other parts plug in (a budget store, a
+    secrets keyring, an HTTP client, the runtime event bus), looked up by name.
+    """
+
+    settings: Settings = field(default_factory=Settings)
+    extras: dict[str, Any] = field(default_factory=dict)
+
+    def get(self, name: str, default: Any = None) -> Any:
+        return self.extras.get(name, default)
+
+
+@dataclass(slots=True)
+class Invocation:
+    """One call of one hook for one event."""
+
+    hook: HookDefinition
+    event: EventSpec
+    #: The event payload as this hook sees it (earlier rewrites applied). Do not mutate.
+    payload: Mapping[str, Any]
+    timeout_s: float
+    services: Services
+    dry_run: bool = False
+
+
+class Handler:
+    """Base class and protocol for handlers.
+
+    Subclasses set ``handler_type``, implement ``run`` and, when their config has rules,
+    ``validate_config``. ``run_sync`` exists only for handlers that can answer without an
+    event loop (the callable handler), which lets ``Engine.fire_sync`` skip the loop.
+    """
+
+    handler_type: ClassVar[str] = ""
+    supports_sync: ClassVar[bool] = False
+
+    def __init__(self, services: Services) -> None:
+        self.services = services
+
+    @classmethod
+    def validate_config(cls, config: Mapping[str, Any]) -> list[str]:
+        """Problems with a hook's ``config``, one message each; empty when valid."""
+        return []
+
+    async def run(self, call: Invocation) -> HookResult | Mapping[str, Any] | None:
+        raise NotImplementedError(f"{type(self).__name__}.run must be implemented")
+
+    def run_sync(self, call: Invocation) -> HookResult | Mapping[str, Any] | None:
+        raise NotImplementedError(f"{type(self).__name__} cannot run without an event loop")
+
+    def can_run_sync(self, hook: HookDefinition) -> bool:
+        """Whether ``run_sync`` can serve this hook (e.g. a plain function, not a coroutine)."""
+        return False
+
+    def forget(self, hook_id: str) -> None:
+        """Drop per-hook state (a hook was deleted or replaced by a new version)."""
+
+    async def aclose(self) -> None:
+        """Release what the handler holds (child processes, connections)."""

@@ -1,0 +1,105 @@
+"""The ``callable`` handler: a Python function or coroutine function is the hook.
+
+Config: ``{"callable": fn}`` from code, or ``{"callable": "package.module:function"}`` in a
+hooks file. The function takes one :class:`~hookgate.hook_event.HookEvent` and returns a
+:class:`~hookgate.outcome.HookResult`, a dict with the outcome keys, or ``None`` to abstain.
+Plain functions run without an event loop when the engine is called synchronously.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+from collections.abc import Callable, Mapping
+from typing import Any, ClassVar
+
+from hookgate.definition import HookDefinition
+from hookgate.handlers.base import Handler, Invocation
+from hookgate.hook_event import HookEvent
+from hookgate.outcome import HookError, HookResult
+
+__all__ = ["CallableHandler", "resolve_callable"]
+
+HookFunction = Callable[[HookEvent], Any]
+
+
+def resolve_callable(target: Any) -> HookFunction:
+    """The function a ``callable`` config names; raise ValueError with the reason if none."""
+    if callable(target):
+        return target  # type: ignore[no-any-return]
+    if not isinstance(target, str) or ":" not in target:
+        raise ValueError("callable must be a function or a 'package.module:function' string")
+    module_name, _, attr_path = target.partition(":")
+    try:
+        obj: Any = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ValueError(f"cannot import {module_name!r}: {exc}") from None
+    for attr in attr_path.split("."):
+        try:
+            obj = getattr(obj, attr)
+        except AttributeError:
+            raise ValueError(f"{module_name!r} has no attribute {attr_path!r}") from None
+    if not callable(obj):
+        raise ValueError(f"{target!r} is not callable")
+    return obj  # type: ignore[no-any-return]
+
+
+class CallableHandler(Handler):
+    handler_type: ClassVar[str] = "callable"
+    supports_sync: ClassVar[bool] = True
+
+    def __init__(self, services: Any) -> None:
+        super().__init__(services)
+        self._functions: dict[tuple[str, int], tuple[HookFunction, bool]] = {}
+
+    @classmethod
+    def validate_config(cls, config: Mapping[str, Any]) -> list[str]:
+        if "callable" not in config:
+            return ["callable hooks need config.callable (a function or 'module:function')"]
+        try:
+            resolve_callable(config["callable"])
+        except ValueError as exc:
+            return [str(exc)]
+        return []
+
+    def _function(self, hook: HookDefinition) -> tuple[HookFunction, bool]:
+        key = (hook.id, hook.version)
+        found = self._functions.get(key)
+        if found is None:
+            try:
+                fn = resolve_callable(hook.config.get("callable"))
+            except ValueError as exc:
+                raise HookError(str(exc)) from None
+            is_async = inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
+                getattr(fn, "__call__", None)  # noqa: B004 - async callable objects
+            )
+            found = (fn, is_async)
+            self._functions[key] = found
+        return found
+
+    def can_run_sync(self, hook: HookDefinition) -> bool:
+        try:
+            return not self._function(hook)[1]
+        except HookError:
+            return True  # run_sync will report the error
+
+    def run_sync(self, call: Invocation) -> HookResult | Mapping[str, Any] | None:
+        fn, _ = self._function(call.hook)
+        answer = fn(HookEvent(call.event.name, call.payload))
+        if inspect.isawaitable(answer):
+            close = getattr(answer, "close", None)
+            if close is not None:
+                close()
+            raise HookError("a plain function hook returned an awaitable; declare it async def")
+        return answer  # type: ignore[no-any-return]
+
+    async def run(self, call: Invocation) -> HookResult | Mapping[str, Any] | None:
+        fn, is_async = self._function(call.hook)
+        answer = fn(HookEvent(call.event.name, call.payload))
+        if inspect.isawaitable(answer):
+            answer = await answer
+        return answer  # type: ignore[no-any-return]
+
+    def forget(self, hook_id: str) -> None:
+        for key in [k for k in self._functions if k[0] == hook_id]:
+            del self._functions[key]

@@ -1,0 +1,153 @@
+"""Pre-filters that decide whether a hook sees an event: ``matcher`` and ``if_expr``.
+
+Matchers are user-supplied regular expressions, so they run on RE2 (linear time, no
+catastrophic backtracking; backreferences and lookaround are refused at validation).
+``if_expr`` is CEL, type-checked at compile time against the event fields, compiled once
+per hook version.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final
+
+import re2
+from cel_expr_python import cel
+
+__all__ = [
+    "MAX_PATTERN_LENGTH",
+    "CelFilter",
+    "FilterError",
+    "Matcher",
+    "cel_activation",
+    "compile_if_expr",
+    "compile_matcher",
+]
+
+MAX_PATTERN_LENGTH: Final = 1024
+
+
+class FilterError(ValueError):
+    """A matcher or if_expr that does not compile, or an if_expr that is not boolean."""
+
+
+_RE2_OPTIONS = re2.Options()
+_RE2_OPTIONS.log_errors = False  # errors are reported to the user, not to stderr
+
+
+class Matcher:
+    """An unanchored RE2 search over one event field (the tool name for tool events)."""
+
+    __slots__ = ("_search", "pattern")
+
+    def __init__(self, pattern: str) -> None:
+        if len(pattern) > MAX_PATTERN_LENGTH:
+            raise FilterError(f"matcher is longer than {MAX_PATTERN_LENGTH} characters")
+        try:
+            compiled = re2.compile(pattern, _RE2_OPTIONS)
+        except re2.error as exc:
+            message = exc.args[0] if exc.args else str(exc)
+            if isinstance(message, bytes):
+                message = message.decode("utf-8", "replace")
+            raise FilterError(f"matcher does not compile: {message}") from None
+        self.pattern = pattern
+        self._search = compiled.search
+
+    def matches(self, subject: str) -> bool:
+        return self._search(subject) is not None
+
+
+def compile_matcher(pattern: str | None) -> Matcher | None:
+    if pattern is None or pattern in ("", "*"):
+        return None  # empty or "*" matches everything, as in Claude Code
+    return Matcher(pattern)
+
+
+_T = cel.Type
+# Variables an if_expr may use. Fields an event does not carry read as their zero value.
+_CEL_VARIABLES: Final[dict[str, Any]] = {
+    "tool_name": _T.STRING,
+    "tool_input": _T.Map(_T.STRING, _T.DYN),
+    "depth": _T.INT,
+    "event": _T.STRING,
+    "prompt": _T.DYN,
+    "session_id": _T.DYN,
+    "tenant_id": _T.DYN,
+    "agent_id": _T.DYN,
+    "user_id": _T.DYN,
+    "turn_id": _T.DYN,
+    "tool_response": _T.DYN,
+    "tool_use_id": _T.DYN,
+    "task": _T.DYN,
+    "output": _T.DYN,
+    "source_agent": _T.DYN,
+    "target_agent": _T.DYN,
+    "request": _T.DYN,
+    "response": _T.DYN,
+    "content": _T.DYN,
+    "message": _T.DYN,
+    "source": _T.DYN,
+    "model": _T.DYN,
+    "channel": _T.DYN,
+    "error": _T.DYN,
+    "payload": _T.Map(_T.STRING, _T.DYN),
+}
+_ZERO: Final[dict[str, Any]] = {"tool_name": "", "tool_input": {}, "depth": 0, "event": ""}
+_ENV = cel.NewEnv(variables=_CEL_VARIABLES)
+
+
+def cel_activation(event: str, payload: Mapping[str, Any]) -> dict[str, Any]:
+    """The variables an if_expr sees for one event; built once per fire and shared."""
+    data: dict[str, Any] = {name: payload.get(name) for name in _CEL_VARIABLES}
+    for name, zero in _ZERO.items():
+        if data[name] is None:
+            data[name] = zero
+    if not isinstance(data["tool_input"], Mapping):
+        data["tool_input"] = {"value": data["tool_input"]}
+    if not isinstance(data["depth"], int) or isinstance(data["depth"], bool):
+        data["depth"] = 0
+    data["event"] = event
+    data["payload"] = dict(payload)
+    return data
+
+
+class CelFilter:
+    """A compiled, boolean CEL expression."""
+
+    __slots__ = ("_expression", "source")
+
+    def __init__(self, source: str) -> None:
+        try:
+            expression = _ENV.compile(source)
+        except RuntimeError as exc:
+            raise FilterError(f"if_expr does not compile: {_tidy(str(exc))}") from None
+        result_type = expression.return_type()
+        if result_type != _T.BOOL and result_type != _T.DYN:
+            raise FilterError(
+                f"if_expr must be a boolean expression; it returns {result_type.name()}"
+            )
+        self.source = source
+        self._expression = expression
+
+    def evaluate(self, activation: Mapping[str, Any]) -> bool:
+        """True or False; raise :class:`FilterError` when evaluation fails or is not boolean."""
+        value = self._expression.eval(data=activation)
+        kind = value.type()
+        if kind == _T.BOOL:
+            return bool(value.value())
+        if kind == _T.ERROR:
+            raise FilterError(f"if_expr failed: {value.value()}")
+        raise FilterError(f"if_expr returned {kind.name()}, not a boolean")
+
+
+def compile_if_expr(source: str | None) -> CelFilter | None:
+    if source is None or not source.strip():
+        return None
+    return CelFilter(source)
+
+
+def _tidy(message: str) -> str:
+    # cel-cpp messages start with a status code and end with one; keep the readable part.
+    for prefix in ("INVALID_ARGUMENT: ", "ERROR: "):
+        message = message.removeprefix(prefix)
+    return message.replace(" [INVALID_ARGUMENT]", "").strip()

@@ -1,0 +1,220 @@
+"""What a hook answers (:class:`HookResult`) and what ``fire`` returns (:class:`Outcome`).
+
+A handler answers one :class:`HookResult`; the chain folds the answers of all hooks into one
+:class:`Outcome`. Handlers may also answer a plain ``dict`` with the outcome keys (or ``None``
+to abstain); :func:`coerce_result` turns that into a :class:`HookResult` or raises
+:class:`MalformedAnswer`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal
+
+__all__ = [
+    "ABORT_VALUES",
+    "DECISIONS",
+    "HookError",
+    "HookResult",
+    "MalformedAnswer",
+    "Outcome",
+    "TraceEntry",
+    "coerce_result",
+]
+
+Decision = Literal["allow", "block", "ask", "defer"]
+DECISIONS: Final = frozenset({"allow", "block", "ask", "defer"})
+ABORT_VALUES: Final = frozenset({"turn", "hard"})
+
+
+class HookError(Exception):
+    """A handler failed: it crashed, exited badly, could not be reached.
+
+    On a blocking event this blocks (fail-closed) unless the hook's ``on_error`` says allow.
+    ``details`` travels into the trace and the audit metadata.
+    """
+
+    def __init__(self, message: str, *, details: Mapping[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.details: dict[str, Any] = dict(details or {})
+
+
+class MalformedAnswer(HookError):
+    """A handler answered something that is not a valid decision.
+
+    Always blocks a blocking event, whatever the hook's ``on_error``: a misspelled ``block``
+    must never turn into an allow.
+    """
+
+
+@dataclass(slots=True)
+class HookResult:
+    """One hook's answer. Every field is optional; an empty result abstains."""
+
+    decision: Decision | None = None
+    reason: str | None = None
+    updated_input: Any = None
+    additional_context: list[str] = field(default_factory=list)
+    result: Any = None
+    abort: Literal["turn", "hard"] | None = None
+    continue_: bool = True
+    #: Handler-specific facts for the trace and the audit row (stdout, status code, model, …).
+    details: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def blocks(self) -> bool:
+        return self.decision in ("block", "ask", "defer") or not self.continue_
+
+
+_RESULT_KEYS: Final = frozenset(
+    {
+        "decision",
+        "reason",
+        "updated_input",
+        "updatedInput",
+        "additional_context",
+        "additionalContext",
+        "result",
+        "abort",
+        "continue",
+        "continue_",
+        "details",
+    }
+)
+
+
+def _context_list(value: Any) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [value] if value else []
+    if isinstance(value, list | tuple) and all(isinstance(item, str) for item in value):
+        return [item for item in value if item]
+    raise MalformedAnswer(
+        f"additional_context must be a string or a list of strings, got {value!r}"
+    )
+
+
+def coerce_result(answer: Any) -> HookResult | None:
+    """Turn a handler's answer into a :class:`HookResult`; ``None`` means abstain."""
+    if answer is None:
+        return None
+    if isinstance(answer, HookResult):
+        _check(answer)
+        return answer
+    if isinstance(answer, bool):
+        # A bare boolean is a common shorthand: True allows, False blocks.
+        return HookResult(decision="allow" if answer else "block")
+    if not isinstance(answer, Mapping):
+        raise MalformedAnswer(
+            f"a hook must return a HookResult, a dict or None, not {type(answer).__name__}"
+        )
+    unknown = set(answer) - _RESULT_KEYS
+    if unknown:
+        raise MalformedAnswer(f"unknown key(s) in hook answer: {', '.join(sorted(unknown))}")
+    cont = answer.get("continue", answer.get("continue_", True))
+    if not isinstance(cont, bool):
+        raise MalformedAnswer(f"'continue' must be a boolean, got {cont!r}")
+    reason = answer.get("reason")
+    if reason is not None and not isinstance(reason, str):
+        reason = json.dumps(reason)
+    details = answer.get("details") or {}
+    if not isinstance(details, Mapping):
+        raise MalformedAnswer("'details' must be an object")
+    result = HookResult(
+        decision=answer.get("decision"),
+        reason=reason,
+        updated_input=answer.get("updated_input", answer.get("updatedInput")),
+        additional_context=_context_list(
+            answer.get("additional_context", answer.get("additionalContext"))
+        ),
+        result=answer.get("result"),
+        abort=answer.get("abort"),
+        continue_=cont,
+        details=dict(details),
+    )
+    _check(result)
+    return result
+
+
+def _check(result: HookResult) -> None:
+    if result.decision is not None and result.decision not in DECISIONS:
+        raise MalformedAnswer(
+            f"decision must be one of allow, block, ask, defer; got {result.decision!r}"
+        )
+    if result.abort is not None and result.abort not in ABORT_VALUES:
+        raise MalformedAnswer(f"abort must be 'turn' or 'hard', got {result.abort!r}")
+    context: Any = result.additional_context
+    if not isinstance(context, list):
+        result.additional_context = _context_list(context)
+
+
+@dataclass(slots=True)
+class TraceEntry:
+    """One hook the chain considered."""
+
+    hook_id: str
+    name: str
+    handler_type: str
+    matched: bool
+    skipped: str | None = None
+    decision: str | None = None
+    duration_ms: float = 0.0
+    error: str | None = None
+    breaker: str = "closed"
+    version: int = 0
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "hook_id": self.hook_id,
+            "name": self.name,
+            "handler_type": self.handler_type,
+            "matched": self.matched,
+            "skipped": self.skipped,
+            "decision": self.decision,
+            "duration_ms": round(self.duration_ms, 3),
+            "error": self.error,
+            "breaker": self.breaker,
+            "version": self.version,
+            "details": self.details,
+        }
+
+
+@dataclass(slots=True)
+class Outcome:
+    """The single decision for one event. ``to_dict`` has exactly the documented keys."""
+
+    decision: Literal["allow", "block"] = "allow"
+    reason: str | None = None
+    updated_input: Any = None
+    additional_context: list[str] = field(default_factory=list)
+    result: Any = None
+    abort: Literal["turn", "hard"] | None = None
+    continue_: bool = True
+    trace: list[TraceEntry] = field(default_factory=list)
+
+    @property
+    def allowed(self) -> bool:
+        return self.decision == "allow"
+
+    @property
+    def blocked(self) -> bool:
+        return self.decision == "block"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "decision": self.decision,
+            "reason": self.reason,
+            "updated_input": self.updated_input,
+            "additional_context": list(self.additional_context),
+            "result": self.result,
+            "abort": self.abort,
+            "continue": self.continue_,
+            "trace": [entry.to_dict() for entry in self.trace],
+        }
+
+    def to_json(self, **kwargs: Any) -> str:
+        return json.dumps(self.to_dict(), default=str, **kwargs)

@@ -1,0 +1,142 @@
+"""Where the engine finds the hooks for an event.
+
+A :class:`CompiledHook` is a definition with its matcher and ``if_expr`` compiled, made once
+per hook version. A :class:`HookSource` answers "which hooks, in which order, for this event
+of this tenant and agent". :class:`HookRegistry` is the in-memory source used by the library;
+the gateway's database-backed source has the same two methods.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+from hookgate.chain import sort_key
+from hookgate.definition import HookDefinition
+from hookgate.matching import CelFilter, Matcher, compile_if_expr, compile_matcher
+
+__all__ = ["CompiledHook", "HookRegistry", "HookSource", "applies_to", "compile_hook"]
+
+
+@dataclass(frozen=True, slots=True)
+class CompiledHook:
+    definition: HookDefinition
+    matcher: Matcher | None
+    condition: CelFilter | None
+    timeout_s: float
+    sort_key: tuple[int, int, str]
+
+
+def compile_hook(definition: HookDefinition) -> CompiledHook:
+    return CompiledHook(
+        definition=definition,
+        matcher=compile_matcher(definition.matcher),
+        condition=compile_if_expr(definition.if_expr),
+        timeout_s=definition.timeout_ms / 1000.0,
+        sort_key=sort_key(definition.priority, definition.order, definition.id),
+    )
+
+
+def applies_to(definition: HookDefinition, tenant_id: str | None, agent_id: str | None) -> bool:
+    """Scope rule: global hooks apply everywhere; tenant hooks to their tenant; agent hooks
+    to the listed agents of their tenant."""
+    if definition.scope == "global":
+        return True
+    # A hook with no tenant (library use, hooks files) belongs to whoever runs the engine.
+    if definition.tenant_id is not None and definition.tenant_id != tenant_id:
+        return False
+    if definition.scope == "agent":
+        return agent_id is not None and agent_id in definition.agent_ids
+    return True
+
+
+@runtime_checkable
+class HookSource(Protocol):
+    def resolve(
+        self, event: str, tenant_id: str | None, agent_id: str | None
+    ) -> Sequence[CompiledHook]:
+        """Hooks for the event, sorted by the chain order. Must not touch a database."""
+        ...
+
+    def has_event(self, event: str) -> bool:
+        """Whether any hook at all exists for ``event`` (the no-hook fast path)."""
+        ...
+
+
+class HookRegistry:
+    """In-memory hooks, resolved per (event, tenant, agent) and cached until a change."""
+
+    def __init__(self, definitions: Iterable[HookDefinition] = ()) -> None:
+        self._lock = threading.Lock()
+        self._hooks: dict[str, CompiledHook] = {}
+        self._cache: dict[tuple[str, str | None, str | None], tuple[CompiledHook, ...]] = {}
+        self._events: frozenset[str] = frozenset()
+        self._sequence = itertools.count(1)
+        for definition in definitions:
+            self.put(definition)
+
+    def next_order(self) -> int:
+        return next(self._sequence)
+
+    def put(self, definition: HookDefinition) -> CompiledHook:
+        """Add or replace (by id) a hook."""
+        compiled = compile_hook(definition)
+        with self._lock:
+            self._hooks[definition.id] = compiled
+            self._changed()
+        return compiled
+
+    def remove(self, hook_id: str) -> HookDefinition | None:
+        with self._lock:
+            compiled = self._hooks.pop(hook_id, None)
+            self._changed()
+        return compiled.definition if compiled else None
+
+    def get(self, hook_id: str) -> HookDefinition | None:
+        compiled = self._hooks.get(hook_id)
+        return compiled.definition if compiled else None
+
+    def find(self, name: str) -> HookDefinition | None:
+        for compiled in self._hooks.values():
+            if compiled.definition.name == name:
+                return compiled.definition
+        return None
+
+    def definitions(self) -> list[HookDefinition]:
+        ordered = sorted(self._hooks.values(), key=lambda c: (c.definition.event, c.sort_key))
+        return [c.definition for c in ordered]
+
+    def __len__(self) -> int:
+        return len(self._hooks)
+
+    def has_event(self, event: str) -> bool:
+        return event in self._events
+
+    def resolve(
+        self, event: str, tenant_id: str | None, agent_id: str | None
+    ) -> tuple[CompiledHook, ...]:
+        key = (event, tenant_id, agent_id)
+        cached = self._cache.get(key)
+        if cached is not None:
+            return cached
+        with self._lock:
+            hooks = tuple(
+                sorted(
+                    (
+                        c
+                        for c in self._hooks.values()
+                        if c.definition.event == event
+                        and applies_to(c.definition, tenant_id, agent_id)
+                    ),
+                    key=lambda c: c.sort_key,
+                )
+            )
+            self._cache[key] = hooks
+        return hooks
+
+    def _changed(self) -> None:
+        self._cache = {}
+        self._events = frozenset(c.definition.event for c in self._hooks.values())

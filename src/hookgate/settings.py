@@ -1,0 +1,46 @@
+"""Engine and server settings, with their environment-variable equivalents."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+__all__ = ["Settings"]
+
+Edition = Literal["lite", "standard"]
+
+
+@dataclass(slots=True)
+class Settings:
+    """Knobs shared by the engine, the handlers and the gateway.
+
+    ``edition``: ``lite`` allows every handler; ``standard`` refuses ``command`` hooks when they
+    are defined and again when they run.
+    ``ssrf_allowlist``: CIDRs and host names outbound hook URLs may reach although private.
+    """
+
+    edition: Edition = "lite"
+    chain_budget_s: float = 10.0
+    max_depth: int = 3
+    background_queue_size: int = 1000
+    background_workers: int = 4
+    breaker_threshold: int = 5
+    breaker_window_s: float = 60.0
+    breaker_cooldown_s: float = 30.0
+    ssrf_allowlist: tuple[str, ...] = ()
+    extra: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: object) -> Settings:
+        env = os.environ if environ is None else environ
+        settings = cls()
+        edition = env.get("HOOKGATE_EDITION")
+        if edition in ("lite", "standard"):
+            settings.edition = edition  # type: ignore[assignment]
+        allow = env.get("HOOKGATE_SSRF_ALLOWLIST", "")
+        settings.ssrf_allowlist = tuple(p.strip() for p in allow.split(",") if p.strip())
+        for key, value in overrides.items():
+            setattr(settings, key, value)
+        return settings
