@@ -1,0 +1,95 @@
+"""Shared benchmark plumbing: timing helpers and the result row every bench module returns.
+
+A bench module is ``bench/bench_<area>.py`` with ``def run(quick: bool) -> list[Row]``.
+Numbers are reported as ratios against the raw operation (or a reference library), because
+absolute times depend on the machine.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import statistics
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+__all__ = ["Row", "per_call_us", "per_call_us_async", "percentiles"]
+
+
+@dataclass(slots=True)
+class Row:
+    group: str
+    name: str
+    value: float
+    unit: str
+    baseline: str | None = None
+    baseline_value: float | None = None
+    goal: str | None = None
+    passed: bool | None = None
+
+    @property
+    def ratio(self) -> float | None:
+        if self.baseline_value in (None, 0):
+            return None
+        assert self.baseline_value is not None
+        return self.value / self.baseline_value
+
+
+def per_call_us(fn: Callable[[], object], *, min_time: float = 0.2, repeats: int = 7) -> float:
+    """Median µs per call: loop count raised until one repeat takes ``min_time``."""
+    number = 1
+    while True:
+        start = time.perf_counter()
+        for _ in range(number):
+            fn()
+        if time.perf_counter() - start >= min_time / 4 or number >= 1 << 22:
+            break
+        number *= 2
+    samples = []
+    gc_was = gc.isenabled()
+    gc.disable()
+    try:
+        for _ in range(repeats):
+            start = time.perf_counter()
+            for _ in range(number):
+                fn()
+            samples.append((time.perf_counter() - start) / number * 1e6)
+    finally:
+        if gc_was:
+            gc.enable()
+    return statistics.median(samples)
+
+
+def per_call_us_async(
+    make: Callable[[], Awaitable[object]], *, min_time: float = 0.2, repeats: int = 7
+) -> float:
+    """Median µs per awaited call, measured inside one running event loop."""
+
+    async def main() -> float:
+        number = 1
+        while True:
+            start = time.perf_counter()
+            for _ in range(number):
+                await make()
+            if time.perf_counter() - start >= min_time / 4 or number >= 1 << 22:
+                break
+            number *= 2
+        samples = []
+        for _ in range(repeats):
+            start = time.perf_counter()
+            for _ in range(number):
+                await make()
+            samples.append((time.perf_counter() - start) / number * 1e6)
+        return statistics.median(samples)
+
+    return asyncio.run(main())
+
+
+def percentiles(samples: list[float], *points: float) -> list[float]:
+    ordered = sorted(samples)
+    out = []
+    for point in points:
+        index = min(len(ordered) - 1, max(0, round(point / 100 * (len(ordered) - 1))))
+        out.append(ordered[index])
+    return out
