@@ -1,0 +1,476 @@
+"""The store contract: one protocol, implemented by the SQLite and the PostgreSQL backends.
+
+Every read and write takes a :class:`Caller`. A tenant caller sees its own hooks plus the
+global ones and changes only its own; a master caller sees and manages everything. Methods
+that serve the engine itself (audit writes, breaker state, the resolver's full load) take a
+:meth:`Caller.system` caller, which is master scope.
+
+Rows come back as small frozen dataclasses with a ``to_dict()`` for API answers; nothing a
+client should not see (key hashes, encrypted error details) is in those dicts.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal, Protocol, runtime_checkable
+
+from hookgate.definition import GLOBAL_TENANT, HookDefinition
+
+__all__ = [
+    "API_KEY_PREFIX",
+    "DEFAULT_BUDGET_TOKENS",
+    "GLOBAL_TENANT",
+    "ApiKey",
+    "ApiKeyRole",
+    "BreakerSnapshot",
+    "BudgetExceeded",
+    "Caller",
+    "ExecutionPage",
+    "ExecutionQuery",
+    "ExecutionRow",
+    "Forbidden",
+    "HookFilter",
+    "HookRecord",
+    "NotFound",
+    "ReadOnlyHook",
+    "SeedReport",
+    "Store",
+    "StoreError",
+    "TenantBudget",
+    "VersionConflict",
+    "hash_api_key",
+    "new_api_key",
+]
+
+#: A tenant's monthly token budget when none was set (seed 000).
+DEFAULT_BUDGET_TOKENS: Final = 1_000_000
+API_KEY_PREFIX: Final = "hg-"
+ApiKeyRole = Literal["viewer", "operator", "admin"]
+API_KEY_ROLES: Final = ("viewer", "operator", "admin")
+
+
+# --- errors ---------------------------------------------------------------------------------
+
+
+class StoreError(Exception):
+    """A store operation failed; the message names the problem."""
+
+
+class NotFound(StoreError):
+    """The row does not exist, or the caller may not see it (the two are not distinguished)."""
+
+
+class Forbidden(StoreError):
+    """The caller may see the row but not change it (a global hook, another tenant's key)."""
+
+
+class ReadOnlyHook(Forbidden):
+    """A builtin hook: only ``enabled`` can be changed, and it cannot be deleted."""
+
+
+class VersionConflict(StoreError):
+    """An update named an ``expected_version`` that is no longer current."""
+
+    def __init__(self, hook_id: str, expected: int, actual: int) -> None:
+        self.hook_id = hook_id
+        self.expected = expected
+        self.actual = actual
+        super().__init__(
+            f"hook {hook_id} is at version {actual}, not {expected}: reload it and retry"
+        )
+
+
+class BudgetExceeded(StoreError):
+    """A deduction would take the tenant's monthly budget below zero."""
+
+
+# --- scope ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Caller:
+    """Who is asking: a tenant, or master scope (which sees and manages all tenants)."""
+
+    tenant_id: str
+    master: bool = False
+
+    @classmethod
+    def for_tenant(cls, tenant_id: str) -> Caller:
+        if not tenant_id:
+            raise ValueError("a tenant caller needs a tenant id")
+        return cls(tenant_id=tenant_id, master=False)
+
+    @classmethod
+    def master_scope(cls) -> Caller:
+        return cls(tenant_id=GLOBAL_TENANT, master=True)
+
+    @classmethod
+    def system(cls) -> Caller:
+        """The engine itself (audit writer, breaker board, resolver): master scope."""
+        return cls(tenant_id=GLOBAL_TENANT, master=True)
+
+    def can_see_tenant(self, tenant_id: str | None) -> bool:
+        return self.master or tenant_id in (self.tenant_id, GLOBAL_TENANT)
+
+    def can_change_tenant(self, tenant_id: str | None) -> bool:
+        return self.master or tenant_id == self.tenant_id
+
+
+# --- hooks ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class BreakerSnapshot:
+    """A hook's circuit-breaker state as last persisted (for the panel and other replicas)."""
+
+    state: Literal["closed", "open", "half_open"] = "closed"
+    recent_faults: int = 0
+    last_fault: str | None = None
+    #: Wall-clock seconds when the state last changed.
+    changed_at: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "state": self.state,
+            "recent_faults": self.recent_faults,
+            "last_fault": self.last_fault,
+            "changed_at": self.changed_at,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class HookRecord:
+    """A stored hook: its definition (tenant id is never None here) plus row bookkeeping."""
+
+    definition: HookDefinition
+    created_at: float
+    updated_at: float
+    breaker: BreakerSnapshot = field(default_factory=BreakerSnapshot)
+
+    @property
+    def id(self) -> str:
+        return self.definition.id
+
+    @property
+    def version(self) -> int:
+        return self.definition.version
+
+    def to_dict(self) -> dict[str, Any]:
+        data = self.definition.to_dict()
+        data["created_at"] = self.created_at
+        data["updated_at"] = self.updated_at
+        data["breaker"] = self.breaker.to_dict()
+        return data
+
+
+@dataclass(frozen=True, slots=True)
+class HookFilter:
+    """Narrow ``list_hooks``; ``None`` means any. ``tenant_id`` only narrows (never widens)."""
+
+    event: str | None = None
+    handler_type: str | None = None
+    scope: str | None = None
+    enabled: bool | None = None
+    source: str | None = None
+    name: str | None = None
+    tenant_id: str | None = None
+    #: Hooks that apply to this agent (global, tenant, or agent scope listing it).
+    agent_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SeedReport:
+    created: tuple[str, ...] = ()
+    updated: tuple[str, ...] = ()
+    unchanged: tuple[str, ...] = ()
+
+
+# --- executions -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ExecutionRow:
+    """One ``hook_executions`` row as stored: ``error`` already redacted and truncated,
+    ``error_detail`` the sealed full error (or None)."""
+
+    id: str
+    hook_id: str | None
+    hook_version: int
+    hook_name: str
+    handler_type: str
+    event: str
+    event_id: str
+    decision: str
+    duration_ms: float
+    tenant_id: str
+    agent_id: str | None
+    session_id: str | None
+    input_hash: str
+    dedup_key: str
+    error: str | None
+    error_detail: bytes | None
+    metadata: Mapping[str, Any]
+    created_at: float
+    #: Monotonic per-store sequence assigned on insert; the pagination cursor uses it.
+    seq: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "hook_id": self.hook_id,
+            "hook_version": self.hook_version,
+            "hook_name": self.hook_name,
+            "handler_type": self.handler_type,
+            "event": self.event,
+            "event_id": self.event_id,
+            "decision": self.decision,
+            "duration_ms": self.duration_ms,
+            "tenant_id": self.tenant_id,
+            "agent_id": self.agent_id,
+            "session_id": self.session_id,
+            "input_hash": self.input_hash,
+            "error": self.error,
+            "has_error_detail": self.error_detail is not None,
+            "metadata": dict(self.metadata),
+            "created_at": self.created_at,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ExecutionQuery:
+    """History filters. Results are newest first; pass the page's ``next_cursor`` to go on."""
+
+    hook_id: str | None = None
+    session_id: str | None = None
+    decision: str | None = None
+    event: str | None = None
+    agent_id: str | None = None
+    #: Time range on ``created_at`` (epoch seconds): ``since`` inclusive, ``until`` exclusive.
+    since: float | None = None
+    until: float | None = None
+    #: Master scope only: narrow to one tenant.
+    tenant_id: str | None = None
+    limit: int = 50
+    cursor: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ExecutionPage:
+    items: tuple[ExecutionRow, ...]
+    next_cursor: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"items": [row.to_dict() for row in self.items], "next_cursor": self.next_cursor}
+
+
+# --- budgets --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class TenantBudget:
+    tenant_id: str
+    #: First day of the budget month, ISO ``YYYY-MM-DD`` (UTC).
+    month_start: str
+    budget_total: int
+    remaining: int
+    updated_at: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "tenant_id": self.tenant_id,
+            "month_start": self.month_start,
+            "budget_total": self.budget_total,
+            "remaining": self.remaining,
+            "updated_at": self.updated_at,
+        }
+
+
+# --- API keys -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ApiKey:
+    """A gateway API key. Only its SHA-256 hash is stored; ``prefix`` helps people tell keys
+    apart in a list."""
+
+    id: str
+    tenant_id: str
+    role: ApiKeyRole
+    master: bool
+    name: str
+    prefix: str
+    created_at: float
+    revoked_at: float | None = None
+
+    @property
+    def active(self) -> bool:
+        return self.revoked_at is None
+
+    def caller(self) -> Caller:
+        return Caller(tenant_id=self.tenant_id, master=self.master)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "tenant_id": self.tenant_id,
+            "role": self.role,
+            "master": self.master,
+            "name": self.name,
+            "prefix": self.prefix,
+            "created_at": self.created_at,
+            "revoked_at": self.revoked_at,
+        }
+
+
+def new_api_key() -> str:
+    """A fresh random API key (shown to the user once; only its hash is stored)."""
+    return API_KEY_PREFIX + secrets.token_urlsafe(32)
+
+
+def hash_api_key(token: str) -> str:
+    """The stored form of a key: SHA-256 hex (keys are random, so no salt is needed)."""
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+# --- the protocol ---------------------------------------------------------------------------
+
+
+@runtime_checkable
+class Store(Protocol):
+    """The persistence contract. Both backends pass the same test suite."""
+
+    #: ``"sqlite"`` or ``"postgres"``.
+    backend: str
+
+    # lifecycle
+    async def open(self) -> None:
+        """Connect (create the data directory or pool). Does not migrate."""
+        ...
+
+    async def migrate(self) -> int:
+        """Apply pending migrations (idempotent, safe from two processes); the schema version."""
+        ...
+
+    async def close(self) -> None: ...
+
+    async def __aenter__(self) -> Store: ...
+
+    async def __aexit__(self, *exc_info: object) -> None: ...
+
+    # hooks
+    async def create_hook(self, caller: Caller, definition: HookDefinition) -> HookRecord:
+        """Store a validated definition. A tenant caller's hook belongs to its tenant; only
+        master scope creates global hooks (stored under :data:`GLOBAL_TENANT`). Version 1,
+        ``order`` from the creation sequence."""
+        ...
+
+    async def get_hook(self, caller: Caller, hook_id: str) -> HookRecord:
+        """Raise :class:`NotFound` when missing or not visible to ``caller``."""
+        ...
+
+    async def list_hooks(
+        self, caller: Caller, filters: HookFilter | None = None
+    ) -> list[HookRecord]:
+        """Visible hooks, ordered by event then chain order."""
+        ...
+
+    async def update_hook(
+        self,
+        caller: Caller,
+        hook_id: str,
+        patch: Mapping[str, Any],
+        *,
+        expected_version: int | None = None,
+        edition: str = "lite",
+    ) -> HookRecord:
+        """Merge ``patch`` into the hook, re-validate, bump the version (atomically, so two
+        concurrent updates give two versions). Identity fields (id, tenant_id, source,
+        version) cannot be patched. Builtin hooks accept only ``enabled``."""
+        ...
+
+    async def delete_hook(self, caller: Caller, hook_id: str) -> None:
+        """Remove a hook; its executions stay with ``hook_id`` set to NULL."""
+        ...
+
+    async def set_enabled(self, caller: Caller, hook_id: str, enabled: bool) -> HookRecord:
+        """Toggle a hook (version bump) and reset its breaker state to closed."""
+        ...
+
+    async def save_breaker_state(
+        self, caller: Caller, hook_id: str, breaker: BreakerSnapshot
+    ) -> None:
+        """Persist a breaker change (no version bump: the definition did not change)."""
+        ...
+
+    async def seed_builtins(self, definitions: Sequence[HookDefinition]) -> SeedReport:
+        """Insert missing builtin hooks (global, source=builtin); a builtin whose version is
+        newer than the row replaces it but keeps the row's ``enabled`` toggle."""
+        ...
+
+    async def hooks_version(self) -> int:
+        """A counter that grows on every hook change, in any process (cache invalidation)."""
+        ...
+
+    # executions
+    async def write_executions(self, rows: Sequence[ExecutionRow]) -> int:
+        """Insert rows in one transaction; rows whose ``dedup_key`` exists are skipped.
+        Returns how many were inserted."""
+        ...
+
+    async def query_executions(self, caller: Caller, query: ExecutionQuery) -> ExecutionPage:
+        """History, newest first, scoped to the caller's tenant (master: all or
+        ``query.tenant_id``). The cursor stays correct while rows are added."""
+        ...
+
+    async def get_execution(self, caller: Caller, execution_id: str) -> ExecutionRow:
+        """One row (with its sealed ``error_detail``); :class:`NotFound` if not visible."""
+        ...
+
+    async def prune_executions(self, caller: Caller, older_than: float) -> int:
+        """Delete rows created before ``older_than`` (epoch seconds); master scope prunes all
+        tenants, a tenant its own. Returns the number deleted."""
+        ...
+
+    # budgets
+    async def get_budget(self, caller: Caller, tenant_id: str) -> TenantBudget:
+        """The tenant's budget for the current month (created with the default, or rolled
+        over to a full ``budget_total`` when a new month began)."""
+        ...
+
+    async def deduct_budget(
+        self, caller: Caller, tenant_id: str, tokens: int, *, allow_negative: bool = True
+    ) -> TenantBudget:
+        """Atomically subtract ``tokens`` (after rolling over if needed). With
+        ``allow_negative=False`` raise :class:`BudgetExceeded` instead of going below zero."""
+        ...
+
+    async def set_budget_total(self, caller: Caller, tenant_id: str, total: int) -> TenantBudget:
+        """Set the monthly total; ``remaining`` moves by the same difference."""
+        ...
+
+    # API keys
+    async def create_api_key(
+        self,
+        caller: Caller,
+        *,
+        tenant_id: str,
+        role: ApiKeyRole,
+        master: bool = False,
+        name: str = "",
+        token: str | None = None,
+    ) -> tuple[ApiKey, str]:
+        """Create a key (random unless ``token`` is given) and return it with the plaintext
+        token, which is never stored. Only master scope creates master keys or keys for
+        another tenant."""
+        ...
+
+    async def list_api_keys(self, caller: Caller) -> list[ApiKey]: ...
+
+    async def revoke_api_key(self, caller: Caller, key_id: str) -> ApiKey: ...
+
+    async def lookup_api_key(self, key_hash: str) -> ApiKey | None:
+        """The active (not revoked) key with this hash, or None. See :func:`hash_api_key`."""
+        ...
