@@ -15,7 +15,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.harness import Row  # noqa: E402
+from bench.harness import Row
 
 
 def discover() -> list[str]:

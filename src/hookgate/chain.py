@@ -33,44 +33,65 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any
 
 from hookgate.events import ABORT, BLOCK, CONTEXT, RESULT, UPDATED_INPUT, EventSpec
 from hookgate.matching import FilterError, cel_activation
-from hookgate.outcome import HookError, MalformedAnswer, Outcome, TraceEntry, coerce_result
+from hookgate.outcome import (
+    ROW_BREAKER,
+    ROW_DECISION,
+    ROW_DETAILS,
+    ROW_DURATION,
+    ROW_ERROR,
+    ROW_MATCHED,
+    ROW_SKIPPED,
+    HookError,
+    HookResult,
+    MalformedAnswer,
+    Outcome,
+    coerce_result,
+)
 
 if TYPE_CHECKING:
     from hookgate.registry import CompiledHook
     from hookgate.safeguards import BreakerBoard
 
-__all__ = ["Call", "ChainSettings", "Reply", "run_chain", "sort_key"]
+__all__ = [
+    "CALL_HOOK",
+    "CALL_PAYLOAD",
+    "CALL_TIMEOUT",
+    "Call",
+    "ChainGen",
+    "ChainSettings",
+    "Reply",
+    "reply",
+    "run_chain",
+    "sort_key",
+]
 
-ChainGen = Generator[list["Call"], list["Reply"], Outcome]
+#: A call is ``(hook, payload, timeout_s, row)``: run ``hook`` on ``payload`` within
+#: ``timeout_s`` seconds. Plain tuples keep the per-hook cost of the chain low.
+Call = tuple["CompiledHook", Mapping[str, Any], float, list[Any]]
+CALL_HOOK, CALL_PAYLOAD, CALL_TIMEOUT = 0, 1, 2
+#: A reply is ``(answer, error, timed_out, duration_ms)``: the handler's raw answer, or the
+#: exception it raised, or a timeout.
+Reply = tuple[Any, BaseException | None, bool, float]
+ChainGen = Generator[tuple[Call, ...], tuple[Reply, ...], Outcome]
+
+
+def reply(
+    answer: Any = None,
+    error: BaseException | None = None,
+    timed_out: bool = False,
+    duration_ms: float = 0.0,
+) -> Reply:
+    """Build a :data:`Reply` by name (drivers on hot paths build the tuple directly)."""
+    return (answer, error, timed_out, duration_ms)
 
 
 def sort_key(priority: int, order: int, hook_id: str) -> tuple[int, int, str]:
     """The documented order: priority descending, then ``order`` ascending, then id."""
     return (-priority, order, hook_id)
-
-
-@dataclass(slots=True)
-class Call:
-    """Run ``hook`` on ``payload`` within ``timeout_s`` seconds."""
-
-    hook: CompiledHook
-    payload: Mapping[str, Any]
-    timeout_s: float
-    entry: TraceEntry
-
-
-@dataclass(slots=True)
-class Reply:
-    """What happened when a call ran: its raw answer, or the exception, or a timeout."""
-
-    answer: Any = None
-    error: BaseException | None = None
-    timed_out: bool = False
-    duration_ms: float = 0.0
 
 
 @dataclass(slots=True)
@@ -83,7 +104,11 @@ class ChainSettings:
     dry_run: bool = False
 
 
-_NO_MATCH_FIELD: Final = ""
+def _details(row: list[Any]) -> dict[str, Any]:
+    details: dict[str, Any] | None = row[ROW_DETAILS]
+    if details is None:
+        details = row[ROW_DETAILS] = {}
+    return details
 
 
 def run_chain(
@@ -94,11 +119,16 @@ def run_chain(
 ) -> ChainGen:
     """Fold the answers of ``hooks`` for one event into one :class:`Outcome`."""
     outcome = Outcome()
-    trace = outcome.trace
+    rows: list[list[Any]] = []
+    outcome._rows = rows
     blocking = spec.blocking
     clock = settings.clock
     started = clock()
     breakers = None if settings.dry_run else settings.breakers
+    # Hooks that never faulted have no breaker entry: one dict lookup instead of two calls.
+    faulted = breakers.statuses if breakers is not None else {}
+    budget = settings.chain_budget_s
+    match_field = spec.match_field
     current: Mapping[str, Any] = payload
     copied = False
     activation: dict[str, Any] | None = None
@@ -129,24 +159,18 @@ def run_chain(
             hook = hooks[index]
             index += 1
             definition = hook.definition
-            entry = TraceEntry(
-                hook_id=definition.id,
-                name=definition.name,
-                handler_type=definition.handler_type,
-                matched=False,
-                version=definition.version,
-            )
-            trace.append(entry)
+            #      hook, matched, skipped, decision, duration, error, breaker, details
+            row = [hook, False, None, None, 0.0, None, "closed", None]
+            rows.append(row)
             if not definition.enabled:
-                entry.skipped = "disabled"
+                row[ROW_SKIPPED] = "disabled"
                 continue
             if hook.matcher is not None:
-                field = spec.match_field
-                subject = current.get(field) if field else _NO_MATCH_FIELD
+                subject = current.get(match_field) if match_field else ""
                 matched = hook.matcher.matches(subject if isinstance(subject, str) else "")
-                entry.details["matcher_matched"] = matched
+                _details(row)["matcher_matched"] = matched
                 if not matched:
-                    entry.skipped = "matcher did not match"
+                    row[ROW_SKIPPED] = "matcher did not match"
                     continue
             if hook.condition is not None:
                 if activation is None:
@@ -154,119 +178,127 @@ def run_chain(
                 try:
                     passed = hook.condition.evaluate(activation)
                 except FilterError as exc:
-                    entry.details["cel_eval_result"] = None
-                    entry.skipped = "if_expr could not be evaluated"
-                    entry.error = str(exc)
+                    _details(row)["cel_eval_result"] = None
+                    row[ROW_SKIPPED] = "if_expr could not be evaluated"
+                    row[ROW_ERROR] = str(exc)
                     continue
-                entry.details["cel_eval_result"] = passed
+                _details(row)["cel_eval_result"] = passed
                 if not passed:
-                    entry.skipped = "if_expr is false"
+                    row[ROW_SKIPPED] = "if_expr is false"
                     continue
-            entry.matched = True
-            if breakers is not None:
+            row[ROW_MATCHED] = True
+            if breakers is not None and definition.id in faulted:
                 state = breakers.admit(definition.id)
-                entry.breaker = state
-                if state == "open":
-                    if not blocking:
-                        entry.skipped = "circuit breaker open"
-                        continue
-                    entry.decision = "error"
-                    entry.error = "circuit breaker open; handler not called"
-                    if definition.on_error == "allow":
-                        entry.skipped = "circuit breaker open (on_error=allow)"
-                        continue
-                    outcome.decision = "block"
-                    outcome.reason = (
-                        f"hook {definition.label!r} is failing (circuit breaker open); "
-                        "blocked by its failure policy"
-                    )
-                    return outcome
+                if state != "closed":
+                    row[ROW_BREAKER] = state
+                    if state == "open":
+                        if not blocking:
+                            row[ROW_SKIPPED] = "circuit breaker open"
+                            continue
+                        row[ROW_DECISION] = "error"
+                        row[ROW_ERROR] = "circuit breaker open; handler not called"
+                        if definition.on_error == "allow":
+                            row[ROW_SKIPPED] = "circuit breaker open (on_error=allow)"
+                            continue
+                        outcome.decision = "block"
+                        outcome.reason = (
+                            f"hook {definition.label!r} is failing (circuit breaker open); "
+                            "blocked by its failure policy"
+                        )
+                        return outcome
             if blocking:
-                remaining = settings.chain_budget_s - (clock() - started)
+                remaining = budget - (clock() - started)
                 if remaining <= 0:
-                    entry.decision = "timeout"
-                    entry.error = "chain budget exhausted before this hook ran"
+                    row[ROW_DECISION] = "timeout"
+                    row[ROW_ERROR] = "chain budget exhausted before this hook ran"
                     outcome.decision = "block"
-                    outcome.reason = f"hook chain exceeded its {settings.chain_budget_s:g} s budget"
+                    outcome.reason = f"hook chain exceeded its {budget:g} s budget"
                     return outcome
-                batch.append(Call(hook, current, min(hook.timeout_s, remaining), entry))
+                timeout = hook.timeout_s if hook.timeout_s < remaining else remaining
+                batch.append((hook, current, timeout, row))
                 break
-            batch.append(Call(hook, current, hook.timeout_s, entry))
+            batch.append((hook, current, hook.timeout_s, row))
         if not batch:
             break
 
-        replies = yield batch
+        calls = tuple(batch)
+        replies = yield calls
 
         # Folding: apply each answer in hook order.
-        for call, reply in zip(batch, replies, strict=True):
-            definition = call.hook.definition
-            entry = call.entry
-            entry.duration_ms = reply.duration_ms
-            label = definition.label
-            if reply.error is None and not reply.timed_out:
+        for (hook, _, timeout, row), (answer, failure, timed_out, duration) in zip(
+            calls, replies, strict=True
+        ):
+            definition = hook.definition
+            row[ROW_DURATION] = duration
+            result: HookResult | None = None
+            if failure is None and not timed_out:
+                if answer is None:
+                    # Abstaining is the common case: nothing to fold.
+                    if breakers is not None and definition.id in faulted:
+                        breakers.success(definition.id)
+                    row[ROW_DECISION] = "abstain"
+                    continue
                 try:
-                    result = coerce_result(reply.answer)
+                    result = coerce_result(answer)
                     if result is not None and blocking:
                         _check_allowed(result, spec)
                 except MalformedAnswer as exc:
-                    reply.error = exc
-                    result = None
-            else:
-                result = None
-            failure = reply.error
-            if reply.timed_out or failure is not None:
+                    failure = exc
+            if timed_out or failure is not None:
                 if breakers is not None:
-                    breakers.fault(definition.id, _describe(reply))
-                if isinstance(failure, HookError):
-                    entry.details.update(failure.details)
-                if reply.timed_out:
-                    entry.decision = "timeout"
-                    entry.error = f"timed out after {call.timeout_s * 1000:.0f} ms"
+                    breakers.fault(definition.id, "timeout" if timed_out else _message(failure))
+                if isinstance(failure, HookError) and failure.details:
+                    _details(row).update(failure.details)
+                if timed_out:
+                    row[ROW_DECISION] = "timeout"
+                    row[ROW_ERROR] = f"timed out after {timeout * 1000:.0f} ms"
                     policy = definition.on_timeout
                 else:
                     malformed = isinstance(failure, MalformedAnswer)
-                    entry.decision = "error"
-                    entry.error = ("malformed answer: " if malformed else "") + _message(failure)
+                    row[ROW_DECISION] = "error"
+                    row[ROW_ERROR] = ("malformed answer: " if malformed else "") + _message(failure)
                     policy = "block" if malformed else definition.on_error
                 if blocking and policy == "block":
                     outcome.decision = "block"
-                    outcome.reason = f"hook {label!r} failed closed: {entry.error}"
+                    outcome.reason = f"hook {definition.label!r} failed closed: {row[ROW_ERROR]}"
                     return outcome
                 continue
-            if breakers is not None:
+            if breakers is not None and definition.id in faulted:
                 breakers.success(definition.id)
             if result is None:
-                entry.decision = "abstain"
+                row[ROW_DECISION] = "abstain"
                 continue
-            entry.details.update(result.details)
+            label = definition.label
+            if result.details:
+                _details(row).update(result.details)
             if result.reason:
-                entry.details["reason"] = result.reason
+                _details(row)["reason"] = result.reason
             if result.additional_context:
                 if spec.allows(CONTEXT) or not blocking:
                     outcome.additional_context.extend(result.additional_context)
                 else:
-                    entry.details["note"] = f"{spec.name} takes no additional_context; ignored"
+                    _details(row)["note"] = f"{spec.name} takes no additional_context; ignored"
             if not blocking:
-                entry.decision = "block" if result.blocks else "allow"
+                row[ROW_DECISION] = "block" if result.blocks else "allow"
                 if result.blocks:
-                    entry.details["note"] = "non-blocking event: block recorded, not enforced"
+                    _details(row)["note"] = "non-blocking event: block recorded, not enforced"
                 if not result.continue_:
                     outcome.continue_ = False
                 if result.updated_input is not None:
                     if spec.allows(UPDATED_INPUT) and spec.input_field:
                         outcome.updated_input = result.updated_input
                     else:
-                        entry.details["note"] = f"{spec.name} takes no updated_input; ignored"
+                        _details(row)["note"] = f"{spec.name} takes no updated_input; ignored"
                 continue
             if result.abort is not None:
-                entry.decision = "abort"
+                row[ROW_DECISION] = "abort"
                 outcome.decision = "block"
                 outcome.abort = result.abort
                 outcome.continue_ = result.continue_ and result.abort != "hard"
                 outcome.reason = result.reason or f"hook {label!r} aborted the {result.abort} turn"
                 return outcome
             if result.blocks:
-                entry.decision = "block"
+                row[ROW_DECISION] = "block"
                 outcome.decision = "block"
                 outcome.continue_ = result.continue_
                 if result.decision in ("ask", "defer"):
@@ -287,15 +319,15 @@ def run_chain(
                 outcome.updated_input = result.updated_input
                 activation = None  # later if_expr see the rewrite
             if result.result is not None:
-                entry.decision = "respond"
+                row[ROW_DECISION] = "respond"
                 outcome.result = result.result
                 outcome.reason = result.reason
                 return outcome
-            entry.decision = "allow"
+            row[ROW_DECISION] = "allow"
     return outcome
 
 
-def _check_allowed(result: Any, spec: EventSpec) -> None:
+def _check_allowed(result: HookResult, spec: EventSpec) -> None:
     """On a blocking event, an answer may only use what the event allows."""
     if result.blocks and not spec.allows(BLOCK):
         raise MalformedAnswer(f"{spec.name} cannot be blocked by a hook")
@@ -312,7 +344,3 @@ def _message(error: BaseException | None) -> str:
         return "unknown error"
     text = str(error)
     return text if isinstance(error, HookError) else f"{type(error).__name__}: {text}"
-
-
-def _describe(reply: Reply) -> str:
-    return "timeout" if reply.timed_out else _message(reply.error)

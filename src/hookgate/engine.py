@@ -20,8 +20,9 @@ from typing import Any, TypeVar
 from hookgate.audit import AuditSink, ExecutionRecord, input_hash
 from hookgate.chain import Call, ChainGen, ChainSettings, Reply, run_chain
 from hookgate.definition import HookDefinition, validate_definition
-from hookgate.events import CATALOGUE, EventSpec, get_event, normalize_payload
+from hookgate.events import CATALOGUE, KNOWN_FIELDS, EventSpec, get_event, normalize_payload
 from hookgate.handlers import Handler, Invocation, Services, handler_class
+from hookgate.hook_event import HookEvent
 from hookgate.log import log_event
 from hookgate.outcome import HookError, Outcome
 from hookgate.registry import CompiledHook, HookRegistry, HookSource, compile_hook
@@ -44,7 +45,10 @@ def drive_sync(chain: ChainGen, execute: Callable[[Call], Reply]) -> Outcome:
     try:
         batch = next(chain)
         while True:
-            batch = chain.send([execute(call) for call in batch])
+            if len(batch) == 1:
+                batch = chain.send((execute(batch[0]),))
+            else:
+                batch = chain.send(tuple(execute(call) for call in batch))
     except StopIteration as done:
         return done.value  # type: ignore[no-any-return]
 
@@ -55,10 +59,9 @@ async def drive_async(chain: ChainGen, execute: Callable[[Call], Awaitable[Reply
         batch = next(chain)
         while True:
             if len(batch) == 1:
-                replies = [await execute(batch[0])]
+                batch = chain.send((await execute(batch[0]),))
             else:
-                replies = list(await asyncio.gather(*(execute(call) for call in batch)))
-            batch = chain.send(replies)
+                batch = chain.send(tuple(await asyncio.gather(*(execute(c) for c in batch))))
     except StopIteration as done:
         return done.value  # type: ignore[no-any-return]
 
@@ -99,6 +102,49 @@ class _LoopThread:
     def stop(self) -> None:
         self.loop.call_soon_threadsafe(self.loop.stop)
         self._thread.join(timeout=5)
+
+
+class _SyncCaller:
+    """Executes calls of plain-function hooks in the calling thread (``fire_sync``).
+
+    The event view is shared while the payload is unchanged; a plain function cannot be
+    interrupted, so a hook that overran its timeout is reported as a timeout afterwards.
+    """
+
+    __slots__ = ("_event", "_functions", "_payload", "_refuse", "_view")
+
+    def __init__(
+        self,
+        event: str,
+        functions: Mapping[CompiledHook, Callable[[HookEvent], Any]],
+        refuse: Callable[[CompiledHook], HookError | None] | None,
+    ) -> None:
+        self._event = event
+        self._functions = functions
+        self._refuse = refuse
+        self._payload: Mapping[str, Any] | None = None
+        self._view: HookEvent | None = None
+
+    def __call__(self, call: Call) -> Reply:
+        hook, payload, timeout_s, _ = call
+        view = self._view
+        if payload is not self._payload or view is None:
+            view = self._view = HookEvent(self._event, payload)
+            self._payload = payload
+        if self._refuse is not None:
+            refused = self._refuse(hook)
+            if refused is not None:
+                return (None, refused, False, 0.0)
+        perf = time.perf_counter
+        started = perf()
+        try:
+            answer = self._functions[hook](view)
+        except Exception as exc:
+            return (None, exc, False, (perf() - started) * 1000)
+        elapsed = perf() - started
+        if elapsed > timeout_s:
+            return (None, None, True, elapsed * 1000)
+        return (answer, None, False, elapsed * 1000)
 
 
 class Engine:
@@ -148,7 +194,10 @@ class Engine:
             dry_run=True,
         )
         self._handlers: dict[str, Handler] = {}
-        self._sync_ok: dict[int, tuple[Sequence[CompiledHook], bool]] = {}
+        self._sync_cache: dict[
+            int,
+            tuple[Sequence[CompiledHook], dict[CompiledHook, Callable[[HookEvent], Any]] | None],
+        ] = {}
         self._event_ids = itertools.count(1)
         self._event_prefix = os.urandom(6).hex()
         self._queue: asyncio.Queue[tuple[EventSpec, Mapping[str, Any], Sequence[CompiledHook]]]
@@ -311,14 +360,20 @@ class Engine:
             portal = self._loop_thread()
             portal.loop.call_soon_threadsafe(self._submit, spec, data, hooks)
             return Outcome()
-        if self._all_sync(hooks):
+        functions = self._sync_functions(hooks)
+        if functions is not None:
             outcome = drive_sync(
                 run_chain(hooks, spec, data, self._chain_settings),
-                lambda call: self._execute_sync(spec, call),
+                _SyncCaller(
+                    spec.name,
+                    functions,
+                    self._gate_refusal if self.settings.edition == "standard" else None,
+                ),
             )
-            self._record(spec, data, outcome)
-            if self.audit is not None and outcome.trace:
-                self._loop_thread().run(self.audit.wait_durable())
+            if outcome._rows and (self.audit is not None or self.listeners):
+                self._record(spec, data, outcome)
+                if self.audit is not None:
+                    self._loop_thread().run(self.audit.wait_durable())
             return outcome
         return self._loop_thread().run(self._run(spec, data, hooks))
 
@@ -342,108 +397,109 @@ class Engine:
 
     # -- internals ------------------------------------------------------------------------
 
-    def _prepare(self, data: Mapping[str, Any]) -> dict[str, Any]:
-        prepared = normalize_payload(data)
-        if not prepared.get("event_id"):
-            prepared["event_id"] = f"{self._event_prefix}-{next(self._event_ids)}"
-        return prepared
+    def _prepare(self, data: Mapping[str, Any]) -> Mapping[str, Any]:
+        # Payloads in our own spelling pass through untouched (the common case, and cheap);
+        # camelCase or PascalCase ones are rewritten into a new dict.
+        if KNOWN_FIELDS.issuperset(data):
+            return data
+        return normalize_payload(data)
+
+    def _event_id(self, data: Mapping[str, Any]) -> str:
+        event_id = data.get("event_id")
+        if event_id:
+            return str(event_id)
+        return f"{self._event_prefix}-{next(self._event_ids)}"
 
     async def _run(
         self, spec: EventSpec, data: Mapping[str, Any], hooks: Sequence[CompiledHook]
     ) -> Outcome:
-        outcome = await drive_async(
-            run_chain(hooks, spec, data, self._chain_settings),
-            lambda call: self._execute(spec, call),
-        )
-        self._record(spec, data, outcome)
-        if self.audit is not None and outcome.trace:
-            await self.audit.wait_durable()
+        functions = self._sync_functions(hooks) if spec.blocking else None
+        if functions is not None:
+            # Plain functions cannot be interrupted by the loop anyway: call them directly.
+            outcome = drive_sync(
+                run_chain(hooks, spec, data, self._chain_settings),
+                _SyncCaller(
+                    spec.name,
+                    functions,
+                    self._gate_refusal if self.settings.edition == "standard" else None,
+                ),
+            )
+        else:
+            outcome = await drive_async(
+                run_chain(hooks, spec, data, self._chain_settings),
+                lambda call: self._execute(spec, call),
+            )
+        if outcome._rows and (self.audit is not None or self.listeners):
+            self._record(spec, data, outcome)
+            if self.audit is not None:
+                await self.audit.wait_durable()
         return outcome
 
-    def _invocation(self, spec: EventSpec, call: Call, dry_run: bool) -> Invocation:
-        return Invocation(
-            hook=call.hook.definition,
-            event=spec,
-            payload=call.payload,
-            timeout_s=call.timeout_s,
-            services=self.services,
-            dry_run=dry_run,
-        )
-
-    def _gate(self, call: Call) -> HookError | None:
+    def _gate_refusal(self, hook: CompiledHook) -> HookError | None:
         # Defence in depth: the edition is checked when a hook is defined and again here.
-        if call.hook.definition.handler_type == "command" and self.settings.edition == "standard":
+        if hook.definition.handler_type == "command" and self.settings.edition == "standard":
             return HookError("command hooks are disabled on the standard edition")
         return None
 
     async def _execute(self, spec: EventSpec, call: Call, *, dry_run: bool = False) -> Reply:
-        refused = self._gate(call)
+        hook, payload, timeout_s, _ = call
+        refused = self._gate_refusal(hook)
         if refused is not None:
-            return Reply(error=refused)
+            return (None, refused, False, 0.0)
         started = time.perf_counter()
         try:
-            handler = self.handler(call.hook.definition.handler_type)
-            async with asyncio.timeout(call.timeout_s) as scope:
-                answer = await handler.run(self._invocation(spec, call, dry_run))
+            handler = self.handler(hook.definition.handler_type)
+            invocation = Invocation(
+                hook.definition, spec, payload, timeout_s, self.services, dry_run
+            )
+            async with asyncio.timeout(timeout_s) as scope:
+                answer = await handler.run(invocation)
         except TimeoutError as exc:
             elapsed = (time.perf_counter() - started) * 1000
             if scope.expired():
-                return Reply(timed_out=True, duration_ms=elapsed)
-            return Reply(error=exc, duration_ms=elapsed)
+                return (None, None, True, elapsed)
+            return (None, exc, False, elapsed)
         except Exception as exc:
-            return Reply(error=exc, duration_ms=(time.perf_counter() - started) * 1000)
-        return Reply(answer=answer, duration_ms=(time.perf_counter() - started) * 1000)
+            return (None, exc, False, (time.perf_counter() - started) * 1000)
+        return (answer, None, False, (time.perf_counter() - started) * 1000)
 
-    def _execute_sync(self, spec: EventSpec, call: Call) -> Reply:
-        refused = self._gate(call)
-        if refused is not None:
-            return Reply(error=refused)
-        started = time.perf_counter()
-        try:
-            answer = self.handler(call.hook.definition.handler_type).run_sync(
-                self._invocation(spec, call, False)
-            )
-        except Exception as exc:
-            return Reply(error=exc, duration_ms=(time.perf_counter() - started) * 1000)
-        elapsed = time.perf_counter() - started
-        if elapsed > call.timeout_s:
-            # A plain function cannot be interrupted; an overrun still counts as a timeout.
-            return Reply(timed_out=True, duration_ms=elapsed * 1000)
-        return Reply(answer=answer, duration_ms=elapsed * 1000)
-
-    def _all_sync(self, hooks: Sequence[CompiledHook]) -> bool:
-        cached = self._sync_ok.get(id(hooks))
+    def _sync_functions(
+        self, hooks: Sequence[CompiledHook]
+    ) -> dict[CompiledHook, Callable[[HookEvent], Any]] | None:
+        """Plain functions for every hook, when all of them have one (else ``None``)."""
+        cached = self._sync_cache.get(id(hooks))
         if cached is not None and cached[0] is hooks:
             return cached[1]
-        ok = True
+        functions: dict[CompiledHook, Callable[[HookEvent], Any]] | None = {}
         for compiled in hooks:
-            definition = compiled.definition
             try:
-                handler = self.handler(definition.handler_type)
+                handler = self.handler(compiled.definition.handler_type)
             except (KeyError, ImportError):
-                ok = False
+                functions = None
                 break
-            if not (handler.supports_sync and handler.can_run_sync(definition)):
-                ok = False
+            fn = handler.sync_function(compiled.definition)
+            if fn is None:
+                functions = None
                 break
-        if len(self._sync_ok) > 1024:
-            self._sync_ok.clear()
-        self._sync_ok[id(hooks)] = (hooks, ok)
-        return ok
+            assert functions is not None
+            functions[compiled] = fn
+        if len(self._sync_cache) > 1024:
+            self._sync_cache.clear()
+        self._sync_cache[id(hooks)] = (hooks, functions)
+        return functions
 
     def _record(self, spec: EventSpec, data: Mapping[str, Any], outcome: Outcome) -> None:
-        if self.audit is None and not self.listeners:
-            return
         executed = [entry for entry in outcome.trace if entry.matched and entry.decision]
         if not executed:
             return
         digest = input_hash(spec.name, data, spec.input_field)
-        event_id = str(data.get("event_id"))
+        event_id = self._event_id(data)
+        trace_id = data.get("trace_id")
         records = []
         for entry in executed:
             metadata = {k: v for k, v in entry.details.items() if k != "reason"}
-            if data.get("trace_id"):
-                metadata.setdefault("trace_id", data.get("trace_id"))
+            if trace_id:
+                metadata.setdefault("trace_id", trace_id)
             records.append(
                 ExecutionRecord(
                     hook_id=entry.hook_id,

@@ -22,6 +22,7 @@ __all__ = [
     "ABORT",
     "UPDATED_INPUT",
     "COMMON_FIELDS",
+    "KNOWN_FIELDS",
     "EventSpec",
     "UnknownEventError",
     "canonical_event",
@@ -364,12 +365,14 @@ def event_names() -> list[str]:
 
 _CAMEL_1 = re.compile(r"([A-Z]+)([A-Z][a-z])")
 _CAMEL_2 = re.compile(r"([a-z0-9])([A-Z])")
-_KNOWN_FIELDS: Final = frozenset(field for entry in CATALOGUE for field in entry.all_fields) | {
-    "tool_output",
-    "raw_input",
-    "hook_event_name",
+#: Every field name in hookgate's own spelling. A payload whose keys all belong here needs
+#: no normalisation (the hot path checks this with one ``issuperset``).
+KNOWN_FIELDS: Final = frozenset(field for entry in CATALOGUE for field in entry.all_fields) | {
+    "trace_id",
     "transcript_path",
-    "updated_input",
+    "hook_event_name",
+    "permission_mode",
+    "stop_hook_active",
 }
 # Other systems' spellings of our fields.
 _FIELD_SYNONYMS: Final = {
@@ -390,7 +393,7 @@ def normalize_payload(payload: Mapping[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in payload.items():
         name = key
-        if key not in _KNOWN_FIELDS and not key.islower():
+        if key not in KNOWN_FIELDS and key not in _FIELD_SYNONYMS and not key.islower():
             name = _CAMEL_2.sub(r"\1_\2", _CAMEL_1.sub(r"\1_\2", key)).lower()
         name = _FIELD_SYNONYMS.get(name, name)
         if name not in out:

@@ -15,6 +15,14 @@ from typing import Any, Final, Literal
 
 __all__ = [
     "ABORT_VALUES",
+    "ROW_BREAKER",
+    "ROW_DECISION",
+    "ROW_DETAILS",
+    "ROW_DURATION",
+    "ROW_ERROR",
+    "ROW_HOOK",
+    "ROW_MATCHED",
+    "ROW_SKIPPED",
     "DECISIONS",
     "HookError",
     "HookResult",
@@ -22,6 +30,7 @@ __all__ = [
     "Outcome",
     "TraceEntry",
     "coerce_result",
+    "entry_from_row",
 ]
 
 Decision = Literal["allow", "block", "ask", "defer"]
@@ -183,18 +192,76 @@ class TraceEntry:
         }
 
 
-@dataclass(slots=True)
-class Outcome:
-    """The single decision for one event. ``to_dict`` has exactly the documented keys."""
+#: Positions in a trace row, the compact per-hook record the chain keeps while it runs.
+#: Rows become :class:`TraceEntry` objects only when someone reads ``Outcome.trace``.
+ROW_HOOK, ROW_MATCHED, ROW_SKIPPED, ROW_DECISION, ROW_DURATION, ROW_ERROR, ROW_BREAKER = range(7)
+ROW_DETAILS = 7
 
-    decision: Literal["allow", "block"] = "allow"
-    reason: str | None = None
-    updated_input: Any = None
-    additional_context: list[str] = field(default_factory=list)
-    result: Any = None
-    abort: Literal["turn", "hard"] | None = None
-    continue_: bool = True
-    trace: list[TraceEntry] = field(default_factory=list)
+
+def entry_from_row(row: list[Any]) -> TraceEntry:
+    definition = row[ROW_HOOK].definition
+    return TraceEntry(
+        hook_id=definition.id,
+        name=definition.name,
+        handler_type=definition.handler_type,
+        matched=row[ROW_MATCHED],
+        skipped=row[ROW_SKIPPED],
+        decision=row[ROW_DECISION],
+        duration_ms=row[ROW_DURATION],
+        error=row[ROW_ERROR],
+        breaker=row[ROW_BREAKER],
+        version=definition.version,
+        details=row[ROW_DETAILS] or {},
+    )
+
+
+class Outcome:
+    """The single decision for one event. ``to_dict`` has exactly the documented keys:
+    ``decision``, ``reason``, ``updated_input``, ``additional_context``, ``result``,
+    ``abort``, ``continue`` and ``trace``.
+    """
+
+    __slots__ = (
+        "_rows",
+        "_trace",
+        "abort",
+        "additional_context",
+        "continue_",
+        "decision",
+        "reason",
+        "result",
+        "updated_input",
+    )
+
+    def __init__(
+        self,
+        decision: Literal["allow", "block"] = "allow",
+        reason: str | None = None,
+        updated_input: Any = None,
+        additional_context: list[str] | None = None,
+        result: Any = None,
+        abort: Literal["turn", "hard"] | None = None,
+        continue_: bool = True,
+        trace: list[TraceEntry] | None = None,
+    ) -> None:
+        self.decision = decision
+        self.reason = reason
+        self.updated_input = updated_input
+        self.additional_context: list[str] = (
+            [] if additional_context is None else additional_context
+        )
+        self.result = result
+        self.abort = abort
+        self.continue_ = continue_
+        self._trace = trace
+        self._rows: list[list[Any]] | None = None
+
+    @property
+    def trace(self) -> list[TraceEntry]:
+        """One entry per hook the chain considered, in chain order."""
+        if self._trace is None:
+            self._trace = [entry_from_row(row) for row in self._rows] if self._rows else []
+        return self._trace
 
     @property
     def allowed(self) -> bool:
@@ -203,6 +270,12 @@ class Outcome:
     @property
     def blocked(self) -> bool:
         return self.decision == "block"
+
+    def __repr__(self) -> str:
+        return (
+            f"Outcome(decision={self.decision!r}, reason={self.reason!r}, "
+            f"hooks={len(self.trace)})"
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -21,8 +21,10 @@ from hookgate.matching import CelFilter, Matcher, compile_if_expr, compile_match
 __all__ = ["CompiledHook", "HookRegistry", "HookSource", "applies_to", "compile_hook"]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class CompiledHook:
+    """A definition ready to run. Compared and hashed by identity (one per hook version)."""
+
     definition: HookDefinition
     matcher: Matcher | None
     condition: CelFilter | None

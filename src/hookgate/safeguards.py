@@ -59,6 +59,11 @@ class BreakerBoard:
         # Only hooks that have faulted have an entry; the common case is one dict miss.
         self._status: dict[str, BreakerStatus] = {}
 
+    @property
+    def statuses(self) -> dict[str, BreakerStatus]:
+        """Breakers of hooks that have faulted, by hook id (read-only by convention)."""
+        return self._status
+
     def admit(self, hook_id: str) -> BreakerState:
         """The state for this call; an open breaker past its cool-down admits one probe."""
         status = self._status.get(hook_id)

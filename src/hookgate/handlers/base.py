@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -11,6 +11,7 @@ from hookgate.settings import Settings
 if TYPE_CHECKING:
     from hookgate.definition import HookDefinition
     from hookgate.events import EventSpec
+    from hookgate.hook_event import HookEvent
     from hookgate.outcome import HookResult
 
 __all__ = ["Handler", "Invocation", "Services"]
@@ -48,12 +49,11 @@ class Handler:
     """Base class and protocol for handlers.
 
     Subclasses set ``handler_type``, implement ``run`` and, when their config has rules,
-    ``validate_config``. ``run_sync`` exists only for handlers that can answer without an
-    event loop (the callable handler), which lets ``Engine.fire_sync`` skip the loop.
+    ``validate_config``. ``sync_function`` lets handlers that can answer without an event
+    loop (the callable handler) skip the loop in ``Engine.fire_sync``.
     """
 
     handler_type: ClassVar[str] = ""
-    supports_sync: ClassVar[bool] = False
 
     def __init__(self, services: Services) -> None:
         self.services = services
@@ -66,12 +66,13 @@ class Handler:
     async def run(self, call: Invocation) -> HookResult | Mapping[str, Any] | None:
         raise NotImplementedError(f"{type(self).__name__}.run must be implemented")
 
-    def run_sync(self, call: Invocation) -> HookResult | Mapping[str, Any] | None:
-        raise NotImplementedError(f"{type(self).__name__} cannot run without an event loop")
+    def sync_function(self, hook: HookDefinition) -> Callable[[HookEvent], Any] | None:
+        """A plain function that answers for ``hook`` without an event loop, or ``None``.
 
-    def can_run_sync(self, hook: HookDefinition) -> bool:
-        """Whether ``run_sync`` can serve this hook (e.g. a plain function, not a coroutine)."""
-        return False
+        ``Engine.fire_sync`` calls it directly with the event view (the callable handler's
+        fast path); handlers that need I/O return ``None`` and run on a loop.
+        """
+        return None
 
     def forget(self, hook_id: str) -> None:
         """Drop per-hook state (a hook was deleted or replaced by a new version)."""

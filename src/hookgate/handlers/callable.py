@@ -46,7 +46,6 @@ def resolve_callable(target: Any) -> HookFunction:
 
 class CallableHandler(Handler):
     handler_type: ClassVar[str] = "callable"
-    supports_sync: ClassVar[bool] = True
 
     def __init__(self, services: Any) -> None:
         super().__init__(services)
@@ -77,26 +76,17 @@ class CallableHandler(Handler):
             self._functions[key] = found
         return found
 
-    def can_run_sync(self, hook: HookDefinition) -> bool:
+    def sync_function(self, hook: HookDefinition) -> HookFunction | None:
         try:
-            return not self._function(hook)[1]
+            fn, is_async = self._function(hook)
         except HookError:
-            return True  # run_sync will report the error
-
-    def run_sync(self, call: Invocation) -> HookResult | Mapping[str, Any] | None:
-        fn, _ = self._function(call.hook)
-        answer = fn(HookEvent(call.event.name, call.payload))
-        if inspect.isawaitable(answer):
-            close = getattr(answer, "close", None)
-            if close is not None:
-                close()
-            raise HookError("a plain function hook returned an awaitable; declare it async def")
-        return answer  # type: ignore[no-any-return]
+            return None  # run() reports the error
+        return None if is_async else fn
 
     async def run(self, call: Invocation) -> HookResult | Mapping[str, Any] | None:
         fn, is_async = self._function(call.hook)
         answer = fn(HookEvent(call.event.name, call.payload))
-        if inspect.isawaitable(answer):
+        if is_async or inspect.isawaitable(answer):
             answer = await answer
         return answer  # type: ignore[no-any-return]
 

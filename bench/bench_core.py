@@ -1,0 +1,97 @@
+"""Core overhead: ``fire`` with 0, 1 and 10 matching callable hooks.
+
+Compared with calling the same functions directly, and with pluggy calling them (sync).
+Goals: an event with no matching hook under 2 µs; 10 callable hooks at most 1.5x pluggy.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pluggy
+
+from bench.harness import Row, per_call_us, per_call_us_async
+from hookgate import Engine
+
+hookspec = pluggy.HookspecMarker("bench")
+hookimpl = pluggy.HookimplMarker("bench")
+
+
+class Spec:
+    @hookspec
+    def pre_tool_use(self, tool_name: str, tool_input: dict[str, Any]) -> None: ...
+
+
+def _make_plugin(index: int) -> object:
+    class Plugin:
+        @hookimpl
+        def pre_tool_use(self, tool_name: str, tool_input: dict[str, Any]) -> None:
+            return None
+
+    Plugin.__name__ = f"Plugin{index}"
+    return Plugin()
+
+
+def _noop(event: Any) -> None:
+    return None
+
+
+def _engine(hooks: int) -> Engine:
+    engine = Engine()
+    for index in range(hooks):
+        engine.hook("pre_tool_use", name=f"h{index}")(_noop)
+    return engine
+
+
+def run(quick: bool = False) -> list[Row]:
+    min_time = 0.05 if quick else 0.2
+    payload = {"tool_name": "exec", "tool_input": {"cmd": "ls"}}
+    rows: list[Row] = []
+
+    # Zero matching hooks: a hook exists for another event, none for this one.
+    engine0 = _engine(0)
+    engine0.hook("stop")(_noop)
+    bare = per_call_us(lambda: None, min_time=min_time)
+    zero_sync = per_call_us(lambda: engine0.fire_sync("pre_tool_use", payload), min_time=min_time)
+    zero_async = per_call_us_async(lambda: engine0.fire("pre_tool_use", payload),
+                                   min_time=min_time)
+    rows.append(Row("core", "fire_sync, 0 matching hooks", zero_sync, "µs", "bare no-op call",
+                    bare, "< 2 µs", zero_sync < 2.0))
+    rows.append(Row("core", "await fire, 0 matching hooks", zero_async, "µs", None, None,
+                    "< 2 µs", zero_async < 2.0))
+
+    for count in (1, 10):
+        engine = _engine(count)
+        functions = [_noop] * count
+
+        def direct(functions: list[Any] = functions) -> None:
+            for fn in functions:
+                fn(payload)
+
+        pm = pluggy.PluginManager("bench")
+        pm.add_hookspecs(Spec)
+        for index in range(count):
+            pm.register(_make_plugin(index))
+        tool_input: dict[str, Any] = payload["tool_input"]  # type: ignore[assignment]
+
+        def via_pluggy(
+            pm: pluggy.PluginManager = pm, tool_input: dict[str, Any] = tool_input
+        ) -> None:
+            pm.hook.pre_tool_use(tool_name="exec", tool_input=tool_input)
+
+        direct_us = per_call_us(direct, min_time=min_time)
+        pluggy_us = per_call_us(via_pluggy, min_time=min_time)
+        sync_us = per_call_us(lambda engine=engine: engine.fire_sync("pre_tool_use", payload),
+                              min_time=min_time)
+        async_us = per_call_us_async(lambda engine=engine: engine.fire("pre_tool_use", payload),
+                                     min_time=min_time)
+        rows.append(Row("core", f"direct calls of {count} function(s)", direct_us, "µs"))
+        goal = "<= 1.5x pluggy" if count == 10 else None
+        passed = (sync_us / pluggy_us <= 1.5) if count == 10 else None
+        rows.append(Row("core", f"fire_sync, {count} matching callable hook(s)", sync_us, "µs",
+                        f"pluggy calling the same {count} function(s)", pluggy_us, goal, passed))
+        rows.append(Row("core", f"await fire, {count} matching callable hook(s)", async_us, "µs",
+                        f"pluggy calling the same {count} function(s)", pluggy_us))
+    asyncio.run(asyncio.sleep(0))
+    return rows
