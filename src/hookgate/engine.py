@@ -584,8 +584,10 @@ class Engine:
             await asyncio.wrap_future(fut)
 
     def drain_sync(self) -> None:
-        if self._queue_loop is not None and self._portal is not None:
-            self._portal.run(self._queue.join())
+        """:meth:`drain` for synchronous programs (their background work runs on the
+        engine's loop thread, after any submissions already scheduled there)."""
+        if self._portal is not None:
+            self._portal.run(self.drain())
 
     async def aclose(self) -> None:
         """Drain background work, stop workers and close handlers."""

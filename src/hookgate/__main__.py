@@ -1,0 +1,3 @@
+from hookgate.cli import main
+
+main()

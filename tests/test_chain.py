@@ -1,0 +1,280 @@
+"""The chain rules, exercised through the engine with callable hooks."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import pytest
+
+from hookgate import Engine, HookEvent, HookResult, Settings
+from hookgate.testing import FakeClock, HookTester
+
+EXEC = {"tool_name": "exec", "tool_input": {"cmd": "ls"}}
+
+
+def test_priority_then_registration_order() -> None:
+    calls: list[str] = []
+    tester = HookTester()
+    for name, priority in [("low", 1), ("high", 10), ("tie-a", 5), ("tie-b", 5), ("mid", 7)]:
+        tester.hook("pre_tool_use", name=name, priority=priority)(
+            lambda event, name=name: calls.append(name)
+        )
+    tester.fire("pre_tool_use", EXEC)
+    assert calls == ["high", "mid", "tie-a", "tie-b", "low"]
+
+
+def test_tie_break_is_stable_across_runs_and_engines() -> None:
+    orders = []
+    for _ in range(3):
+        calls: list[str] = []
+        tester = HookTester()
+        for name in ["c", "a", "b"]:
+            tester.hook("pre_tool_use", name=name)(
+                lambda e, name=name, calls=calls: calls.append(name)
+            )
+        tester.fire("pre_tool_use", EXEC)
+        orders.append(calls)
+    assert orders == [["c", "a", "b"]] * 3
+
+
+def test_rewrite_is_seen_by_later_hooks_and_their_filters() -> None:
+    tester = HookTester()
+    seen: list[Any] = []
+    tester.hook("pre_tool_use", priority=3)(
+        lambda e: {"updated_input": {**e.tool_input, "cmd": "ls -la", "safe": True}}
+    )
+    tester.hook("pre_tool_use", priority=2, if_expr="tool_input.safe == true")(
+        lambda e: seen.append(dict(e.tool_input))
+    )
+    outcome = tester.fire("pre_tool_use", EXEC)
+    assert seen == [{"cmd": "ls -la", "safe": True}]
+    assert outcome.updated_input == {"cmd": "ls -la", "safe": True}
+    assert EXEC["tool_input"] == {"cmd": "ls"}  # the caller's payload is never mutated
+
+
+def test_context_from_every_hook_is_kept_in_order() -> None:
+    tester = HookTester()
+    tester.hook("user_prompt_submit", priority=2)(lambda e: {"additional_context": "first"})
+    tester.hook("user_prompt_submit", priority=1)(
+        lambda e: {"additional_context": ["second", "third"]}
+    )
+    tester.hook("user_prompt_submit", priority=0)(lambda e: None)
+    tester.hook("user_prompt_submit", priority=-1)(
+        lambda e: HookResult(additional_context=["fourth"])
+    )
+    outcome = tester.fire("user_prompt_submit", prompt="hello")
+    assert outcome.additional_context == ["first", "second", "third", "fourth"]
+
+
+def test_first_block_ends_the_chain() -> None:
+    called: list[str] = []
+    tester = HookTester()
+    tester.hook("pre_tool_use", priority=2, name="guard")(
+        lambda e: {"decision": "block", "reason": "nope"}
+    )
+    tester.hook("pre_tool_use", priority=1)(lambda e: called.append("later"))
+    outcome = tester.fire("pre_tool_use", EXEC)
+    assert outcome.decision == "block" and outcome.reason == "nope"
+    assert called == []
+    assert [t.decision for t in outcome.trace] == ["block"]
+
+
+def test_continue_false_blocks() -> None:
+    tester = HookTester()
+    tester.hook("pre_tool_use")(lambda e: {"continue": False, "reason": "stop here"})
+    outcome = tester.fire("pre_tool_use", EXEC)
+    assert outcome.decision == "block" and outcome.continue_ is False
+
+
+def test_synthetic_result_ends_the_chain_and_allows() -> None:
+    called: list[str] = []
+    tester = HookTester()
+    tester.hook("pre_tool_use", priority=2)(lambda e: {"result": {"for_llm": "cached"}})
+    tester.hook("pre_tool_use", priority=1)(lambda e: called.append("x"))
+    outcome = tester.fire("pre_tool_use", EXEC)
+    assert outcome.decision == "allow" and outcome.result == {"for_llm": "cached"}
+    assert called == []
+
+
+@pytest.mark.parametrize("kind", ["turn", "hard"])
+def test_abort_ends_the_chain(kind: str) -> None:
+    tester = HookTester()
+    tester.hook("before_llm")(lambda e: {"abort": kind, "reason": "budget"})
+    outcome = tester.fire("before_llm", request={"model": "m"})
+    assert outcome.decision == "block" and outcome.abort == kind
+    assert outcome.continue_ is (kind == "turn")
+
+
+def test_ask_without_approver_blocks() -> None:
+    tester = HookTester()
+    tester.hook("pre_tool_use", name="asker")(lambda e: {"decision": "ask", "reason": "sure?"})
+    outcome = tester.fire("pre_tool_use", EXEC)
+    assert outcome.decision == "block"
+    assert "no approver" in (outcome.reason or "") and "sure?" in (outcome.reason or "")
+
+
+def test_exception_fails_closed_with_cause_in_trace() -> None:
+    tester = HookTester()
+
+    @tester.hook("pre_tool_use", name="crashy")
+    def crashy(event: HookEvent) -> None:
+        raise RuntimeError("database gone")
+
+    outcome = tester.fire("pre_tool_use", EXEC)
+    assert outcome.decision == "block"
+    assert "crashy" in (outcome.reason or "") and "database gone" in (outcome.reason or "")
+    assert outcome.trace[0].decision == "error"
+    assert "RuntimeError: database gone" in (outcome.trace[0].error or "")
+
+
+def test_on_error_allow_lets_the_chain_continue() -> None:
+    tester = HookTester()
+
+    @tester.hook("pre_tool_use", on_error="allow", priority=1)
+    def crashy(event: HookEvent) -> None:
+        raise RuntimeError("x")
+
+    tester.hook("pre_tool_use")(lambda e: {"additional_context": "ran"})
+    outcome = tester.fire("pre_tool_use", EXEC)
+    assert outcome.decision == "allow" and outcome.additional_context == ["ran"]
+    assert outcome.trace[0].decision == "error"
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        {"decision": "deny"},  # misspelled block
+        {"decison": "block"},  # unknown key
+        {"continue": "no"},
+        {"abort": "everything"},
+        "block",
+        42,
+    ],
+)
+def test_malformed_answers_block_even_with_on_error_allow(answer: Any) -> None:
+    tester = HookTester()
+    tester.hook("pre_tool_use", on_error="allow")(lambda e: answer)
+    outcome = tester.fire("pre_tool_use", EXEC)
+    assert outcome.decision == "block"
+    assert "malformed answer" in (outcome.trace[0].error or "")
+
+
+def test_outcome_the_event_does_not_allow_is_malformed() -> None:
+    tester = HookTester()
+    tester.hook("user_prompt_submit")(lambda e: {"result": "synthetic"})
+    outcome = tester.fire("user_prompt_submit", prompt="hi")
+    assert outcome.decision == "block"
+    assert "takes no synthetic result" in (outcome.trace[0].error or "")
+
+
+async def test_timeout_follows_on_timeout() -> None:
+    engine = Engine()
+
+    @engine.hook("pre_tool_use", timeout_ms=50, name="slow-block")
+    async def slow(event: HookEvent) -> None:
+        await asyncio.sleep(1)
+
+    outcome = await engine.fire("pre_tool_use", EXEC)
+    assert outcome.decision == "block"
+    assert outcome.trace[0].decision == "timeout"
+    assert outcome.trace[0].duration_ms < 500
+
+    lenient = Engine()
+
+    @lenient.hook("pre_tool_use", timeout_ms=50, on_timeout="allow")
+    async def slow_allow(event: HookEvent) -> None:
+        await asyncio.sleep(1)
+
+    outcome = await lenient.fire("pre_tool_use", EXEC)
+    assert outcome.decision == "allow" and outcome.trace[0].decision == "timeout"
+
+
+async def test_chain_budget_caps_the_whole_chain() -> None:
+    engine = Engine(settings=Settings(chain_budget_s=0.3))
+    for index in range(3):
+
+        @engine.hook("pre_tool_use", timeout_ms=1000, priority=-index, name=f"h{index}")
+        async def slow(event: HookEvent) -> None:
+            await asyncio.sleep(0.2)
+
+    started = asyncio.get_running_loop().time()
+    outcome = await engine.fire("pre_tool_use", EXEC)
+    elapsed = asyncio.get_running_loop().time() - started
+    assert outcome.decision == "block"
+    assert [t.decision for t in outcome.trace] == ["abstain", "timeout"]
+    assert elapsed < 0.6
+
+
+def test_budget_exhausted_before_a_hook_runs() -> None:
+    clock = FakeClock()
+    engine = Engine(clock=clock)
+    engine.hook("pre_tool_use", priority=1)(lambda e: clock.advance(11))
+    called: list[int] = []
+    engine.hook("pre_tool_use")(lambda e: called.append(1))
+    outcome = engine.fire_sync("pre_tool_use", EXEC)
+    assert outcome.decision == "block" and "budget" in (outcome.reason or "")
+    assert called == []
+
+
+async def test_non_blocking_outcome_is_independent_of_completion_order() -> None:
+    engine = Engine()
+    delays = {"a": 0.15, "b": 0.0, "c": 0.05}
+    for priority, name in enumerate(["a", "b", "c"]):
+
+        @engine.hook("post_tool_use", priority=-priority, name=name)
+        async def hook(event: HookEvent, name: str = name) -> dict[str, Any]:
+            await asyncio.sleep(delays[name])
+            return {"additional_context": name}
+
+    outcome = await engine.fire("post_tool_use", EXEC, wait=True)
+    assert outcome.additional_context == ["a", "b", "c"]
+
+
+async def test_non_blocking_hooks_run_concurrently_and_cannot_block() -> None:
+    engine = Engine()
+    for index in range(5):
+
+        @engine.hook("stop", name=f"h{index}")
+        async def hook(event: HookEvent) -> dict[str, Any]:
+            await asyncio.sleep(0.1)
+            return {"decision": "block"}
+
+    started = asyncio.get_running_loop().time()
+    outcome = await engine.fire("stop", wait=True)
+    assert asyncio.get_running_loop().time() - started < 0.35
+    assert outcome.decision == "allow"
+    assert all(t.decision == "block" for t in outcome.trace)
+    assert "not enforced" in outcome.trace[0].details["note"]
+
+
+def test_outcome_serialises_with_exactly_the_documented_keys() -> None:
+    tester = HookTester()
+    tester.hook("pre_tool_use", matcher="^exec$", name="m")(lambda e: None)
+    tester.hook("pre_tool_use", matcher="^other$", name="skipped")(lambda e: None)
+    data = json.loads(tester.fire("pre_tool_use", EXEC).to_json())
+    assert set(data) == {"decision", "reason", "updated_input", "additional_context", "result",
+                         "abort", "continue", "trace"}
+    assert [(t["name"], t["matched"], t["skipped"]) for t in data["trace"]] == [
+        ("m", True, None), ("skipped", False, "matcher did not match")]
+    assert set(data["trace"][0]) >= {"hook_id", "name", "handler_type", "matched", "skipped",
+                                     "decision", "duration_ms", "error"}
+
+
+def test_if_expr_error_skips_with_the_error_in_the_trace() -> None:
+    tester = HookTester()
+    tester.hook("pre_tool_use", if_expr="size(tool_input.path) > 3")(
+        lambda e: {"decision": "block"}
+    )
+    outcome = tester.fire("pre_tool_use", EXEC)
+    assert outcome.decision == "allow"
+    assert outcome.trace[0].skipped == "if_expr could not be evaluated"
+    assert "path" in (outcome.trace[0].error or "")
+
+
+def test_disabled_hook_is_skipped() -> None:
+    tester = HookTester()
+    tester.hook("pre_tool_use", enabled=False)(lambda e: {"decision": "block"})
+    outcome = tester.fire("pre_tool_use", EXEC)
+    assert outcome.decision == "allow" and outcome.trace[0].skipped == "disabled"

@@ -1,0 +1,50 @@
+import time
+
+import pytest
+
+from hookgate.matching import FilterError, cel_activation, compile_if_expr, compile_matcher
+
+
+def test_empty_and_star_match_everything() -> None:
+    assert compile_matcher("") is None
+    assert compile_matcher("*") is None
+
+
+def test_matcher_is_an_unanchored_search() -> None:
+    matcher = compile_matcher("exec")
+    assert matcher is not None
+    assert matcher.matches("my_exec_tool")
+    anchored = compile_matcher("^(exec|shell)$")
+    assert anchored is not None
+    assert anchored.matches("shell") and not anchored.matches("shell2")
+
+
+def test_catastrophic_pattern_runs_in_linear_time() -> None:
+    matcher = compile_matcher("^(a+)+$")
+    assert matcher is not None
+    started = time.perf_counter()
+    assert not matcher.matches("a" * 200_000 + "b")
+    assert time.perf_counter() - started < 1.0  # Python's re would take longer than the universe
+
+
+def test_cel_filter_over_event_fields() -> None:
+    condition = compile_if_expr('tool_name == "exec" && size(tool_input.cmd) > 80')
+    assert condition is not None
+    long = cel_activation("pre_tool_use", {"tool_name": "exec", "tool_input": {"cmd": "x" * 81}})
+    short = cel_activation("pre_tool_use", {"tool_name": "exec", "tool_input": {"cmd": "ls"}})
+    assert condition.evaluate(long) is True
+    assert condition.evaluate(short) is False
+
+
+def test_cel_missing_key_is_an_evaluation_error() -> None:
+    condition = compile_if_expr("size(tool_input.cmd) > 1")
+    assert condition is not None
+    with pytest.raises(FilterError, match="if_expr failed"):
+        condition.evaluate(cel_activation("pre_tool_use", {"tool_input": {}}))
+
+
+def test_cel_sees_depth_and_other_fields() -> None:
+    condition = compile_if_expr('depth >= 2 && prompt.contains("deploy")')
+    assert condition is not None
+    assert condition.evaluate(cel_activation("user_prompt_submit", {"depth": 2,
+                                                                   "prompt": "deploy now"}))
