@@ -362,14 +362,7 @@ class Engine:
             return Outcome()
         functions = self._sync_functions(hooks)
         if functions is not None:
-            outcome = drive_sync(
-                run_chain(hooks, spec, data, self._chain_settings),
-                _SyncCaller(
-                    spec.name,
-                    functions,
-                    self._gate_refusal if self.settings.edition == "standard" else None,
-                ),
-            )
+            outcome = self._run_plain(spec, data, hooks, functions)
             if outcome._rows and (self.audit is not None or self.listeners):
                 self._record(spec, data, outcome)
                 if self.audit is not None:
@@ -416,14 +409,7 @@ class Engine:
         functions = self._sync_functions(hooks) if spec.blocking else None
         if functions is not None:
             # Plain functions cannot be interrupted by the loop anyway: call them directly.
-            outcome = drive_sync(
-                run_chain(hooks, spec, data, self._chain_settings),
-                _SyncCaller(
-                    spec.name,
-                    functions,
-                    self._gate_refusal if self.settings.edition == "standard" else None,
-                ),
-            )
+            outcome = self._run_plain(spec, data, hooks, functions)
         else:
             outcome = await drive_async(
                 run_chain(hooks, spec, data, self._chain_settings),
@@ -434,6 +420,17 @@ class Engine:
             if self.audit is not None:
                 await self.audit.wait_durable()
         return outcome
+
+    def _run_plain(
+        self,
+        spec: EventSpec,
+        data: Mapping[str, Any],
+        hooks: Sequence[CompiledHook],
+        functions: Mapping[CompiledHook, Callable[[HookEvent], Any]],
+    ) -> Outcome:
+        refuse = self._gate_refusal if self.settings.edition == "standard" else None
+        caller = _SyncCaller(spec.name, functions, refuse)
+        return drive_sync(run_chain(hooks, spec, data, self._chain_settings), caller)
 
     def _gate_refusal(self, hook: CompiledHook) -> HookError | None:
         # Defence in depth: the edition is checked when a hook is defined and again here.
