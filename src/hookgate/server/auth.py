@@ -1,0 +1,124 @@
+"""API-key authentication and the role rules.
+
+Every request carries a key (``Authorization: Bearer <key>``, or the browser's first
+``connect`` frame). A key names a tenant, a role and optionally master scope. Roles are
+ordered: a *viewer* reads, an *operator* also tests hooks and dispatches events, an *admin*
+also writes. Global hooks need master scope on top of the role.
+
+Keys are random, so the store keeps only their SHA-256; a verified key is cached for a
+couple of seconds, which bounds how long a key revoked by another process (``hookgate keys
+revoke``) keeps working. A key revoked through this gateway stops at once.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Final
+
+from hookgate.server.errors import ApiError
+from hookgate.store import ApiKey, Caller, Store, hash_api_key
+
+__all__ = ["ROLES", "Authenticator", "Principal", "bearer_token", "require_role"]
+
+ROLES: Final = ("viewer", "operator", "admin")
+_RANK: Final = {role: rank for rank, role in enumerate(ROLES)}
+#: How long a verified key is trusted before the store is asked again.
+KEY_CACHE_TTL_S: Final = 2.0
+_MAX_CACHED: Final = 10_000
+
+
+@dataclass(frozen=True, slots=True)
+class Principal:
+    """The authenticated caller of one connection or request."""
+
+    key_id: str
+    key_name: str
+    tenant_id: str
+    role: str
+    master: bool
+    key_hash: str
+
+    @property
+    def caller(self) -> Caller:
+        return Caller(tenant_id=self.tenant_id, master=self.master)
+
+    def has_role(self, role: str) -> bool:
+        return _RANK[self.role] >= _RANK[role]
+
+    @classmethod
+    def from_key(cls, key: ApiKey, key_hash: str) -> Principal:
+        return cls(
+            key_id=key.id,
+            key_name=key.name,
+            tenant_id=key.tenant_id,
+            role=key.role,
+            master=key.master,
+            key_hash=key_hash,
+        )
+
+
+def require_role(principal: Principal, role: str, action: str) -> None:
+    """Raise ``UNAUTHORIZED`` unless the principal's role is at least ``role``."""
+    if not principal.has_role(role):
+        raise ApiError(
+            "UNAUTHORIZED",
+            f"{action} requires the {role} role; this key has the {principal.role} role",
+        )
+
+
+def bearer_token(header: str | None) -> str | None:
+    """The key in an ``Authorization: Bearer <key>`` header, or None when there is none."""
+    if not header:
+        return None
+    scheme, _, token = header.strip().partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        return None
+    return token.strip()
+
+
+class Authenticator:
+    """Turns a presented key into a :class:`Principal`, with a short-lived cache."""
+
+    def __init__(self, store: Store, *, clock: Callable[[], float] = time.monotonic) -> None:
+        self._store = store
+        self._clock = clock
+        self._cache: dict[str, tuple[Principal, float]] = {}
+
+    async def authenticate(self, token: str | None) -> Principal:
+        if not token:
+            raise ApiError.unauthenticated(
+                "missing API key: send 'Authorization: Bearer <key>' or a connect frame"
+            )
+        key_hash = hash_api_key(token)
+        principal = await self.check_hash(key_hash)
+        if principal is None:
+            raise ApiError.unauthenticated("invalid or revoked API key")
+        return principal
+
+    async def check_hash(self, key_hash: str) -> Principal | None:
+        """The principal for a key hash, re-checked against the store once the cache expires."""
+        now = self._clock()
+        cached = self._cache.get(key_hash)
+        if cached is not None and cached[1] > now:
+            return cached[0]
+        key = await self._store.lookup_api_key(key_hash)
+        if key is None:
+            self._cache.pop(key_hash, None)
+            return None
+        principal = Principal.from_key(key, key_hash)
+        if len(self._cache) >= _MAX_CACHED:
+            self._cache.clear()
+        self._cache[key_hash] = (principal, now + KEY_CACHE_TTL_S)
+        return principal
+
+    async def still_valid(self, principal: Principal) -> bool:
+        """For long-lived WebSocket connections: is the key behind them still active?"""
+        return await self.check_hash(principal.key_hash) is not None
+
+    def forget(self, key_id: str) -> None:
+        """Drop a revoked key from the cache at once."""
+        for key_hash, (principal, _) in list(self._cache.items()):
+            if principal.key_id == key_id:
+                del self._cache[key_hash]

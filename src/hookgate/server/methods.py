@@ -1,0 +1,486 @@
+"""The ``hooks.*`` methods: one implementation each, shared by the WebSocket and REST.
+
+A :class:`Method` names its minimum role, its params model and its REST route; the method
+body receives the gateway, the authenticated principal and the validated params, and
+returns the payload dict. Errors are raised as :class:`ApiError` (store and validation
+errors are translated here, in one place).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, Final
+
+from pydantic import BaseModel, ValidationError
+
+from hookgate.definition import DefinitionError, HookDefinition, validate_definition
+from hookgate.events import CATALOGUE, UnknownEventError, get_event, normalize_payload
+from hookgate.secrets import is_sealed_text
+from hookgate.server import schemas
+from hookgate.server.auth import Principal, require_role
+from hookgate.server.errors import ApiError
+from hookgate.server.tracing import parse_traceparent
+from hookgate.store import (
+    ExecutionQuery,
+    ExecutionRow,
+    Forbidden,
+    HookFilter,
+    HookRecord,
+    NotFound,
+    ReadOnlyHook,
+    StoreError,
+    VersionConflict,
+)
+
+if TYPE_CHECKING:
+    from hookgate.server.gateway import Gateway
+
+__all__ = ["METHODS", "Method", "call_method", "definition_error", "parse_params"]
+
+#: The seed's message for a definition without handler_type, event or scope.
+REQUIRED_MESSAGE: Final = "handler_type, event, and scope are required"
+MASTER_MESSAGE: Final = "this action requires master tenant scope"
+#: Fields a client may not set: the server owns a hook's identity and bookkeeping.
+_SERVER_FIELDS: Final = frozenset(
+    {"id", "version", "source", "order", "created_by", "created_at", "updated_at", "breaker"}
+)
+#: Handler types that run code on the gateway host: testing one needs the admin role.
+_HOST_CODE: Final = frozenset({"command", "process", "callable"})
+
+Body = Callable[["Gateway", Principal, Any], Awaitable[dict[str, Any]]]
+
+
+@dataclass(frozen=True, slots=True)
+class Method:
+    name: str
+    role: str
+    params: type[BaseModel]
+    payload: type[BaseModel]
+    body: Body
+    summary: str
+    #: REST mirror: HTTP method and path under ``/api/v1``; path parameters come from params.
+    http: tuple[str, str]
+    #: Pass params through as a dict: the body validates them (hook definitions, whose
+    #: validator reports the seed's messages).
+    raw: bool = False
+
+
+def parse_params(model: type[BaseModel], params: Any) -> Any:
+    """Validate ``params``; every problem is reported with its field."""
+    if params is None:
+        params = {}
+    if not isinstance(params, Mapping):
+        raise ApiError("INVALID_REQUEST", "params must be a JSON object")
+    try:
+        return model.model_validate(params)
+    except ValidationError as exc:
+        problems = [
+            {
+                "field": ".".join(str(part) for part in err["loc"]) or "params",
+                "message": err["msg"],
+            }
+            for err in exc.errors(include_url=False, include_context=False, include_input=False)
+        ]
+        message = "; ".join(f"{p['field']}: {p['message']}" for p in problems)
+        raise ApiError("INVALID_REQUEST", message, details={"problems": problems}) from None
+
+
+def definition_error(exc: DefinitionError) -> ApiError:
+    problems = [{"field": p.field, "message": p.message} for p in exc.problems]
+    if any(p.message == REQUIRED_MESSAGE for p in exc.problems):
+        message = REQUIRED_MESSAGE
+    else:
+        message = "; ".join(str(p) for p in exc.problems)
+    return ApiError("INVALID_REQUEST", message, details={"problems": problems})
+
+
+def store_error(exc: StoreError) -> ApiError:
+    if isinstance(exc, NotFound):
+        return ApiError("NOT_FOUND", str(exc) or "no such hook")
+    if isinstance(exc, ReadOnlyHook):
+        return ApiError("READ_ONLY", str(exc) or "builtin hooks are read-only except 'enabled'")
+    if isinstance(exc, Forbidden):
+        return ApiError("UNAUTHORIZED", str(exc) or MASTER_MESSAGE)
+    if isinstance(exc, VersionConflict):
+        return ApiError("CONFLICT", str(exc))
+    return ApiError("INVALID_REQUEST", str(exc))
+
+
+async def call_method(gateway: Gateway, method: Method, who: Principal, params: Any) -> Any:
+    """Check the role, validate params and run the method."""
+    require_role(who, method.role, method.name)
+    if method.raw:
+        if not isinstance(params, Mapping):
+            raise ApiError("INVALID_REQUEST", "params must be a JSON object")
+        parsed: Any = params
+    else:
+        parsed = parse_params(method.params, params)
+    try:
+        return await method.body(gateway, who, parsed)
+    except DefinitionError as exc:
+        raise definition_error(exc) from None
+    except StoreError as exc:
+        raise store_error(exc) from None
+
+
+# --- views ------------------------------------------------------------------------------------
+
+
+def iso(ts: float | None) -> str | None:
+    if ts is None:
+        return None
+    return datetime.fromtimestamp(ts, UTC).isoformat().replace("+00:00", "Z")
+
+
+def _hide_secrets(value: Any) -> Any:
+    # Sealed values (encrypted header values and the like) are never returned by a read.
+    if isinstance(value, Mapping):
+        return {k: _hide_secrets(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_hide_secrets(v) for v in value]
+    return None if is_sealed_text(value) else value
+
+
+def hook_view(gateway: Gateway, record: HookRecord) -> dict[str, Any]:
+    data = record.to_dict()
+    data["config"] = _hide_secrets(data.get("config") or {})
+    secret = sorted(
+        key
+        for key, value in (record.definition.config.get("headers") or {}).items()
+        if is_sealed_text(value)
+    ) if isinstance(record.definition.config.get("headers"), Mapping) else []
+    if secret:
+        data["config"]["secret_headers"] = sorted(
+            set(secret) | set(data["config"].get("secret_headers") or [])
+        )
+    data["created_at"] = iso(record.created_at)
+    data["updated_at"] = iso(record.updated_at)
+    live = gateway.engine.breakers.status(record.id)
+    breaker = live.to_dict() if live.state != "closed" or live.faults else data["breaker"]
+    data["breaker"] = {
+        "state": breaker.get("state", "closed"),
+        "recent_faults": breaker.get("recent_faults", 0),
+        "last_fault": breaker.get("last_fault"),
+    }
+    data.pop("order", None)
+    return data
+
+
+def execution_view(gateway: Gateway, who: Principal, row: ExecutionRow) -> dict[str, Any]:
+    data = row.to_dict()
+    data["created_at"] = iso(row.created_at)
+    data["error_detail"] = gateway.open_error_detail(row) if who.has_role("admin") else None
+    return data
+
+
+def _timestamp(value: str | float | None, field: str) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, int | float):
+        return float(value)
+    try:
+        return float(value)
+    except ValueError:
+        pass
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise ApiError(
+            "INVALID_REQUEST", f"{field}: not an ISO 8601 time or epoch seconds: {value!r}"
+        ) from None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)
+    return parsed.timestamp()
+
+
+def _tenant_filter(who: Principal, tenant_id: str | None) -> str | None:
+    if tenant_id is None or tenant_id == who.tenant_id:
+        return tenant_id
+    if not who.master:
+        raise ApiError("UNAUTHORIZED", MASTER_MESSAGE)
+    return tenant_id
+
+
+def _check_event(name: str | None) -> str | None:
+    if name is None:
+        return None
+    try:
+        return get_event(name).name
+    except UnknownEventError as exc:
+        raise ApiError("INVALID_REQUEST", f"event: {exc}") from None
+
+
+# --- the methods --------------------------------------------------------------------------------
+
+
+async def connect(gateway: Gateway, who: Principal, params: Any) -> dict[str, Any]:
+    return gateway.info(who)
+
+
+async def hooks_list(gateway: Gateway, who: Principal, p: schemas.ListParams) -> dict[str, Any]:
+    filters = HookFilter(
+        event=_check_event(p.event),
+        handler_type=p.handler_type,
+        scope=p.scope,
+        enabled=p.enabled,
+        name=p.name,
+        agent_id=p.agent_id,
+        tenant_id=_tenant_filter(who, p.tenant_id),
+    )
+    records = await gateway.store.list_hooks(who.caller, filters)
+    return {"hooks": [hook_view(gateway, record) for record in records]}
+
+
+async def hooks_get(gateway: Gateway, who: Principal, p: schemas.HookIdParams) -> dict[str, Any]:
+    record = await gateway.store.get_hook(who.caller, p.hook_id)
+    return {"hook": hook_view(gateway, record)}
+
+
+def _writable(raw: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in raw.items() if k not in _SERVER_FIELDS}
+
+
+async def hooks_create(gateway: Gateway, who: Principal, p: Any) -> dict[str, Any]:
+    raw = _writable(p)
+    tenant_id = raw.get("tenant_id")
+    if tenant_id not in (None, "", who.tenant_id) and not who.master:
+        raise ApiError("UNAUTHORIZED", MASTER_MESSAGE)
+    raw["tenant_id"] = tenant_id or who.tenant_id
+    definition = validate_definition(raw, edition=gateway.edition, default_scope=None)
+    if definition.scope == "global" and not who.master:
+        raise ApiError("UNAUTHORIZED", MASTER_MESSAGE)
+    gateway.check_allowed(definition)
+    record = await gateway.store.create_hook(who.caller, definition)
+    await gateway.hooks_changed()
+    return {"hookId": record.id}
+
+
+async def hooks_update(gateway: Gateway, who: Principal, p: schemas.UpdateParams) -> dict[str, Any]:
+    updates = _writable(p.updates)
+    updates.pop("tenant_id", None)
+    current = await gateway.store.get_hook(who.caller, p.hook_id)
+    merged = {**current.definition.to_dict(), **updates}
+    if "global" in (merged.get("scope"), current.definition.scope) and not who.master:
+        raise ApiError("UNAUTHORIZED", MASTER_MESSAGE)
+    if current.definition.source != "builtin":
+        # Check the merged definition here too, so edition and callable rules apply.
+        candidate = validate_definition(
+            _writable(merged), edition=gateway.edition, default_scope=None
+        )
+        gateway.check_allowed(candidate)
+    record = await gateway.store.update_hook(
+        who.caller,
+        p.hook_id,
+        updates,
+        expected_version=p.expected_version,
+        edition=gateway.edition,
+    )
+    gateway.forget_hook(current.definition)
+    await gateway.hooks_changed()
+    return {"hookId": record.id, "version": record.version}
+
+
+async def hooks_delete(gateway: Gateway, who: Principal, p: schemas.HookIdParams) -> dict[str, Any]:
+    current = await gateway.store.get_hook(who.caller, p.hook_id)
+    if current.definition.scope == "global" and not who.master:
+        raise ApiError("UNAUTHORIZED", MASTER_MESSAGE)
+    await gateway.store.delete_hook(who.caller, p.hook_id)
+    gateway.forget_hook(current.definition)
+    await gateway.hooks_changed()
+    return {"hookId": p.hook_id}
+
+
+async def hooks_toggle(gateway: Gateway, who: Principal, p: schemas.ToggleParams) -> dict[str, Any]:
+    current = await gateway.store.get_hook(who.caller, p.hook_id)
+    if current.definition.scope == "global" and not who.master:
+        raise ApiError("UNAUTHORIZED", MASTER_MESSAGE)
+    record = await gateway.store.set_enabled(who.caller, p.hook_id, p.enabled)
+    if p.enabled:
+        gateway.engine.breakers.reset(p.hook_id)  # re-enabling a hook closes its breaker
+    await gateway.hooks_changed()
+    return {"hookId": record.id, "enabled": record.definition.enabled}
+
+
+async def hooks_test(gateway: Gateway, who: Principal, p: schemas.TestParams) -> dict[str, Any]:
+    definition: HookDefinition
+    if p.hook_id is not None:
+        if p.config is not None:
+            raise ApiError("INVALID_REQUEST", "give either config or hookId, not both")
+        definition = (await gateway.store.get_hook(who.caller, p.hook_id)).definition
+    elif p.config is not None:
+        raw = _writable(p.config)
+        raw["tenant_id"] = who.tenant_id
+        definition = validate_definition(raw, edition=gateway.edition, default_scope="tenant")
+        gateway.check_allowed(definition)
+    else:
+        raise ApiError("INVALID_REQUEST", "hooks.test needs config (a hook definition) or hookId")
+    if definition.handler_type in _HOST_CODE:
+        require_role(who, "admin", f"testing a {definition.handler_type} hook")
+    sample = normalize_payload(p.sample_event)
+    if not who.master or "tenant_id" not in sample:
+        sample["tenant_id"] = who.tenant_id
+    outcome = await gateway.engine.test(definition, sample)
+    return {"result": test_result(outcome)}
+
+
+def test_result(outcome: Any) -> dict[str, Any]:
+    """The seed's test-panel fields, from the dry run's outcome and its one trace entry."""
+    trace = outcome.trace
+    entry = trace[0] if trace else None
+    details: dict[str, Any] = dict(entry.details) if entry is not None else {}
+    status = details.get("status_code", details.get("http_status"))
+    result: dict[str, Any] = {
+        "decision": outcome.decision,
+        "hookDecision": entry.decision if entry is not None else None,
+        "matched": bool(entry and entry.matched),
+        "skipped": entry.skipped if entry is not None else None,
+        "durationMs": round(entry.duration_ms, 3) if entry is not None else 0.0,
+        "reason": outcome.reason or details.get("reason"),
+        "error": entry.error if entry is not None else None,
+        "stdout": details.get("stdout"),
+        "stderr": details.get("stderr"),
+        "statusCode": status if isinstance(status, int) else None,
+        "model": details.get("prompt_model", details.get("model")),
+        "updatedInput": outcome.updated_input,
+        "additionalContext": list(outcome.additional_context),
+        "result": outcome.result,
+        "details": details,
+    }
+    return result
+
+
+async def hooks_history(
+    gateway: Gateway, who: Principal, p: schemas.HistoryParams
+) -> dict[str, Any]:
+    query = ExecutionQuery(
+        hook_id=p.hook_id,
+        session_id=p.session_id,
+        decision=p.decision,
+        event=_check_event(p.event),
+        agent_id=p.agent_id,
+        since=_timestamp(p.since, "since"),
+        until=_timestamp(p.until, "until"),
+        tenant_id=_tenant_filter(who, p.tenant_id),
+        limit=p.limit,
+        cursor=p.cursor,
+    )
+    try:
+        page = await gateway.store.query_executions(who.caller, query)
+    except NotFound as exc:
+        raise ApiError("NOT_FOUND", str(exc)) from None
+    except StoreError as exc:  # a cursor that does not decode, and the like
+        raise ApiError("INVALID_REQUEST", str(exc)) from None
+    return {
+        "executions": [execution_view(gateway, who, row) for row in page.items],
+        "nextCursor": page.next_cursor,
+    }
+
+
+async def hooks_dispatch(
+    gateway: Gateway, who: Principal, p: schemas.DispatchParams
+) -> dict[str, Any]:
+    started = time.perf_counter()
+    try:
+        spec = get_event(p.event)
+    except UnknownEventError as exc:
+        raise ApiError("INVALID_REQUEST", f"event: {exc}") from None
+    data = normalize_payload(p.input)
+    # An agent acts for its key's tenant; only master scope may name another one.
+    if not who.master or not data.get("tenant_id"):
+        data["tenant_id"] = who.tenant_id
+    parent = parse_traceparent(p.traceparent)
+    if parent is not None:
+        data["trace_id"] = parent[1]
+    if not data.get("event_id"):
+        data["event_id"] = gateway.new_event_id()
+    tracer = gateway.tracer
+    if parent is not None and tracer is not None:
+        tracer.expect(str(data["event_id"]), parent[0])
+    outcome = await gateway.engine.fire(spec.name, data, wait=p.wait)
+    if tracer is not None and parent is not None and (spec.blocking or p.wait):
+        tracer.forget(str(data["event_id"]))
+    gateway.metrics.observe_dispatch(spec.name, outcome.decision, time.perf_counter() - started)
+    return outcome.to_dict()
+
+
+def _method(
+    name: str,
+    role: str,
+    params: type[BaseModel],
+    payload: type[BaseModel],
+    body: Any,
+    summary: str,
+    http: tuple[str, str],
+    *,
+    raw: bool = False,
+) -> Method:
+    return Method(name, role, params, payload, body, summary, http, raw)
+
+
+METHOD_LIST: Final = (
+    _method(
+        "connect", "viewer", schemas.ConnectParams, schemas.InfoPayload, connect,
+        "Who the key is and what this gateway offers (edition, events, handler types).",
+        ("GET", "/info"),
+    ),
+    _method(
+        "hooks.list", "viewer", schemas.ListParams, schemas.HooksPayload, hooks_list,
+        "Hooks visible to the caller (own tenant and global; master scope: all), filtered.",
+        ("GET", "/hooks"),
+    ),
+    _method(
+        "hooks.get", "viewer", schemas.HookIdParams, schemas.HookPayload, hooks_get,
+        "One hook, with its breaker state.",
+        ("GET", "/hooks/{hookId}"),
+    ),
+    _method(
+        "hooks.create", "admin", schemas.CreateParams, schemas.HookIdPayload, hooks_create,
+        "Create a hook from a definition; global scope needs master scope.",
+        ("POST", "/hooks"),
+        raw=True,
+    ),
+    _method(
+        "hooks.update", "admin", schemas.UpdateParams, schemas.HookIdPayload, hooks_update,
+        "Patch a hook: the merged definition is validated again and the version bumped.",
+        ("PATCH", "/hooks/{hookId}"),
+    ),
+    _method(
+        "hooks.delete", "admin", schemas.HookIdParams, schemas.HookIdPayload, hooks_delete,
+        "Delete a hook; its executions stay in the history.",
+        ("DELETE", "/hooks/{hookId}"),
+    ),
+    _method(
+        "hooks.toggle", "admin", schemas.ToggleParams, schemas.TogglePayload, hooks_toggle,
+        "Enable or disable a hook; enabling resets its circuit breaker.",
+        ("POST", "/hooks/{hookId}/toggle"),
+    ),
+    _method(
+        "hooks.test", "operator", schemas.TestParams, schemas.TestPayload, hooks_test,
+        "Dry-run a definition or a saved hook on a sample event: no breaker, no audit row.",
+        ("POST", "/hooks/test"),
+    ),
+    _method(
+        "hooks.history", "viewer", schemas.HistoryParams, schemas.HistoryPayload, hooks_history,
+        "Executions, newest first, with cursor pagination.",
+        ("GET", "/executions"),
+    ),
+    _method(
+        "hooks.dispatch", "operator", schemas.DispatchParams, schemas.OutcomePayload,
+        hooks_dispatch,
+        "Fire an event for the caller's tenant and return the outcome.",
+        ("POST", "/dispatch"),
+    ),
+)
+METHODS: Final[dict[str, Method]] = {method.name: method for method in METHOD_LIST}
+EVENTS_INFO: Final = [
+    {
+        "name": spec.name,
+        "blocking": spec.blocking,
+        "match_field": spec.match_field,
+        "input_field": spec.input_field,
+    }
+    for spec in CATALOGUE
+]

@@ -1,0 +1,196 @@
+"""The OpenAPI 3.1 document of the REST mirror, generated from the method table.
+
+Each :class:`~hookgate.server.methods.Method` contributes one operation: its params model
+becomes the query parameters (GET, DELETE) or the request body (POST, PATCH), its payload
+model the success response, and every operation documents the error envelope.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from pydantic import BaseModel
+
+from hookgate import __version__
+from hookgate.server.errors import HTTP_STATUS
+from hookgate.server.methods import METHODS, Method
+from hookgate.server.rest import API_PREFIX
+
+__all__ = ["openapi_document"]
+
+_REF: Final = "#/components/schemas/{model}"
+_ERROR_SCHEMA: Final = {
+    "type": "object",
+    "required": ["error"],
+    "properties": {
+        "error": {
+            "type": "object",
+            "required": ["code", "message"],
+            "properties": {
+                "code": {"type": "string", "enum": sorted(HTTP_STATUS)},
+                "message": {"type": "string"},
+                "details": {"type": "object"},
+                "retryable": {"type": "boolean"},
+            },
+        }
+    },
+}
+
+
+def _schema(model: type[BaseModel], components: dict[str, Any]) -> dict[str, Any]:
+    schema = model.model_json_schema(by_alias=True, ref_template=_REF)
+    for name, definition in schema.pop("$defs", {}).items():
+        components[name] = definition
+    components[model.__name__] = schema
+    return {"$ref": _REF.format(model=model.__name__)}
+
+
+def _without_null(schema: dict[str, Any]) -> dict[str, Any]:
+    # A query string cannot carry JSON null: an optional parameter is simply left out.
+    options = schema.get("anyOf")
+    if isinstance(options, list):
+        kept = [s for s in options if s.get("type") != "null"]
+        rest = {k: v for k, v in schema.items() if k not in ("anyOf", "default")}
+        if len(kept) == 1:
+            return {**rest, **kept[0]}
+        return {**rest, "anyOf": kept}
+    return {k: v for k, v in schema.items() if k != "default"}
+
+
+def _path_names(path: str) -> list[str]:
+    return [part[1:-1] for part in path.split("/") if part.startswith("{")]
+
+
+def _parameters(method: Method, query: bool) -> list[dict[str, Any]]:
+    if method.name == "connect":
+        return []  # over REST the key travels in the Authorization header, never in the URL
+    schema = method.params.model_json_schema(by_alias=True, ref_template=_REF)
+    properties: dict[str, Any] = schema.get("properties", {})
+    required = set(schema.get("required", []))
+    in_path = set(_path_names(method.http[1]))
+    out = []
+    for name, prop in properties.items():
+        if name in in_path:
+            out.append(
+                {"name": name, "in": "path", "required": True, "schema": {"type": "string"}}
+            )
+        elif query:
+            out.append(
+                {
+                    "name": name,
+                    "in": "query",
+                    "required": name in required,
+                    "schema": _without_null(prop),
+                }
+            )
+    if method.name == "hooks.update":
+        out.append(
+            {
+                "name": "expectedVersion",
+                "in": "query",
+                "required": False,
+                "schema": {"type": "integer", "minimum": 1},
+            }
+        )
+    return out
+
+
+def _body_schema(method: Method, components: dict[str, Any]) -> dict[str, Any]:
+    in_path = set(_path_names(method.http[1]))
+    if method.name == "hooks.update":
+        return {"type": "object", "description": "The fields to change (a partial HookConfig)."}
+    schema = method.params.model_json_schema(by_alias=True, ref_template=_REF)
+    for name, definition in schema.pop("$defs", {}).items():
+        components[name] = definition
+    if in_path:
+        schema["properties"] = {
+            k: v for k, v in schema.get("properties", {}).items() if k not in in_path
+        }
+        schema["required"] = [r for r in schema.get("required", []) if r not in in_path]
+    name = method.params.__name__ + ("Body" if in_path else "")
+    components[name] = schema
+    return {"$ref": _REF.format(model=name)}
+
+
+def _operation(method: Method, components: dict[str, Any]) -> dict[str, Any]:
+    verb, _path = method.http
+    query = verb in ("GET", "DELETE")
+    success = "201" if method.name == "hooks.create" else "200"
+    operation: dict[str, Any] = {
+        "operationId": method.name,
+        "summary": method.summary,
+        "description": f"Mirror of the WebSocket method `{method.name}` "
+        f"(role: {method.role} or higher).",
+        "parameters": _parameters(method, query),
+        "responses": {
+            success: {
+                "description": "The method's payload.",
+                "content": {"application/json": {"schema": _schema(method.payload, components)}},
+            },
+        },
+    }
+    for status, text in (
+        ("400", "Invalid request"),
+        ("401", "Missing, invalid or revoked API key"),
+        ("403", "The key's role or scope is too low"),
+        ("404", "No such hook (or not visible to this key)"),
+        ("409", "Read-only builtin hook, or a version conflict"),
+        ("413", "Body over the size limit"),
+        ("503", "Shutting down"),
+    ):
+        operation["responses"][status] = {
+            "description": text,
+            "content": {"application/json": {"schema": {"$ref": _REF.format(model="Error")}}},
+        }
+    if not query:
+        operation["requestBody"] = {
+            "required": method.name != "hooks.test",
+            "content": {"application/json": {"schema": _body_schema(method, components)}},
+        }
+    return operation
+
+
+def openapi_document() -> dict[str, Any]:
+    components: dict[str, Any] = {"Error": _ERROR_SCHEMA}
+    paths: dict[str, dict[str, Any]] = {}
+    for method in METHODS.values():
+        verb, path = method.http
+        paths.setdefault(API_PREFIX + path, {})[verb.lower()] = _operation(method, components)
+    paths["/healthz"] = {
+        "get": {
+            "operationId": "healthz",
+            "summary": "Liveness: no key needed.",
+            "security": [],
+            "responses": {
+                "200": {
+                    "description": "The gateway is up.",
+                    "content": {
+                        "application/json": {
+                            "schema": {
+                                "type": "object",
+                                "required": ["status"],
+                                "properties": {"status": {"type": "string"}},
+                            }
+                        }
+                    },
+                },
+                "503": {"description": "Shutting down."},
+            },
+        }
+    }
+    return {
+        "openapi": "3.1.0",
+        "info": {
+            "title": "hookgate gateway",
+            "version": __version__,
+            "description": "REST mirror of the hooks.* WebSocket methods. Every operation "
+            "except /healthz needs `Authorization: Bearer <API key>`.",
+        },
+        "servers": [{"url": "/"}],
+        "security": [{"bearer": []}],
+        "components": {
+            "schemas": components,
+            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+        },
+        "paths": paths,
+    }

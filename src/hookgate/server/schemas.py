@@ -1,0 +1,271 @@
+"""Request and response models of the ``hooks.*`` methods.
+
+The request models validate ``params`` (both the snake_case and the camelCase spelling of a
+field are accepted; the camelCase one is what the seed's frames use). The response models
+exist to describe payloads in the generated OpenAPI document; the hot path builds plain dicts.
+Hook definitions themselves are validated by :func:`hookgate.definition.validate_definition`,
+whose messages name each bad field; :class:`HookConfig` only documents their shape.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "ConnectParams",
+    "CreateParams",
+    "DispatchParams",
+    "Execution",
+    "HistoryParams",
+    "HistoryPayload",
+    "Hook",
+    "HookConfig",
+    "HookIdParams",
+    "HookIdPayload",
+    "HookPayload",
+    "HooksPayload",
+    "InfoPayload",
+    "ListParams",
+    "OutcomePayload",
+    "TestParams",
+    "TestPayload",
+    "ToggleParams",
+    "TogglePayload",
+    "UpdateParams",
+]
+
+Scope = Literal["global", "tenant", "agent"]
+Policy = Literal["block", "allow"]
+_HOOK_ID = Field(alias="hookId", min_length=1, max_length=200)
+
+
+class _Params(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class ConnectParams(BaseModel):
+    """``connect``: the browser's way to present a key; other clients may call it for info."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+    api_key: str | None = Field(default=None, alias="apiKey", max_length=500)
+
+
+class ListParams(_Params):
+    event: str | None = Field(default=None, max_length=64)
+    scope: Scope | None = None
+    handler_type: str | None = Field(default=None, alias="handlerType", max_length=32)
+    enabled: bool | None = None
+    agent_id: str | None = Field(default=None, alias="agentId", max_length=200)
+    name: str | None = Field(default=None, max_length=200)
+    #: Master scope only: narrow to one tenant.
+    tenant_id: str | None = Field(default=None, alias="tenantId", max_length=200)
+
+
+class HookIdParams(_Params):
+    hook_id: str = _HOOK_ID
+
+
+class HookConfig(BaseModel):
+    """A hook definition as the seed spells it (snake_case). ``event``, ``handler_type`` and
+    ``scope`` are required; ``enabled`` defaults to true."""
+
+    model_config = ConfigDict(extra="forbid")
+    event: str
+    handler_type: str
+    scope: Scope
+    name: str | None = None
+    matcher: str | None = None
+    if_expr: str | None = None
+    timeout_ms: int | None = None
+    on_timeout: Policy | None = None
+    on_error: Policy | None = None
+    priority: int | None = None
+    enabled: bool | None = None
+    config: dict[str, Any] | None = None
+    agent_ids: list[str] | None = None
+    agent_id: str | None = None
+    #: Master scope only: create the hook for this tenant.
+    tenant_id: str | None = None
+    description: str | None = None
+    metadata: dict[str, Any] | None = None
+
+
+class CreateParams(HookConfig):
+    pass
+
+
+class UpdateParams(_Params):
+    hook_id: str = _HOOK_ID
+    updates: dict[str, Any]
+    expected_version: int | None = Field(default=None, alias="expectedVersion", ge=1)
+
+
+class ToggleParams(_Params):
+    hook_id: str = _HOOK_ID
+    enabled: bool
+
+
+class TestParams(_Params):
+    """Dry run of an unsaved ``config`` or of a saved hook (``hookId``)."""
+
+    config: dict[str, Any] | None = None
+    hook_id: str | None = Field(default=None, alias="hookId", max_length=200)
+    sample_event: dict[str, Any] = Field(default_factory=dict, alias="sampleEvent")
+
+
+class HistoryParams(_Params):
+    hook_id: str | None = Field(default=None, alias="hookId", max_length=200)
+    session_id: str | None = Field(default=None, alias="sessionId", max_length=500)
+    decision: str | None = Field(default=None, max_length=16)
+    event: str | None = Field(default=None, max_length=64)
+    agent_id: str | None = Field(default=None, alias="agentId", max_length=200)
+    #: ISO 8601 or epoch seconds; ``since`` inclusive, ``until`` exclusive.
+    since: str | float | None = None
+    until: str | float | None = None
+    cursor: str | None = Field(default=None, max_length=500)
+    limit: int = Field(default=50, ge=1, le=500)
+    tenant_id: str | None = Field(default=None, alias="tenantId", max_length=200)
+
+
+class DispatchParams(_Params):
+    """An agent fires an event: ``input`` holds the same fields as ``hookgate fire --input``."""
+
+    event: str = Field(min_length=1, max_length=64)
+    input: dict[str, Any] = Field(default_factory=dict)
+    #: Non-blocking events are queued and answered at once unless ``wait`` is true.
+    wait: bool = False
+    #: W3C trace context of the caller's span (the ``traceparent`` header works too).
+    traceparent: str | None = Field(default=None, max_length=200)
+
+
+# --- payloads (documentation of what comes back) ----------------------------------------------
+
+
+class _Open(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+class Breaker(_Open):
+    state: Literal["closed", "open", "half_open"]
+    recent_faults: int
+    last_fault: str | None = None
+
+
+class Hook(_Open):
+    id: str
+    tenant_id: str | None
+    event: str
+    handler_type: str
+    scope: Scope
+    name: str
+    matcher: str | None
+    if_expr: str | None
+    timeout_ms: int
+    on_timeout: Policy
+    on_error: Policy
+    priority: int
+    enabled: bool
+    config: dict[str, Any]
+    agent_ids: list[str]
+    version: int
+    source: Literal["builtin", "user"]
+    created_at: str | None = None
+    updated_at: str | None = None
+    breaker: Breaker
+
+
+class HooksPayload(BaseModel):
+    hooks: list[Hook]
+
+
+class HookPayload(BaseModel):
+    hook: Hook
+
+
+class HookIdPayload(BaseModel):
+    hookId: str
+
+
+class TogglePayload(BaseModel):
+    hookId: str
+    enabled: bool
+
+
+class TestResult(_Open):
+    decision: str
+    matched: bool
+    durationMs: float
+    reason: str | None = None
+    error: str | None = None
+    stdout: str | None = None
+    stderr: str | None = None
+    statusCode: int | None = None
+    model: str | None = None
+    updatedInput: Any = None
+    additionalContext: list[str] = Field(default_factory=list)
+
+
+class TestPayload(BaseModel):
+    result: TestResult
+
+
+class Execution(_Open):
+    id: str
+    hook_id: str | None
+    hook_version: int
+    event: str
+    decision: str
+    duration_ms: float
+    session_id: str | None
+    error: str | None
+    metadata: dict[str, Any]
+    created_at: str
+    error_detail: str | None = None
+
+
+class HistoryPayload(BaseModel):
+    executions: list[Execution]
+    nextCursor: str | None
+
+
+class TraceEntry(_Open):
+    hook_id: str
+    name: str
+    handler_type: str
+    matched: bool
+    decision: str | None
+
+
+class OutcomePayload(BaseModel):
+    """Exactly the keys of :meth:`hookgate.outcome.Outcome.to_dict`."""
+
+    model_config = ConfigDict(populate_by_name=True)
+    decision: Literal["allow", "block"]
+    reason: str | None
+    updated_input: Any
+    additional_context: list[str]
+    result: Any
+    abort: Literal["turn", "hard"] | None
+    continue_: bool = Field(alias="continue")
+    trace: list[TraceEntry]
+
+
+class EventInfo(BaseModel):
+    name: str
+    blocking: bool
+    match_field: str | None
+    input_field: str | None
+
+
+class InfoPayload(_Open):
+    edition: Literal["lite", "standard"]
+    role: Literal["viewer", "operator", "admin"]
+    tenant_id: str
+    is_master_scope: bool
+    key_name: str
+    version: str
+    handler_types: list[str]
+    events: list[EventInfo]
+    methods: list[str]

@@ -1,0 +1,149 @@
+// Boot: sign in, draw the shell, route. Reconnects when the socket drops.
+import { h, mount } from "./dom.js";
+import { gateway } from "./api.js";
+import { GatewayError } from "./gateway.js";
+import { session, adopt, storedKey, storeKey } from "./session.js";
+import { useCatalogue } from "./catalogue.js";
+import { parseRoute } from "./router.js";
+import { renderSignIn } from "./views/sign-in.js";
+import { renderHookList } from "./views/hook-list.js";
+import { renderHookForm } from "./views/hook-form.js";
+import { renderHookDetail } from "./views/hook-detail.js";
+
+const app = document.getElementById("app");
+let renderToken = 0;
+let main = null;
+let banner = null;
+
+async function signIn(key) {
+  const hello = await gateway.connect(key);
+  adopt(hello);
+  useCatalogue(hello.events);
+  storeKey(key);
+  drawShell();
+  route();
+}
+
+function signOut(notice = null) {
+  storeKey(null);
+  gateway.onclose = null;
+  gateway.close();
+  main = null;
+  renderSignIn(app, { signIn, notice });
+}
+
+function drawShell() {
+  main = h("main", { id: "main", class: "main", tabIndex: -1 });
+  banner = h("div", { class: "banner", role: "status", "aria-live": "polite", hidden: true });
+  const chip = (cls, text, title = "") => h("span", { class: `chip ${cls}`, text, title });
+  mount(
+    app,
+    h("a", { class: "skip-link", href: "#main", text: "Skip to content", onclick: (e) => { e.preventDefault(); main.focus(); } }),
+    h(
+      "header",
+      { class: "topbar" },
+      h("a", { class: "brand", href: "#/hooks" }, h("span", { class: "brand-mark", "aria-hidden": "true" }), "hookgate"),
+      h("nav", { class: "topnav", "aria-label": "Main" }, h("a", { href: "#/hooks", text: "Hooks" })),
+      h(
+        "div",
+        { class: "who", "aria-label": "Signed in as" },
+        chip(`chip-role role-${session.role}`, session.role, "Your role"),
+        session.isMaster ? chip("chip-master", "master scope", "Can manage every tenant and global hooks") : null,
+        chip("chip-tenant", session.tenantId ? `tenant ${String(session.tenantId).slice(0, 8)}` : "tenant ?", session.tenantId || ""),
+        chip(`chip-edition edition-${session.edition}`, `${session.edition} edition`, "Gateway edition"),
+        h("button", { type: "button", class: "btn btn-small btn-quiet", text: "Sign out", onclick: () => signOut() }),
+      ),
+    ),
+    banner,
+    main,
+    h("footer", { class: "footer", text: `hookgate${session.version ? ` ${session.version}` : ""}${session.keyName ? ` · key ${session.keyName}` : ""}` }),
+  );
+  gateway.onclose = reconnect;
+}
+
+async function reconnect() {
+  const key = storedKey();
+  if (!key) return signOut("Signed out.");
+  let delay = 500;
+  for (let attempt = 1; attempt <= 8; attempt += 1) {
+    showBanner(`Connection to the gateway lost. Reconnecting (attempt ${attempt})…`);
+    await new Promise((resolve) => setTimeout(resolve, delay));
+    try {
+      adopt(await gateway.connect(key));
+      showBanner(null);
+      gateway.onclose = reconnect;
+      route();
+      return;
+    } catch (err) {
+      if (err instanceof GatewayError && err.code === "UNAUTHORIZED") {
+        return signOut(`The gateway no longer accepts this key: ${err.message}`);
+      }
+      delay = Math.min(delay * 2, 8000);
+    }
+  }
+  showBanner("The gateway is unreachable. Reload the page to try again.");
+}
+
+function showBanner(text) {
+  if (!banner) return;
+  banner.hidden = !text;
+  banner.textContent = text || "";
+}
+
+function route() {
+  if (!main) return;
+  renderToken += 1;
+  const token = renderToken;
+  const ctx = { alive: () => token === renderToken && main !== null };
+  const current = parseRoute();
+  const done = () => {
+    // Move focus to the new page's heading, so keyboard and screen-reader users land on it.
+    if (!ctx.alive()) return;
+    const heading = main.querySelector("h1");
+    if (heading && !main.contains(document.activeElement)) heading.focus({ preventScroll: true });
+  };
+  let work;
+  switch (current.name) {
+    case "list":
+      work = renderHookList(main, current, ctx);
+      break;
+    case "create":
+    case "edit":
+      work = renderHookForm(main, current, ctx);
+      break;
+    case "detail":
+      work = renderHookDetail(main, current, ctx);
+      break;
+    default:
+      mount(main, h("h1", { tabIndex: -1, text: "Page not found" }), h("p", {}, h("a", { href: "#/hooks", text: "Back to hooks" })));
+  }
+  Promise.resolve(work).then(done, (err) => {
+    console.error(err);
+    if (ctx.alive()) mount(main, h("h1", { tabIndex: -1, text: "Something went wrong" }), h("pre", { class: "error-text", text: String(err?.stack || err) }));
+  });
+}
+
+window.addEventListener("hashchange", () => {
+  if (main) {
+    // A new page: let the route's heading take focus once it renders.
+    if (main.contains(document.activeElement)) document.activeElement.blur();
+    route();
+  }
+});
+
+async function boot() {
+  const key = storedKey();
+  if (!key) {
+    renderSignIn(app, { signIn });
+    return;
+  }
+  mount(app, h("p", { class: "state state-loading", role: "status" }, h("span", { class: "spinner", "aria-hidden": "true" }), "Connecting to the gateway…"));
+  try {
+    await signIn(key);
+  } catch (err) {
+    storeKey(null);
+    renderSignIn(app, { signIn, notice: `Please sign in again: ${err.message}` });
+  }
+}
+
+boot();

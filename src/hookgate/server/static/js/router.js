@@ -1,0 +1,33 @@
+// Hash routes: #/hooks, #/hooks/new, #/hooks/<id>[/overview|/test|/history|/edit].
+
+const TABS = new Set(["overview", "test", "history"]);
+
+export function parseRoute(hash = window.location.hash) {
+  const [path, queryString = ""] = hash.replace(/^#/, "").split("?");
+  const query = Object.fromEntries(new URLSearchParams(queryString));
+  const parts = path.split("/").filter(Boolean).map(decodeURIComponent);
+  if (parts.length === 0 || (parts.length === 1 && parts[0] === "hooks")) {
+    return { name: "list", query };
+  }
+  if (parts[0] !== "hooks") return { name: "notfound", query };
+  if (parts[1] === "new" && parts.length === 2) return { name: "create", query };
+  const id = parts[1];
+  const sub = parts[2] || "overview";
+  if (parts.length <= 3 && sub === "edit") return { name: "edit", id, query };
+  if (parts.length <= 3 && TABS.has(sub)) return { name: "detail", id, tab: sub, query };
+  return { name: "notfound", query };
+}
+
+export function hookHref(id, sub = "") {
+  return `#/hooks/${encodeURIComponent(id)}${sub ? `/${sub}` : ""}`;
+}
+
+export function listHref(query = {}) {
+  const qs = new URLSearchParams(Object.entries(query).filter(([, v]) => v)).toString();
+  return `#/hooks${qs ? `?${qs}` : ""}`;
+}
+
+export function navigate(href) {
+  if (window.location.hash === href) window.dispatchEvent(new HashChangeEvent("hashchange"));
+  else window.location.hash = href;
+}

@@ -1,0 +1,67 @@
+// Who is signed in, and what that lets them see and press. The gateway enforces every rule
+// again; the panel only avoids offering what would be refused.
+
+const KEY_STORAGE = "hookgate.apiKey";
+const RANK = { viewer: 0, operator: 1, admin: 2 };
+
+export const session = {
+  role: "viewer",
+  tenantId: null,
+  isMaster: false,
+  edition: "lite",
+  keyName: null,
+  version: null,
+  handlerTypes: null,
+};
+
+export function adopt(hello) {
+  session.role = RANK[hello.role] !== undefined ? hello.role : "viewer";
+  session.tenantId = hello.tenant_id ?? hello.tenantId ?? null;
+  session.isMaster = Boolean(hello.is_master_scope ?? hello.isMasterScope);
+  session.edition = hello.edition === "standard" ? "standard" : "lite";
+  session.keyName = hello.key_name ?? hello.keyName ?? null;
+  session.version = hello.version ?? null;
+  session.handlerTypes = Array.isArray(hello.handler_types) ? hello.handler_types : null;
+}
+
+// The key lives in sessionStorage: it survives a reload, not the closing of the tab.
+export function storedKey() {
+  try {
+    return sessionStorage.getItem(KEY_STORAGE);
+  } catch {
+    return null;
+  }
+}
+
+export function storeKey(key) {
+  try {
+    if (key) sessionStorage.setItem(KEY_STORAGE, key);
+    else sessionStorage.removeItem(KEY_STORAGE);
+  } catch {
+    // storage disabled: the user signs in again after a reload
+  }
+}
+
+export function atLeast(role) {
+  return RANK[session.role] >= RANK[role];
+}
+
+export const canTest = () => atLeast("operator");
+export const canWrite = () => atLeast("admin");
+
+/** Why the current user may not change `hook`, or null when they may. */
+export function whyReadOnly(hook, { toggle = false } = {}) {
+  if (!canWrite()) return "Only admins can change hooks";
+  if (hook.scope === "global" && !session.isMaster) return "Global hooks need master scope";
+  if (!session.isMaster && hook.tenant_id && session.tenantId && hook.tenant_id !== session.tenantId) {
+    return "This hook belongs to another tenant";
+  }
+  if (!toggle && hook.source === "builtin") return "Builtin hooks are read-only (only the switch works)";
+  return null;
+}
+
+export function commandDisabledReason() {
+  return session.edition === "standard"
+    ? "Not available on the standard edition: command hooks run shell commands on the gateway host. Use http or prompt."
+    : null;
+}

@@ -1,0 +1,57 @@
+// Small coloured labels: event, handler, decision, breaker state, builtin.
+import { h } from "../dom.js";
+import { eventSpec } from "../catalogue.js";
+
+export function eventBadge(name) {
+  const spec = eventSpec(name);
+  return h("span", {
+    class: `badge badge-event ${spec.blocking ? "is-blocking" : "is-observe"}`,
+    title: spec.blocking ? "Blocking event: waits for the decision" : "Non-blocking: observe only",
+    text: name,
+  });
+}
+
+export function handlerBadge(type) {
+  return h("span", { class: `badge badge-handler handler-${type}`, text: type });
+}
+
+const DECISION_LABELS = { allow: "allow", block: "block", error: "error", timeout: "timeout" };
+
+export function decisionBadge(decision) {
+  const value = decision || "none";
+  return h("span", {
+    class: `badge badge-decision decision-${value}`,
+    dataset: { decision: value },
+    text: DECISION_LABELS[value] || value,
+  });
+}
+
+export function builtinBadge() {
+  return h("span", {
+    class: "badge badge-builtin",
+    title: "Shipped with hookgate: read-only except the switch",
+    text: "builtin",
+  });
+}
+
+const BREAKER_TEXT = { closed: "closed", open: "open", half_open: "half-open" };
+
+export function breakerBadge(breaker) {
+  const state = breaker?.state || "closed";
+  const fault = breaker?.last_fault;
+  const title =
+    state === "closed"
+      ? "Circuit breaker closed: the hook runs normally"
+      : `Circuit breaker ${BREAKER_TEXT[state] || state}${fault ? ` — last fault: ${fault}` : ""}`;
+  return h(
+    "span",
+    { class: `badge badge-breaker breaker-${state}`, title, dataset: { breaker: state } },
+    BREAKER_TEXT[state] || state,
+  );
+}
+
+export function scopeLabel(hook) {
+  const n = Array.isArray(hook.agent_ids) ? hook.agent_ids.length : 0;
+  const agents = hook.scope === "agent" ? ` · ${n} agent${n === 1 ? "" : "s"}` : "";
+  return h("span", { class: `scope scope-${hook.scope}`, text: `${hook.scope}${agents}` });
+}

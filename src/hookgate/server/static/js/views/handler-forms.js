@@ -1,0 +1,223 @@
+// The handler-specific part of the hook form. Each builder returns {element, read(), keys}:
+// `read()` gives the handler's `config`; config keys the form has no field for are kept in an
+// "Other settings (JSON)" box so editing a hook never drops them.
+import { h, nextId } from "../dom.js";
+import { field, splitList } from "./fields.js";
+
+const text = (name, value, attrs = {}) =>
+  h("input", { type: "text", name, value: value ?? "", autocomplete: "off", spellcheck: false, ...attrs });
+const area = (name, value, rows = 4) => h("textarea", { name, rows, value: value ?? "", spellcheck: false });
+const number = (name, value) => h("input", { type: "number", name, value: value ?? "", inputMode: "numeric" });
+
+function commandForm(config) {
+  const command = text("command", config.command, { class: "mono", placeholder: "bash ./hooks/guard.sh" });
+  const cwd = text("cwd", config.cwd, { class: "mono", placeholder: "/workspace" });
+  const env = text("allowed_env_vars", (config.allowed_env_vars || []).join(", "), { placeholder: "MY_VAR, OTHER_VAR" });
+  return {
+    keys: ["command", "cwd", "allowed_env_vars"],
+    element: [
+      field({ name: "config.command", label: "Command", hint: "Run with sh -c; the event JSON arrives on stdin. Exit 0 allows, exit 2 blocks.", control: command, wide: true }),
+      field({ name: "config.cwd", label: "Working directory", control: cwd }),
+      field({ name: "config.allowed_env_vars", label: "Allowed environment variables", hint: "Only these reach the command (comma-separated).", control: env }),
+    ],
+    read: () => {
+      const out = { command: command.value.trim() };
+      if (cwd.value.trim()) out.cwd = cwd.value.trim();
+      const vars = splitList(env.value);
+      if (vars.length) out.allowed_env_vars = vars;
+      return out;
+    },
+  };
+}
+
+const ALWAYS_SECRET = new Set(["authorization", "proxy-authorization", "cookie", "x-api-key"]);
+
+function httpForm(config) {
+  const url = text("url", config.url, { type: "url", class: "mono", placeholder: "https://safety.internal/check" });
+  const headers = config.headers && typeof config.headers === "object" ? config.headers : {};
+  const secretNames = new Set(
+    (Array.isArray(config.secret_headers) ? config.secret_headers : []).map((n) => String(n).toLowerCase()),
+  );
+  const rows = h("div", { class: "header-rows" });
+  const addRow = (name = "", value = "", secret = false, stored = false) => {
+    const nameInput = text("header_name", name, { class: "mono", placeholder: "X-Request-Source", "aria-label": "Header name" });
+    const valueInput = h("input", {
+      type: secret ? "password" : "text",
+      name: "header_value",
+      value: stored ? "" : value ?? "",
+      autocomplete: "new-password",
+      placeholder: stored ? "stored — leave empty to keep" : "value",
+      "aria-label": "Header value",
+    });
+    const secretId = nextId("secret");
+    const secretBox = h("input", { type: "checkbox", id: secretId, checked: secret, name: "header_secret" });
+    secretBox.addEventListener("change", () => {
+      valueInput.type = secretBox.checked ? "password" : "text";
+    });
+    const row = h(
+      "div",
+      { class: "header-row", dataset: { stored: stored ? "true" : "false" } },
+      nameInput,
+      valueInput,
+      h("span", { class: "secret-toggle" }, secretBox, h("label", { for: secretId, text: "secret" })),
+      h("button", { type: "button", class: "btn btn-small btn-quiet", text: "Remove", "aria-label": `Remove header ${name}`, onclick: () => row.remove() }),
+    );
+    rows.append(row);
+    return row;
+  };
+  for (const [name, value] of Object.entries(headers)) {
+    const secret = secretNames.has(name.toLowerCase()) || ALWAYS_SECRET.has(name.toLowerCase()) || value === null;
+    // A secret value is never sent back by the gateway: only the fact that one is stored.
+    addRow(name, secret ? "" : value, secret, secret);
+  }
+  const headerBlock = h(
+    "div",
+    { class: "field field-wide", dataset: { field: "config.headers" } },
+    h("span", { class: "label", text: "Headers" }),
+    h("p", { class: "hint", text: "Secret headers (Authorization always) are encrypted at rest and never shown again." }),
+    rows,
+    h("button", {
+      type: "button",
+      class: "btn btn-small",
+      text: "Add header",
+      onclick: () => addRow().querySelector("input").focus(),
+    }),
+    h("p", { class: "field-error", hidden: true }),
+  );
+  return {
+    keys: ["url", "headers", "secret_headers"],
+    element: [
+      field({ name: "config.url", label: "Webhook URL", hint: "POSTed the event JSON; answers {decision, reason, updatedInput, …}.", control: url, wide: true }),
+      headerBlock,
+    ],
+    read: () => {
+      const out = { url: url.value.trim() };
+      const hdrs = {};
+      const secrets = [];
+      for (const row of rows.querySelectorAll(".header-row")) {
+        const [nameInput, valueInput] = row.querySelectorAll("input");
+        const name = nameInput.value.trim();
+        if (!name) continue;
+        const secret = row.querySelector("input[type=checkbox]").checked;
+        const stored = row.dataset.stored === "true";
+        // null keeps the stored secret; a typed value replaces it
+        hdrs[name] = stored && !valueInput.value ? null : valueInput.value;
+        if (secret && !ALWAYS_SECRET.has(name.toLowerCase())) secrets.push(name);
+      }
+      if (Object.keys(hdrs).length) out.headers = hdrs;
+      if (secrets.length) out.secret_headers = secrets;
+      return out;
+    },
+  };
+}
+
+function promptForm(config) {
+  const template = area("prompt_template", config.prompt_template, 5);
+  const model = text("model", config.model, { placeholder: "haiku" });
+  const cap = number("max_invocations_per_turn", config.max_invocations_per_turn);
+  cap.placeholder = "5";
+  return {
+    keys: ["prompt_template", "model", "max_invocations_per_turn"],
+    element: [
+      field({ name: "config.prompt_template", label: "Prompt template", hint: "The evaluator's instruction. Only the tool input reaches the model, marked as untrusted.", control: template, wide: true }),
+      field({ name: "config.model", label: "Model", hint: "An alias (haiku, sonnet, gpt-4o-mini) or a provider model name.", control: model }),
+      field({ name: "config.max_invocations_per_turn", label: "Per-turn cap", hint: "Model calls per turn for this hook (default 5).", control: cap }),
+    ],
+    read: () => {
+      const out = {};
+      if (template.value.trim()) out.prompt_template = template.value;
+      if (model.value.trim()) out.model = model.value.trim();
+      if (cap.value !== "") out.max_invocations_per_turn = Number(cap.value);
+      return out;
+    },
+  };
+}
+
+function agentForm(config) {
+  const model = text("model", config.model, { placeholder: "sonnet" });
+  const prompt = area("prompt", config.prompt ?? config.prompt_template, 4);
+  const retries = number("max_retries", config.max_retries);
+  const blockBox = h("input", { type: "checkbox", name: "block_on_failure", checked: config.block_on_failure !== false });
+  const promptKey = config.prompt_template !== undefined && config.prompt === undefined ? "prompt_template" : "prompt";
+  return {
+    keys: ["model", "prompt", "prompt_template", "max_retries", "block_on_failure"],
+    element: [
+      field({ name: "config.model", label: "Reviewer model", control: model }),
+      field({ name: `config.${promptKey}`, label: "Reviewer instructions", hint: "The reviewer answers APPROVED or REJECTED: <feedback>.", control: prompt, wide: true }),
+      field({ name: "config.max_retries", label: "Max retries", hint: "Times the sub-agent may retry with the feedback.", control: retries }),
+      field({ name: "config.block_on_failure", label: "Block on failure", control: blockBox }),
+    ],
+    read: () => {
+      const out = {};
+      if (model.value.trim()) out.model = model.value.trim();
+      if (prompt.value.trim()) out[promptKey] = prompt.value;
+      if (retries.value !== "") out.max_retries = Number(retries.value);
+      out.block_on_failure = blockBox.checked;
+      return out;
+    },
+  };
+}
+
+function processForm(config) {
+  const command = area("command", (Array.isArray(config.command) ? config.command : config.command ? [config.command] : []).join("\n"), 3);
+  const dir = text("dir", config.dir, { class: "mono" });
+  const env = area("env", Object.entries(config.env || {}).map(([k, v]) => `${k}=${v}`).join("\n"), 2);
+  const observe = text("observe", (config.observe || []).join(", "), { placeholder: "tool_exec_start, turn_end" });
+  const intercept = text("intercept", (config.intercept || []).join(", "), { placeholder: "before_tool, approve_tool" });
+  return {
+    keys: ["command", "dir", "env", "observe", "intercept"],
+    element: [
+      field({ name: "config.command", label: "Command (one argument per line)", hint: "Started once; speaks JSON-RPC on stdio (hook.hello, hook.before_tool, …).", control: command, wide: true }),
+      field({ name: "config.dir", label: "Directory", control: dir }),
+      field({ name: "config.env", label: "Environment (KEY=value per line)", control: env }),
+      field({ name: "config.observe", label: "Observe", control: observe }),
+      field({ name: "config.intercept", label: "Intercept", control: intercept }),
+    ],
+    read: () => {
+      const out = { command: command.value.split("\n").map((s) => s.trim()).filter(Boolean) };
+      if (dir.value.trim()) out.dir = dir.value.trim();
+      const pairs = env.value.split("\n").map((s) => s.trim()).filter(Boolean);
+      if (pairs.length) out.env = Object.fromEntries(pairs.map((p) => [p.split("=")[0], p.split("=").slice(1).join("=")]));
+      if (splitList(observe.value).length) out.observe = splitList(observe.value);
+      if (splitList(intercept.value).length) out.intercept = splitList(intercept.value);
+      return out;
+    },
+  };
+}
+
+const BUILDERS = { command: commandForm, http: httpForm, prompt: promptForm, agent: agentForm, process: processForm };
+
+export class ExtraJsonError extends Error {}
+
+/** The sub-form for `type`, filled from `config`. */
+export function handlerSubform(type, config = {}) {
+  const build = BUILDERS[type];
+  const part = build ? build(config) : { keys: [], element: [], read: () => ({}) };
+  const extra = Object.fromEntries(Object.entries(config).filter(([k]) => !part.keys.includes(k)));
+  const extraBox = area("config_extra", Object.keys(extra).length ? JSON.stringify(extra, null, 2) : "", 3);
+  extraBox.classList.add("mono");
+  extraBox.placeholder = '{"format": "claude_code"}';
+  const element = h(
+    "fieldset",
+    { class: "subform", dataset: { field: "config", handler: type } },
+    h("legend", { text: `${type} settings` }),
+    h("p", { class: "field-error", hidden: true }),
+    h("div", { class: "grid" }, part.element, field({ name: "config.extra", label: "Other settings (JSON)", hint: "Handler settings the form has no field for.", control: extraBox, wide: true })),
+  );
+  return {
+    element,
+    keys: [...part.keys, ...Object.keys(extra)],
+    read() {
+      let more = {};
+      if (extraBox.value.trim()) {
+        try {
+          more = JSON.parse(extraBox.value);
+        } catch (err) {
+          throw new ExtraJsonError(`not valid JSON: ${err.message}`);
+        }
+        if (!more || typeof more !== "object" || Array.isArray(more)) throw new ExtraJsonError("must be a JSON object");
+      }
+      return { ...more, ...part.read() };
+    },
+  };
+}

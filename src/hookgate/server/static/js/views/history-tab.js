@@ -1,0 +1,146 @@
+// History: the hook's executions, newest first, filtered and paged by cursor.
+import { h, mount } from "../dom.js";
+import * as api from "../api.js";
+import { session } from "../session.js";
+import { formatDuration, formatTime, relativeTime, stableJson, shortId } from "../format.js";
+import { decisionBadge } from "../ui/badges.js";
+import { loadingState, errorState, emptyState } from "../ui/states.js";
+
+const PAGE_SIZE = 20;
+const RANGES = [
+  ["", "Any time"],
+  ["1h", "Last hour"],
+  ["24h", "Last 24 hours"],
+  ["7d", "Last 7 days"],
+];
+const RANGE_MS = { "1h": 3600e3, "24h": 86400e3, "7d": 7 * 86400e3 };
+
+export function renderHistory(panel, hook, ctx) {
+  const state = { decision: "", range: "", cursors: [null], page: 0 };
+  const results = h("div", { class: "history-results" });
+  const decision = h(
+    "select",
+    { name: "decision" },
+    [["", "All decisions"], ["allow", "allow"], ["block", "block"], ["error", "error"], ["timeout", "timeout"]].map(([v, t]) => h("option", { value: v, text: t })),
+  );
+  const range = h("select", { name: "range" }, RANGES.map(([v, t]) => h("option", { value: v, text: t })));
+  const filters = h(
+    "form",
+    { class: "filters history-filters", "aria-label": "Filter executions" },
+    h("label", { class: "filter" }, h("span", { class: "filter-label", text: "Decision" }), decision),
+    h("label", { class: "filter" }, h("span", { class: "filter-label", text: "Time" }), range),
+    h("button", { type: "submit", class: "btn", text: "Refresh" }),
+  );
+  const restart = () => {
+    state.decision = decision.value;
+    state.range = range.value;
+    state.cursors = [null];
+    state.page = 0;
+    load();
+  };
+  filters.addEventListener("change", restart);
+  filters.addEventListener("submit", (event) => {
+    event.preventDefault();
+    restart();
+  });
+
+  const load = async () => {
+    mount(results, loadingState("Loading executions…"));
+    const since = state.range ? new Date(Date.now() - RANGE_MS[state.range]).toISOString() : null;
+    let page;
+    try {
+      page = await api.history(hook.id, { cursor: state.cursors[state.page], limit: PAGE_SIZE, decision: state.decision || null, since });
+    } catch (err) {
+      if (ctx.alive()) mount(results, errorState(err, load));
+      return;
+    }
+    if (!ctx.alive()) return;
+    if (page.nextCursor) state.cursors[state.page + 1] = page.nextCursor;
+    if (!page.executions.length && state.page === 0) {
+      const filtered = state.decision || state.range;
+      mount(results, emptyState(filtered ? "No executions match" : "No executions yet", filtered ? "Try another decision or time range." : "Rows appear when agents dispatch events this hook matches. Dry-run tests are not recorded."));
+      return;
+    }
+    mount(
+      results,
+      executionTable(page.executions),
+      h(
+        "nav",
+        { class: "pager", "aria-label": "History pages" },
+        h("button", { type: "button", class: "btn btn-small", text: "Newer", disabled: state.page === 0, onclick: () => { state.page -= 1; load(); } }),
+        h("span", { class: "muted", text: `Page ${state.page + 1}` }),
+        h("button", { type: "button", class: "btn btn-small", text: "Older", disabled: !page.nextCursor, onclick: () => { state.page += 1; load(); } }),
+      ),
+    );
+  };
+  mount(panel, filters, results);
+  load();
+}
+
+function executionTable(executions) {
+  return h(
+    "table",
+    { class: "history-table" },
+    h("thead", {}, h("tr", {}, ["", "When", "Decision", "Event", "Session", "Duration", "Error"].map((t) => h("th", { scope: "col", text: t })))),
+    executions.map(executionRows),
+  );
+}
+
+// Each execution is its own <tbody>: the summary row and its (hidden) detail row.
+function executionRows(e) {
+  const detailId = `exec-${e.id}`;
+  const detail = h("tr", { class: "exec-detail", id: detailId, hidden: true }, h("td", { colSpan: 7 }, detailView(e)));
+  const toggle = h("button", {
+    type: "button",
+    class: "btn btn-small btn-quiet expand",
+    "aria-expanded": "false",
+    "aria-controls": detailId,
+    "aria-label": `Details of the execution at ${formatTime(e.created_at)}`,
+    text: "▸",
+    onclick: () => {
+      const open = toggle.getAttribute("aria-expanded") !== "true";
+      toggle.setAttribute("aria-expanded", String(open));
+      toggle.textContent = open ? "▾" : "▸";
+      detail.hidden = !open;
+    },
+  });
+  const cell = (label, ...content) => h("td", { "data-label": label }, content);
+  return h(
+    "tbody",
+    { class: "exec", dataset: { decision: e.decision, executionId: e.id } },
+    h(
+      "tr",
+      { class: "exec-row" },
+      h("td", { class: "expand-cell" }, toggle),
+      cell("When", h("time", { dateTime: e.created_at, title: formatTime(e.created_at), text: relativeTime(e.created_at) })),
+      cell("Decision", decisionBadge(e.decision)),
+      cell("Event", e.event),
+      cell("Session", e.session_id ? h("code", { text: e.session_id }) : "—"),
+      cell("Duration", formatDuration(e.duration_ms)),
+      cell("Error", e.error ? h("span", { class: "error-text", text: e.error }) : "—"),
+    ),
+    detail,
+  );
+}
+
+function detailView(e) {
+  const isAdmin = session.role === "admin";
+  return h(
+    "div",
+    { class: "exec-detail-body" },
+    h(
+      "dl",
+      { class: "facts" },
+      h("dt", { text: "Execution" }), h("dd", {}, h("code", { text: e.id })),
+      h("dt", { text: "Time" }), h("dd", { text: formatTime(e.created_at) }),
+      h("dt", { text: "Hook version" }), h("dd", { text: String(e.hook_version ?? "—") }),
+      e.hook_id ? [h("dt", { text: "Hook" }), h("dd", {}, h("code", { text: shortId(e.hook_id) }))] : null,
+    ),
+    h("h3", { text: "Metadata" }),
+    h("pre", { class: "json metadata", text: stableJson(e.metadata || {}) }),
+    isAdmin && e.error_detail
+      ? [h("h3", { text: "Full error (decrypted, admins only)" }), h("pre", { class: "error-detail", text: e.error_detail })]
+      : null,
+    !isAdmin && e.error ? h("p", { class: "muted", text: "The full error is shown to admins only." }) : null,
+  );
+}

@@ -1,0 +1,233 @@
+// The hooks list: search and filters, badges, breaker state, and the enable switch per row.
+import { h, mount } from "../dom.js";
+import * as api from "../api.js";
+import { allEvents, HANDLER_TYPES } from "../catalogue.js";
+import { canWrite, canTest, whyReadOnly } from "../session.js";
+import { hookHref, listHref, navigate } from "../router.js";
+import { eventBadge, handlerBadge, builtinBadge, breakerBadge, scopeLabel } from "../ui/badges.js";
+import { toggleSwitch } from "../ui/switch.js";
+import { loadingState, emptyState, errorState, describeError } from "../ui/states.js";
+import { toast } from "../ui/toast.js";
+import { confirmDialog } from "../ui/dialog.js";
+
+const FILTERS = ["q", "event", "handler", "scope", "enabled"];
+
+export function matchesFilters(hook, filters) {
+  if (filters.event && hook.event !== filters.event) return false;
+  if (filters.handler && hook.handler_type !== filters.handler) return false;
+  if (filters.scope && hook.scope !== filters.scope) return false;
+  if (filters.enabled === "on" && !hook.enabled) return false;
+  if (filters.enabled === "off" && hook.enabled) return false;
+  if (filters.q) {
+    const needle = filters.q.toLowerCase();
+    const haystack = [hook.name, hook.id, hook.event, hook.handler_type, hook.matcher, hook.if_expr]
+      .filter(Boolean)
+      .join(" ")
+      .toLowerCase();
+    if (!haystack.includes(needle)) return false;
+  }
+  return true;
+}
+
+export async function renderHookList(root, route, ctx) {
+  const filters = Object.fromEntries(FILTERS.map((k) => [k, route.query[k] || ""]));
+  const results = h("div", { class: "list-results" }, loadingState("Loading hooks…"));
+  mount(
+    root,
+    h(
+      "div",
+      { class: "page-head" },
+      h("h1", { tabIndex: -1, text: "Hooks" }),
+      canWrite()
+        ? h("a", { class: "btn btn-primary", href: "#/hooks/new", text: "New hook" })
+        : null,
+    ),
+    filterBar(filters),
+    results,
+  );
+
+  let hooks;
+  try {
+    hooks = await api.listHooks();
+  } catch (err) {
+    if (ctx.alive()) mount(results, errorState(err, () => renderHookList(root, route, ctx)));
+    return;
+  }
+  if (!ctx.alive()) return;
+  const shown = hooks.filter((hook) => matchesFilters(hook, filters));
+  const anyFilter = FILTERS.some((k) => filters[k]);
+  if (hooks.length === 0) {
+    mount(
+      results,
+      emptyState(
+        "No hooks yet",
+        "Hooks run at points of the agent loop and decide allow or block.",
+        canWrite() ? h("a", { class: "btn btn-primary", href: "#/hooks/new", text: "Create a hook" }) : null,
+      ),
+    );
+    return;
+  }
+  if (shown.length === 0) {
+    mount(
+      results,
+      emptyState(
+        "No hooks match these filters",
+        `${hooks.length} hook${hooks.length === 1 ? "" : "s"} hidden by the filters.`,
+        h("a", { class: "btn", href: listHref(), text: "Clear filters" }),
+      ),
+    );
+    return;
+  }
+  mount(
+    results,
+    h("p", { class: "list-count", "aria-live": "polite", text: countText(shown.length, hooks.length, anyFilter) }),
+    hookTable(shown, () => renderHookList(root, route, ctx)),
+  );
+}
+
+function countText(shown, total, filtered) {
+  return filtered ? `${shown} of ${total} hooks` : `${total} hook${total === 1 ? "" : "s"}`;
+}
+
+function filterBar(filters) {
+  const select = (name, label, options) =>
+    h(
+      "label",
+      { class: "filter" },
+      h("span", { class: "filter-label", text: label }),
+      h(
+        "select",
+        { name, "data-filter": name },
+        h("option", { value: "", text: "All" }),
+        options.map(([value, text]) => h("option", { value, text, selected: filters[name] === value })),
+      ),
+    );
+  const form = h(
+    "form",
+    { class: "filters", role: "search", "aria-label": "Filter hooks" },
+    h(
+      "label",
+      { class: "filter filter-search" },
+      h("span", { class: "filter-label", text: "Search" }),
+      h("input", {
+        type: "search",
+        name: "q",
+        value: filters.q,
+        placeholder: "Name, matcher, id…",
+        autocomplete: "off",
+      }),
+    ),
+    select("event", "Event", allEvents().map((e) => [e.name, e.name])),
+    select("handler", "Handler", HANDLER_TYPES.map((t) => [t, t])),
+    select("scope", "Scope", [["global", "global"], ["tenant", "tenant"], ["agent", "agent"]]),
+    select("enabled", "Enabled", [["on", "Enabled"], ["off", "Disabled"]]),
+  );
+  const apply = () => {
+    const data = Object.fromEntries(new FormData(form));
+    navigate(listHref(data));
+  };
+  let timer = null;
+  form.addEventListener("change", apply);
+  form.addEventListener("input", (event) => {
+    if (event.target.name !== "q") return;
+    clearTimeout(timer);
+    timer = setTimeout(apply, 250);
+  });
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    apply();
+  });
+  return form;
+}
+
+function hookTable(hooks, reload) {
+  return h(
+    "table",
+    { class: "hook-table" },
+    h(
+      "thead",
+      {},
+      h(
+        "tr",
+        {},
+        ["Hook", "Event", "Handler", "Scope", "Matcher", "Priority", "Breaker", "Enabled", ""].map((t) =>
+          h("th", { scope: "col", text: t }),
+        ),
+      ),
+    ),
+    h("tbody", {}, hooks.map((hook) => hookRow(hook, reload))),
+  );
+}
+
+function hookRow(hook, reload) {
+  const readOnly = whyReadOnly(hook);
+  const toggleBlocked = whyReadOnly(hook, { toggle: true });
+  const name = hook.name || `${hook.handler_type} hook ${String(hook.id).slice(0, 8)}`;
+  const cell = (label, ...content) => h("td", { "data-label": label }, content);
+  return h(
+    "tr",
+    { dataset: { hookId: hook.id, hookName: hook.name || "" }, class: hook.enabled ? "" : "is-disabled" },
+    h(
+      "th",
+      { scope: "row", class: "hook-name" },
+      h("a", { href: hookHref(hook.id), text: name }),
+      hook.source === "builtin" ? builtinBadge() : null,
+    ),
+    cell("Event", eventBadge(hook.event)),
+    cell("Handler", handlerBadge(hook.handler_type)),
+    cell("Scope", scopeLabel(hook)),
+    cell("Matcher", hook.matcher ? h("code", { class: "matcher", text: hook.matcher }) : h("span", { class: "muted", text: "any" })),
+    cell("Priority", String(hook.priority ?? 0)),
+    cell("Breaker", breakerBadge(hook.breaker), hook.breaker?.last_fault && hook.breaker.state !== "closed"
+      ? h("span", { class: "fault", text: hook.breaker.last_fault })
+      : null),
+    cell(
+      "Enabled",
+      toggleSwitch({
+        checked: hook.enabled,
+        label: `Enable ${name}`,
+        disabledReason: toggleBlocked,
+        onChange: async (next) => {
+          try {
+            await api.toggleHook(hook.id, next);
+            hook.enabled = next;
+            toast(`${name} ${next ? "enabled" : "disabled"}`, "ok");
+          } catch (err) {
+            toast(`Could not toggle ${name}: ${describeError(err)}`, "error", 6000);
+            throw err;
+          }
+        },
+      }),
+    ),
+    h(
+      "td",
+      { class: "row-actions" },
+      canTest() ? h("a", { class: "btn btn-small", href: hookHref(hook.id, "test"), text: "Test" }) : null,
+      readOnly ? null : h("a", { class: "btn btn-small", href: hookHref(hook.id, "edit"), text: "Edit" }),
+      readOnly
+        ? null
+        : h("button", {
+            type: "button",
+            class: "btn btn-small btn-danger-quiet",
+            text: "Delete",
+            onclick: async () => {
+              const ok = await confirmDialog({
+                title: `Delete ${name}?`,
+                text: "Its execution history is kept. This cannot be undone.",
+                confirmLabel: "Delete",
+                danger: true,
+              });
+              if (!ok) return;
+              try {
+                await api.deleteHook(hook.id);
+                toast(`${name} deleted`, "ok");
+                reload();
+              } catch (err) {
+                toast(`Could not delete ${name}: ${describeError(err)}`, "error", 6000);
+              }
+            },
+          }),
+    ),
+  );
+}
+

@@ -1,0 +1,81 @@
+// Overview: the hook's summary card and a chart of its recent decisions.
+import { h, mount } from "../dom.js";
+import * as api from "../api.js";
+import { formatTime, relativeTime, stableJson } from "../format.js";
+import { breakerBadge } from "../ui/badges.js";
+import { decisionChart } from "../ui/chart.js";
+import { loadingState, errorState, emptyState } from "../ui/states.js";
+
+const CHART_SAMPLE = 200;
+
+export function renderOverview(panel, hook, ctx) {
+  const chartSlot = h("div", { class: "chart-slot" }, loadingState("Loading recent decisions…"));
+  const row = (label, value) => [h("dt", { text: label }), h("dd", {}, value ?? h("span", { class: "muted", text: "—" }))];
+  const code = (text) => (text ? h("code", { text }) : null);
+  const who = (by, at) => (at || by ? `${by ? `${by}, ` : ""}${relativeTime(at)}` : null);
+  mount(
+    panel,
+    h(
+      "div",
+      { class: "overview" },
+      h(
+        "section",
+        { class: "card summary-card", "aria-labelledby": "summary-title" },
+        h("h2", { id: "summary-title", text: "Summary" }),
+        h(
+          "dl",
+          { class: "summary" },
+          row("Event", hook.event),
+          row("Handler", hook.handler_type),
+          row("Scope", hook.scope === "agent" ? `agent (${(hook.agent_ids || []).join(", ")})` : hook.scope),
+          row("Matcher", code(hook.matcher)),
+          row("if_expr", code(hook.if_expr)),
+          row("Priority", String(hook.priority ?? 0)),
+          row("Timeout", `${hook.timeout_ms} ms, then ${hook.on_timeout}`),
+          row("On error", hook.on_error),
+          row("Version", String(hook.version ?? 1)),
+          row("Source", hook.source),
+          row("Created", who(hook.created_by, hook.created_at) && h("span", { title: formatTime(hook.created_at), text: who(hook.created_by, hook.created_at) })),
+          row("Last changed", who(hook.updated_by, hook.updated_at) && h("span", { title: formatTime(hook.updated_at), text: who(hook.updated_by, hook.updated_at) })),
+          row("Breaker", h("span", {}, breakerBadge(hook.breaker), hook.breaker?.last_fault ? h("span", { class: "fault", text: ` ${hook.breaker.last_fault}` }) : null)),
+          row("Id", code(hook.id)),
+        ),
+      ),
+      h(
+        "section",
+        { class: "card", "aria-labelledby": "decisions-title" },
+        h("h2", { id: "decisions-title", text: "Recent decisions" }),
+        chartSlot,
+      ),
+      h(
+        "section",
+        { class: "card config-card", "aria-labelledby": "config-title" },
+        h("h2", { id: "config-title", text: "Handler settings" }),
+        h("pre", { class: "json", text: stableJson(maskSecrets(hook.config || {})) }),
+      ),
+    ),
+  );
+  loadChart(chartSlot, hook, ctx);
+}
+
+async function loadChart(slot, hook, ctx) {
+  try {
+    const page = await api.history(hook.id, { limit: CHART_SAMPLE });
+    if (!ctx.alive()) return;
+    if (!page.executions.length) {
+      mount(slot, emptyState("No executions yet", "Decisions appear here once agents dispatch events this hook matches."));
+      return;
+    }
+    const n = page.executions.length;
+    mount(slot, decisionChart(page.executions), h("p", { class: "muted", text: `Last ${n} execution${n === 1 ? "" : "s"}${page.nextCursor ? " (older ones in History)" : ""}.` }));
+  } catch (err) {
+    if (ctx.alive()) mount(slot, errorState(err, () => loadChart(slot, hook, ctx)));
+  }
+}
+
+/** Secret header values never reach the panel; show that one is stored. */
+function maskSecrets(config) {
+  if (!config.headers || typeof config.headers !== "object") return config;
+  const headers = Object.fromEntries(Object.entries(config.headers).map(([k, v]) => [k, v === null ? "(secret, stored)" : v]));
+  return { ...config, headers };
+}
