@@ -59,7 +59,9 @@ export async function renderHookForm(root, route, ctx) {
 }
 
 function buildForm(hook, editing) {
-  const handlerTypes = (session.handlerTypes || HANDLER_TYPES).filter((t) => t !== "callable");
+  // Every handler type is shown (command too, disabled on the standard edition with its
+  // reason); callable only when the gateway offers it.
+  const handlerTypes = [...new Set([...HANDLER_TYPES, ...(session.handlerTypes || [])])];
   const general = h("div", { class: "form-errors", role: "alert", tabIndex: -1, hidden: true });
   let handlerType = hook.handler_type;
   let subform = handlerSubform(handlerType, hook.config || {});
