@@ -336,6 +336,19 @@ CATALOGUE: Final[tuple[EventSpec, ...]] = (
         match_field="tool_name",
         aliases=("PostToolUseFailure",),
     ),
+    # PicoClaw's observe-only runtime events (turn, llm, tool exec, subturn, errors), delivered
+    # by hookgate.runtime_events; `kind` is the dotted event kind, e.g. agent.tool.exec_start.
+    _spec(
+        "runtime_event",
+        blocking=False,
+        origin="picoclaw",
+        description="An observe-only runtime event from the agent loop (PicoClaw's event bus).",
+        fields=("kind", "time", "source", "scope", "correlation", "severity", "payload", "attrs"),
+        outcomes=(),
+        match_field="kind",
+        timeout_ms=500,
+        aliases=("hook.runtime_event",),
+    ),
 )
 
 _BY_NAME: Final[dict[str, EventSpec]] = {}

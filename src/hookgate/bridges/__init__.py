@@ -1,0 +1,1 @@
+"""Bridges: hookgate speaking other agents' hook contracts (Claude Code, …)."""

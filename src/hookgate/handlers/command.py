@@ -1,0 +1,244 @@
+"""The ``command`` handler: a shell command gets the event on stdin and answers by exit code.
+
+Config (GoClaw's contract)::
+
+    {"command": "bash /path/to/script.sh", "allowed_env_vars": ["MY_VAR"], "cwd": "/workspace",
+     "format": "goclaw"}            # or "claude_code"
+
+* The command runs through ``/bin/sh -c`` in its own process group, in ``cwd`` when set.
+* Environment: only ``PATH``, ``HOME`` and ``LANG`` (see :mod:`hookgate.subprocesses`), the
+  names listed in ``allowed_env_vars``, and ``HOOKGATE_EVENT`` / ``HOOKGATE_HOOK_ID``. An
+  empty list passes none of hookgate's own secrets.
+* Output is capped: stdout at 1 MiB (more is an error and the process group is killed at
+  once), stderr at 64 KiB (the rest is discarded). The trace keeps 4 KiB of each.
+* On a timeout or a cancel, and when the command exits, the whole process group is killed,
+  so nothing it started is left running.
+
+``format: goclaw`` (default): stdin is ``{"hook_event": <event>, …event fields…}``. Exit 0
+allows; stdout that is a JSON object may carry ``decision``, ``reason``,
+``updated_input``/``updatedInput``, ``additional_context``/``additionalContext``, ``result``,
+``abort`` and ``continue`` (``false`` blocks); other stdout is kept in the trace. Exit 2
+blocks with stderr as the reason. Any other exit is an error (fail-closed on blocking events).
+
+``format: claude_code``: stdin, exit codes and JSON output follow Claude Code's hook contract
+(see :mod:`hookgate.bridges.claude_code`), so its hook scripts run unchanged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+from collections.abc import Mapping
+from typing import Any, ClassVar, Final
+
+from hookgate.handlers.base import Handler, Invocation
+from hookgate.outcome import HookError, HookResult, MalformedAnswer, coerce_result
+from hookgate.subprocesses import base_environment, kill_group, read_capped, shorten
+
+__all__ = ["FORMATS", "STDERR_CAP", "STDOUT_CAP", "CommandHandler", "parse_goclaw_answer"]
+
+STDOUT_CAP: Final = 1024 * 1024
+STDERR_CAP: Final = 64 * 1024
+#: How much of stdout/stderr the trace (and ``hooks.test``) shows.
+DETAIL_CHARS: Final = 4096
+FORMATS: Final = ("goclaw", "claude_code")
+_ENV_NAME: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_ANSWER_KEYS: Final = frozenset(
+    {
+        "decision",
+        "reason",
+        "updated_input",
+        "updatedInput",
+        "additional_context",
+        "additionalContext",
+        "result",
+        "abort",
+        "continue",
+    }
+)
+
+
+class CommandHandler(Handler):
+    handler_type: ClassVar[str] = "command"
+
+    @classmethod
+    def validate_config(cls, config: Mapping[str, Any]) -> list[str]:
+        problems = []
+        command = config.get("command")
+        if not isinstance(command, str) or not command.strip():
+            problems.append("command hooks need config.command (a non-empty shell command)")
+        allowed = config.get("allowed_env_vars", [])
+        if not isinstance(allowed, list | tuple) or not all(
+            isinstance(name, str) and _ENV_NAME.fullmatch(name) for name in allowed
+        ):
+            problems.append("allowed_env_vars must be a list of environment variable names")
+        cwd = config.get("cwd")
+        if cwd is not None and (not isinstance(cwd, str) or not cwd):
+            problems.append("cwd must be a directory path")
+        fmt = config.get("format", "goclaw")
+        if fmt not in FORMATS:
+            problems.append(f"format must be one of {', '.join(FORMATS)}, got {fmt!r}")
+        unknown = sorted(set(config) - {"command", "allowed_env_vars", "cwd", "format"})
+        if unknown:
+            problems.append(f"unknown command config key(s): {', '.join(unknown)}")
+        return problems
+
+    async def run(self, call: Invocation) -> HookResult | Mapping[str, Any] | None:
+        if self.services.settings.edition == "standard":
+            raise HookError("command hooks are disabled on the standard edition")
+        config = call.hook.config
+        claude = config.get("format") == "claude_code"
+        cwd = config.get("cwd")
+        if cwd is not None and not os.path.isdir(cwd):
+            raise HookError(f"command hook cwd {cwd!r} is not a directory")
+        extra = {"HOOKGATE_EVENT": call.event.name, "HOOKGATE_HOOK_ID": call.hook.id}
+        if claude:
+            from hookgate.bridges import claude_code
+
+            document = claude_code.claude_input(call.event, call.payload, cwd)
+            extra["CLAUDE_PROJECT_DIR"] = os.environ.get("CLAUDE_PROJECT_DIR") or str(
+                cwd or document.get("cwd") or os.getcwd()
+            )
+        else:
+            document = {"hook_event": call.event.name, **call.payload}
+        env = base_environment(config.get("allowed_env_vars", ()), extra)
+        stdin = json.dumps(document, default=str).encode()
+        code, stdout, stderr, stdout_len = await run_shell(config["command"], stdin, cwd, env)
+        out_text = stdout.decode("utf-8", "replace")
+        err_text = stderr.decode("utf-8", "replace")
+        details: dict[str, Any] = {
+            "exit_code": code,
+            "stdout": shorten(out_text, DETAIL_CHARS),
+            "stderr": shorten(err_text, DETAIL_CHARS),
+            "stdout_len": stdout_len,
+        }
+        if stdout_len > STDOUT_CAP:
+            raise HookError(
+                f"command wrote more than {STDOUT_CAP} bytes to stdout; it was stopped and its "
+                "answer cannot be read",
+                details=details,
+            )
+        if claude:
+            from hookgate.bridges import claude_code
+
+            return claude_code.parse_command_answer(
+                call.event, code, out_text, err_text, details
+            )
+        return parse_goclaw_answer(code, out_text, err_text, details)
+
+
+def parse_goclaw_answer(
+    code: int, stdout: str, stderr: str, details: dict[str, Any]
+) -> HookResult:
+    """GoClaw's exit-code contract (see the module docstring)."""
+    if code == 2:
+        reason = stderr.strip()
+        if not reason:
+            document = json_object(stdout, details)
+            if document is not None and isinstance(document.get("reason"), str):
+                reason = document["reason"]
+        return HookResult(
+            decision="block", reason=reason or "blocked by command hook (exit 2)", details=details
+        )
+    if code != 0:
+        raise HookError(failure_message(code, stderr), details=details)
+    document = json_object(stdout, details)
+    if document is None:
+        return HookResult(details=details)
+    ignored = sorted(set(document) - _ANSWER_KEYS)
+    if ignored:
+        details["ignored_keys"] = ignored
+    result = coerce_result({k: v for k, v in document.items() if k in _ANSWER_KEYS})
+    if result is None:  # pragma: no cover - a mapping always coerces
+        return HookResult(details=details)
+    result.details.update(details)
+    return result
+
+
+def json_object(stdout: str, details: dict[str, Any]) -> dict[str, Any] | None:
+    """The JSON object stdout holds, ``None`` for plain text (or JSON that is not an object).
+
+    Text that looks like an object (``{`` … ``}``) but does not parse is a malformed answer:
+    a broken ``{"decision": "block"`` must not read as plain text and allow.
+    """
+    text = stdout.strip()
+    if not (text.startswith("{") and text.endswith("}")):
+        return None
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise MalformedAnswer(f"stdout is not valid JSON: {exc.msg} at position {exc.pos}") from None
+    if not isinstance(document, dict):  # pragma: no cover - "{…}" always decodes to a dict
+        return None
+    return document
+
+
+def failure_message(code: int, stderr: str) -> str:
+    first = next((line.strip() for line in stderr.splitlines() if line.strip()), "")
+    if code < 0:
+        text = f"command was killed by signal {-code}"
+    else:
+        text = f"command exited with status {code}"
+    return f"{text}: {shorten(first, 300)}" if first else text
+
+
+async def run_shell(
+    command: str, stdin: bytes, cwd: str | None, env: Mapping[str, str]
+) -> tuple[int, bytes, bytes, int]:
+    """Run ``sh -c command`` in a new process group; (exit code, stdout, stderr, stdout size).
+
+    Whatever happens (exit, output overflow, timeout, cancel) the group is killed before
+    this returns or raises, and the shell is reaped.
+    """
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            "/bin/sh",
+            "-c",
+            command,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            cwd=cwd,
+            env=dict(env),
+            start_new_session=True,
+        )
+    except OSError as exc:
+        raise HookError(f"cannot start the command: {exc}") from None
+    pid = proc.pid
+    out_task = asyncio.ensure_future(
+        read_capped(proc.stdout, STDOUT_CAP, on_overflow=lambda: kill_group(pid))
+    )
+    err_task = asyncio.ensure_future(read_capped(proc.stderr, STDERR_CAP))
+    feed_task = asyncio.ensure_future(_feed(proc.stdin, stdin))
+    try:
+        code = await proc.wait()
+        # The shell is done; whatever it left in the background goes too (and our pipes
+        # reach EOF even when a grandchild still held them).
+        kill_group(pid)
+        stdout, stdout_len = await out_task
+        stderr, _ = await err_task
+        await feed_task
+    except BaseException:
+        kill_group(pid)
+        for task in (out_task, err_task, feed_task):
+            task.cancel()
+        try:
+            await asyncio.shield(proc.wait())
+        except BaseException:  # cancelled again: the child watcher still reaps it
+            pass
+        raise
+    return code, stdout, stderr, stdout_len
+
+
+async def _feed(pipe: asyncio.StreamWriter | None, data: bytes) -> None:
+    if pipe is None:
+        return
+    try:
+        pipe.write(data)
+        await pipe.drain()
+        pipe.close()
+        await pipe.wait_closed()
+    except (BrokenPipeError, ConnectionResetError):
+        pass  # the command did not read its stdin, which it may

@@ -1,0 +1,162 @@
+"""The ``process`` handler: PicoClaw-style hooks living in a long-lived child process.
+
+The hook's event and matcher choose which calls reach the process (pre_tool_use →
+``hook.before_tool`` and so on, see :mod:`.protocol`); its ``observe`` list chooses which
+``runtime_event`` notifications it gets. Each hook gets one child process, keyed by hook id
+and version (a new version starts a new child and stops the old one); hooks whose config
+names the same ``instance`` share one child, which is how a PicoClaw process that intercepts
+several stages keeps PicoClaw's one-process, one-handshake behaviour.
+
+Failures follow the hook's policy like every hookgate hook: a crash, an error answer or a
+timeout uses ``on_error`` / ``on_timeout`` (block by default on blocking events); a
+malformed answer always blocks a blocking event.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+from hookgate.definition import HookDefinition
+from hookgate.handlers.base import Handler, Invocation, Services
+from hookgate.handlers.process.protocol import (
+    METHODS,
+    RUNTIME_EVENT_METHOD,
+    build_params,
+    decode_answer,
+    runtime_envelope,
+)
+from hookgate.handlers.process.rpc import HookProcess, RpcError
+from hookgate.handlers.process.spec import ProcessSpec, config_problems, parse_spec
+from hookgate.outcome import HookError, HookResult
+from hookgate.runtime_events import observes
+
+__all__ = ["ProcessHandler"]
+
+_ChildKey = tuple[Any, ...]
+
+
+class ProcessHandler(Handler):
+    handler_type: ClassVar[str] = "process"
+
+    def __init__(self, services: Services) -> None:
+        super().__init__(services)
+        self._specs: dict[tuple[str, int], ProcessSpec] = {}
+        self._children: dict[_ChildKey, HookProcess] = {}
+        self._users: dict[_ChildKey, set[str]] = {}
+        self._hook_child: dict[str, _ChildKey] = {}
+
+    @classmethod
+    def validate_config(cls, config: Mapping[str, Any]) -> list[str]:
+        return config_problems(config)
+
+    async def run(self, call: Invocation) -> HookResult | Mapping[str, Any] | None:
+        hook = call.hook
+        spec = self._spec(hook)
+        event = call.event.name
+        if event == "runtime_event":
+            kind = call.payload.get("kind")
+            if not isinstance(kind, str) or not observes(spec.observe, kind):
+                return None  # not in this hook's observe list
+            child = self._child(hook, spec, event)
+            await child.notify(RUNTIME_EVENT_METHOD, runtime_envelope(call.payload))
+            return None
+        method = METHODS.get(event)
+        if method is None:
+            raise HookError(
+                f"process hooks answer {', '.join(METHODS)} and observe runtime_event; "
+                f"{event} has no process-hook method"
+            )
+        child = self._child(hook, spec, event)
+        try:
+            answer = await child.call(method, build_params(event, call.payload))
+        except RpcError as exc:
+            raise HookError(
+                f"process hook {child.label!r} {method} failed: {exc.message}",
+                details={"method": method, "rpc_error_code": exc.code, "pid": child.pid},
+            ) from None
+        result = decode_answer(event, answer, call.payload)
+        result.details.update(method=method, pid=child.pid)
+        return result
+
+    # -- status ---------------------------------------------------------------------------
+
+    def status(self, hook_id: str) -> dict[str, Any] | None:
+        """The hook's process: state (running, restarting, …), pid, restarts, last error."""
+        key = self._hook_child.get(hook_id)
+        child = self._children.get(key) if key is not None else None
+        return None if child is None else child.status()
+
+    def statuses(self) -> dict[str, dict[str, Any]]:
+        """:meth:`status` of every hook that has a process, by hook id."""
+        out = {}
+        for hook_id in self._hook_child:
+            status = self.status(hook_id)
+            if status is not None:
+                out[hook_id] = status
+        return out
+
+    # -- children -------------------------------------------------------------------------
+
+    def _spec(self, hook: HookDefinition) -> ProcessSpec:
+        key = (hook.id, hook.version)
+        spec = self._specs.get(key)
+        if spec is None:
+            try:
+                spec = parse_spec(hook.config)
+            except ValueError as exc:
+                raise HookError("; ".join(str(arg) for arg in exc.args)) from None
+            self._specs[key] = spec
+        return spec
+
+    def _child(self, hook: HookDefinition, spec: ProcessSpec, event: str) -> HookProcess:
+        key: _ChildKey
+        if spec.instance:
+            key = ("instance", spec.instance, spec.process_identity)
+        else:
+            key = ("hook", hook.id, hook.version)
+        previous = self._hook_child.get(hook.id)
+        if previous is not None and previous != key:
+            self._release(hook.id, previous)  # the hook changed: its old process goes
+        child = self._children.get(key)
+        if child is not None and (child.closed or child.loop is not asyncio.get_running_loop()):
+            child.close_soon()
+            child = None
+        if child is None:
+            child = HookProcess(
+                spec, label=spec.name or hook.name or hook.id, modes=spec.modes(event)
+            )
+            self._children[key] = child
+        self._users.setdefault(key, set()).add(hook.id)
+        self._hook_child[hook.id] = key
+        return child
+
+    def _release(self, hook_id: str, key: _ChildKey) -> None:
+        users = self._users.get(key)
+        if users is not None:
+            users.discard(hook_id)
+            if users:
+                return
+            del self._users[key]
+        child = self._children.pop(key, None)
+        if child is not None:
+            child.close_soon()
+
+    def forget(self, hook_id: str) -> None:
+        for key in [k for k in self._specs if k[0] == hook_id]:
+            del self._specs[key]
+        child_key = self._hook_child.pop(hook_id, None)
+        if child_key is not None:
+            self._release(hook_id, child_key)
+
+    async def aclose(self) -> None:
+        children = list(self._children.values())
+        self._children.clear()
+        self._users.clear()
+        self._hook_child.clear()
+        mine = [c for c in children if c.loop is asyncio.get_running_loop()]
+        for child in children:
+            if child not in mine:
+                child.close_soon()
+        await asyncio.gather(*(child.aclose() for child in mine), return_exceptions=True)

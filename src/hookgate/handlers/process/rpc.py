@@ -1,0 +1,415 @@
+"""One long-lived hook process spoken to in JSON-RPC 2.0, one message per line.
+
+:class:`HookProcess` starts the child on first use (``hook.hello`` handshake with a
+deadline), multiplexes concurrent calls by id, and watches it:
+
+* one writer task owns the child's stdin, so messages are never interleaved;
+* the reader splits stdout into lines itself: a line over 1 MiB is dropped (and counted),
+  a line that is not JSON-RPC is counted and skipped, so nothing can wedge it;
+* stderr is drained continuously (its last lines are kept for the status and errors);
+* when the child dies, every pending call fails at once with the exit status, and the child
+  is restarted after a back-off (0.2 s doubling to 30 s, reset once it stayed up 10 s);
+* :meth:`aclose` closes stdin (PicoClaw's shutdown signal), waits 2 s, then kills the group.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import itertools
+import json
+import time
+from collections.abc import Sequence
+from typing import Any, Final
+
+from hookgate.handlers.process.spec import ProcessSpec
+from hookgate.log import log_event
+from hookgate.outcome import HookError
+from hookgate.subprocesses import CHUNK, base_environment, kill_group, shorten
+
+__all__ = ["MAX_LINE", "HookProcess", "RpcError"]
+
+MAX_LINE: Final = 1024 * 1024
+MAX_STDERR_LINE: Final = 8 * 1024
+BACKOFF_INITIAL_S: Final = 0.2
+BACKOFF_MAX_S: Final = 30.0
+STABLE_AFTER_S: Final = 10.0
+SHUTDOWN_GRACE_S: Final = 2.0
+_TAIL_LINES: Final = 20
+
+
+class RpcError(Exception):
+    """The hook answered a call with a JSON-RPC error object."""
+
+    def __init__(self, code: Any, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+class HookProcess:
+    """A hook child process and the JSON-RPC channel to it. Bound to one event loop."""
+
+    def __init__(self, spec: ProcessSpec, *, label: str, modes: Sequence[str]) -> None:
+        self.spec = spec
+        self.label = label
+        self.modes = tuple(modes)
+        self.loop = asyncio.get_running_loop()
+        self.state = "stopped"  # stopped | starting | running | restarting | closing | closed
+        self.pid: int | None = None
+        self.restarts = 0
+        self.last_error: str | None = None
+        self.hello: Any = None
+        self.dropped_lines = 0
+        self.bad_lines = 0
+        self.late_replies = 0
+        self.stderr_tail: collections.deque[str] = collections.deque(maxlen=_TAIL_LINES)
+        self._proc: asyncio.subprocess.Process | None = None
+        self._pending: dict[int, asyncio.Future[Any]] = {}
+        self._ids = itertools.count(1)
+        self._outbox: asyncio.Queue[tuple[bytes, asyncio.Future[None] | None]] = asyncio.Queue()
+        self._tasks: list[asyncio.Task[None]] = []
+        self._starting: asyncio.Task[None] | None = None
+        self._restart: asyncio.Task[None] | None = None
+        self._backoff = BACKOFF_INITIAL_S
+        self._started_at = 0.0
+        self._next_start_at = 0.0
+
+    # -- public API -----------------------------------------------------------------------
+
+    @property
+    def closed(self) -> bool:
+        return self.state in ("closing", "closed")
+
+    async def call(self, method: str, params: Any) -> Any:
+        """Send a request and wait for its answer; RpcError for an error answer."""
+        await self._ready()
+        return await self._request(method, params)
+
+    async def notify(self, method: str, params: Any) -> None:
+        """Send a notification (no id, no answer) and wait until it is written."""
+        await self._ready()
+        written: asyncio.Future[None] = self.loop.create_future()
+        self._outbox.put_nowait((_encode({"jsonrpc": "2.0", "method": method, "params": params}),
+                                 written))
+        await written
+
+    def status(self) -> dict[str, Any]:
+        now = time.monotonic()
+        return {
+            "state": self.state,
+            "pid": self.pid,
+            "restarts": self.restarts,
+            "last_error": self.last_error,
+            "uptime_s": round(now - self._started_at, 3) if self.state == "running" else None,
+            "next_restart_in_s": (
+                round(max(0.0, self._next_start_at - now), 3)
+                if self.state == "restarting"
+                else None
+            ),
+            "pending": len(self._pending),
+            "modes": list(self.modes),
+            "command": list(self.spec.command),
+            "stderr_tail": list(self.stderr_tail),
+            "dropped_lines": self.dropped_lines,
+            "bad_lines": self.bad_lines,
+            "late_replies": self.late_replies,
+        }
+
+    async def aclose(self) -> None:
+        """Close stdin, give the child ``SHUTDOWN_GRACE_S`` to exit, then kill its group."""
+        if self.state == "closed":
+            return
+        self.state = "closing"
+        for task in (self._restart, self._starting):
+            if task is not None:
+                task.cancel()
+        proc = self._proc
+        if proc is not None:
+            if proc.returncode is None and proc.stdin is not None:
+                proc.stdin.close()
+                try:
+                    async with asyncio.timeout(SHUTDOWN_GRACE_S):
+                        await proc.wait()
+                except TimeoutError:
+                    pass
+            kill_group(proc.pid)
+            await proc.wait()
+        self._fail_pending(f"process hook {self.label!r} was closed")
+        await self._stop_tasks()
+        self.state = "closed"
+
+    def close_soon(self) -> None:
+        """Close from any thread or loop: politely on its own loop, else by killing it."""
+        if self.closed:
+            return
+        if not self.loop.is_closed() and self.loop.is_running():
+            self.loop.call_soon_threadsafe(lambda: self.loop.create_task(self.aclose()))
+            return
+        self.state = "closed"
+        kill_group(self.pid)
+
+    # -- start and restart ----------------------------------------------------------------
+
+    async def _ready(self) -> None:
+        if self.state == "running":
+            return
+        if self.closed:
+            raise HookError(f"process hook {self.label!r} is closed")
+        if self.state == "restarting":
+            wait = max(0.0, self._next_start_at - time.monotonic())
+            raise HookError(
+                f"process hook {self.label!r} is restarting ({self.last_error}); "
+                f"next start in {wait:.1f} s",
+                details=self.status(),
+            )
+        if self._starting is None:
+            self._starting = self.loop.create_task(self._start())
+        # Shielded: a caller's timeout must not abort a start other calls are waiting for.
+        await asyncio.shield(self._starting)
+
+    async def _start(self) -> None:
+        self.state = "starting"
+        spec = self.spec
+        try:
+            try:
+                proc = await asyncio.create_subprocess_exec(
+                    *spec.command,
+                    stdin=asyncio.subprocess.PIPE,
+                    stdout=asyncio.subprocess.PIPE,
+                    stderr=asyncio.subprocess.PIPE,
+                    cwd=spec.dir,
+                    env=base_environment(spec.allowed_env_vars, dict(spec.env)),
+                    start_new_session=True,
+                )
+            except OSError as exc:
+                raise HookError(f"cannot start {spec.command[0]!r}: {exc}") from None
+            self._proc = proc
+            self.pid = proc.pid
+            self._ids = itertools.count(1)
+            self._outbox = asyncio.Queue()
+            assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+            self._tasks = [
+                self.loop.create_task(self._write_loop(proc.stdin)),
+                self.loop.create_task(self._read_stdout(proc.stdout)),
+                self.loop.create_task(self._read_stderr(proc.stderr)),
+                self.loop.create_task(self._watch(proc)),
+            ]
+            params = {"name": spec.name or self.label, "version": 1, "modes": list(self.modes)}
+            try:
+                async with asyncio.timeout(spec.hello_timeout_s):
+                    hello = await self._request("hook.hello", params)
+            except TimeoutError:
+                raise HookError(
+                    f"no answer to hook.hello within {spec.hello_timeout_s:g} s"
+                ) from None
+            except RpcError as exc:
+                raise HookError(f"hook.hello failed: {exc.message}") from None
+            if not isinstance(hello, dict) or hello.get("ok") is False:
+                raise HookError(f"hook.hello was refused: {shorten(repr(hello), 300)}")
+            self.hello = hello
+            self.state = "running"
+            self._started_at = time.monotonic()
+            log_event("hookgate.process.started", level=20, hook=self.label, pid=proc.pid)
+        except HookError as exc:
+            message = f"process hook {self.label!r} failed to start: {exc}"
+            self._died(message)
+            raise HookError(message, details=self.status()) from None
+        finally:
+            self._starting = None
+
+    def _died(self, message: str) -> None:
+        """The child is gone or unusable: fail what waits on it, plan a restart."""
+        if self.closed:
+            return
+        kill_group(self.pid)
+        self.last_error = message
+        self._fail_pending(message)
+        if self._started_at and time.monotonic() - self._started_at >= STABLE_AFTER_S:
+            self._backoff = BACKOFF_INITIAL_S
+        self._started_at = 0.0
+        self.state = "restarting"
+        if self._restart is None:
+            delay = self._backoff
+            self._backoff = min(self._backoff * 2, BACKOFF_MAX_S)
+            self._next_start_at = time.monotonic() + delay
+            self._restart = self.loop.create_task(self._restart_after(delay))
+        log_event("hookgate.process.died", hook=self.label, error=message)
+
+    async def _restart_after(self, delay: float) -> None:
+        await asyncio.sleep(delay)
+        self._restart = None
+        if self.closed:
+            return
+        await self._stop_tasks()
+        self.restarts += 1
+        self.state = "stopped"
+        try:
+            await self._ready()
+        except HookError:
+            pass  # _start planned the next attempt
+
+    async def _stop_tasks(self) -> None:
+        current = asyncio.current_task()
+        tasks = [task for task in self._tasks if task is not current]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        self._tasks = []
+
+    # -- the channel ----------------------------------------------------------------------
+
+    async def _request(self, method: str, params: Any) -> Any:
+        message_id = next(self._ids)
+        future: asyncio.Future[Any] = self.loop.create_future()
+        self._pending[message_id] = future
+        message = {"jsonrpc": "2.0", "id": message_id, "method": method, "params": params}
+        self._outbox.put_nowait((_encode(message), None))
+        try:
+            return await future
+        finally:
+            self._pending.pop(message_id, None)
+
+    def _fail_pending(self, message: str) -> None:
+        pending, self._pending = self._pending, {}
+        for future in pending.values():
+            if not future.done():
+                future.set_exception(HookError(message))
+
+    async def _write_loop(self, stdin: asyncio.StreamWriter) -> None:
+        outbox = self._outbox
+        while True:
+            data, written = await outbox.get()
+            batch = [data]
+            done = [written]
+            while not outbox.empty():  # write what queued up meanwhile in one go
+                data, written = outbox.get_nowait()
+                batch.append(data)
+                done.append(written)
+            try:
+                stdin.write(b"".join(batch) if len(batch) > 1 else batch[0])
+                await stdin.drain()
+            except (BrokenPipeError, ConnectionResetError) as exc:
+                for future in done:
+                    if future is not None and not future.done():
+                        future.set_exception(HookError(f"cannot write to the hook: {exc}"))
+                return  # _watch reports the exit
+            for future in done:
+                if future is not None and not future.done():
+                    future.set_result(None)
+
+    async def _read_stdout(self, stdout: asyncio.StreamReader) -> None:
+        buffer = bytearray()
+        skipping = False  # inside a line that went over MAX_LINE
+        while True:
+            chunk = await stdout.read(CHUNK)
+            if not chunk:
+                break
+            start = 0
+            while True:
+                end = chunk.find(b"\n", start)
+                if end < 0:
+                    if not skipping:
+                        buffer += chunk[start:]
+                        if len(buffer) > MAX_LINE:
+                            self._oversized()
+                            buffer.clear()
+                            skipping = True
+                    break
+                if skipping:
+                    skipping = False
+                elif buffer:
+                    buffer += chunk[start:end]
+                    line = bytes(buffer)
+                    buffer.clear()
+                    if len(line) > MAX_LINE:
+                        self._oversized()
+                    else:
+                        self._on_line(line)
+                else:
+                    if end - start > MAX_LINE:
+                        self._oversized()
+                    else:
+                        self._on_line(chunk[start:end])
+                start = end + 1
+        if self.state in ("running", "starting") and self._proc is not None:
+            # stdout closed while the process lives on: it can no longer answer.
+            kill_group(self._proc.pid)
+
+    def _oversized(self) -> None:
+        self.dropped_lines += 1
+        log_event("hookgate.process.line_dropped", hook=self.label, limit=MAX_LINE)
+
+    def _on_line(self, line: bytes) -> None:
+        if not line.strip():
+            return
+        try:
+            message = json.loads(line)
+        except ValueError:
+            self.bad_lines += 1
+            log_event(
+                "hookgate.process.bad_line",
+                hook=self.label,
+                line=shorten(line.decode("utf-8", "replace"), 200),
+            )
+            return
+        if not isinstance(message, dict) or "method" in message:
+            # Not an answer: a hook cannot call the host (as in PicoClaw), so it is skipped.
+            self.bad_lines += 1
+            return
+        message_id = message.get("id")
+        if not isinstance(message_id, int) or isinstance(message_id, bool):
+            self.bad_lines += 1
+            return
+        future = self._pending.pop(message_id, None)
+        if future is None or future.done():
+            self.late_replies += 1
+            return
+        error = message.get("error")
+        if error is not None:
+            if isinstance(error, dict):
+                text = error.get("message")
+                future.set_exception(
+                    RpcError(error.get("code"), text if isinstance(text, str) else repr(error))
+                )
+            else:
+                future.set_exception(RpcError(None, repr(error)))
+        else:
+            future.set_result(message.get("result"))
+
+    async def _read_stderr(self, stderr: asyncio.StreamReader) -> None:
+        partial = b""
+        while True:
+            chunk = await stderr.read(CHUNK)
+            if not chunk:
+                break
+            lines = (partial + chunk).split(b"\n")
+            partial = lines.pop()
+            if len(partial) > MAX_STDERR_LINE:
+                lines.append(partial)
+                partial = b""
+            for raw in lines:
+                text = raw.decode("utf-8", "replace").rstrip()
+                if text:
+                    text = shorten(text, 500)
+                    self.stderr_tail.append(text)
+                    log_event("hookgate.process.stderr", level=20, hook=self.label, line=text)
+
+    async def _watch(self, proc: asyncio.subprocess.Process) -> None:
+        code = await proc.wait()
+        if self.state not in ("running", "starting"):
+            return  # closing, or a failed start already reported why
+        kill_group(proc.pid)  # leftovers that still hold our pipes
+        # Let the reader deliver answers the child wrote before it died.
+        readers = [task for task in self._tasks[1:3] if not task.done()]
+        if readers:
+            await asyncio.wait(readers, timeout=1.0)
+        last = self.stderr_tail[-1] if self.stderr_tail else ""
+        status = f"signal {-code}" if code < 0 else f"status {code}"
+        self._died(
+            f"process hook {self.label!r} exited with {status}" + (f": {last}" if last else "")
+        )
+
+
+def _encode(message: dict[str, Any]) -> bytes:
+    return json.dumps(message, default=str, separators=(",", ":")).encode() + b"\n"

@@ -1,0 +1,98 @@
+"""Child-process plumbing shared by the ``command`` and ``process`` handlers.
+
+Every hook program runs in its own process group (``start_new_session``), so one
+``killpg`` reaches the shell, the script and anything they started in the background.
+Output is read in chunks with a byte cap, so a hook printing 10 MB costs at most the cap
+in memory and never blocks on a full pipe.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+from collections.abc import Callable, Iterable, Mapping
+from typing import Final
+
+__all__ = [
+    "BASE_ENV_KEYS",
+    "CHUNK",
+    "base_environment",
+    "kill_group",
+    "read_capped",
+    "shorten",
+]
+
+#: Variables every hook program gets from hookgate's own environment (when set there):
+#: enough to find programs and decode text, nothing that is usually a secret.
+BASE_ENV_KEYS: Final = ("PATH", "HOME", "LANG")
+_DEFAULT_PATH: Final = "/usr/local/bin:/usr/bin:/bin"
+CHUNK: Final = 64 * 1024
+
+
+def base_environment(
+    allowed: Iterable[str] = (),
+    extra: Mapping[str, str] | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> dict[str, str]:
+    """The environment of a hook program: the base keys, the allowed keys, then ``extra``.
+
+    ``allowed`` is an allowlist of exact names: a name missing from the parent environment
+    is simply absent, and nothing else of the parent's environment passes.
+    """
+    parent = os.environ if environ is None else environ
+    env = {key: parent[key] for key in BASE_ENV_KEYS if key in parent}
+    env.setdefault("PATH", _DEFAULT_PATH)
+    for key in allowed:
+        if key in parent:
+            env[key] = parent[key]
+    if extra:
+        env.update(extra)
+    return env
+
+
+def kill_group(pid: int | None) -> None:
+    """SIGKILL the process group led by ``pid``; a group that is already gone is fine."""
+    if pid is None:
+        return
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+async def read_capped(
+    stream: asyncio.StreamReader | None,
+    cap: int,
+    *,
+    on_overflow: Callable[[], None] | None = None,
+) -> tuple[bytes, int]:
+    """Read ``stream`` to EOF keeping at most ``cap`` bytes; return (kept, total bytes seen).
+
+    Past the cap the rest is read and discarded (so the writer never blocks), unless
+    ``on_overflow`` is given: it is called once, typically to kill the writer.
+    """
+    if stream is None:
+        return b"", 0
+    kept = bytearray()
+    total = 0
+    overflowed = False
+    while True:
+        chunk = await stream.read(CHUNK)
+        if not chunk:
+            return bytes(kept), total
+        total += len(chunk)
+        room = cap - len(kept)
+        if room > 0:
+            kept += chunk[:room]
+        if total > cap and not overflowed:
+            overflowed = True
+            if on_overflow is not None:
+                on_overflow()
+
+
+def shorten(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters, marked when cut."""
+    if len(text) <= limit:
+        return text
+    return text[:limit] + f"…[{len(text) - limit} more characters]"
