@@ -296,7 +296,7 @@ class RuntimeEventBus:
         subscription = Subscription(
             observer=observer,
             kinds=normalize_observe(kinds),
-            name=name or getattr(observer, "__qualname__", repr(observer)),
+            name=name or str(getattr(observer, "__qualname__", None) or repr(observer)),
             timeout_s=self.observer_timeout_s if timeout_s is None else timeout_s,
         )
         self._subscriptions = [*self._subscriptions, subscription]

@@ -9,6 +9,7 @@ in memory and never blocks on a full pipe.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 from collections.abc import Callable, Iterable, Mapping
@@ -55,10 +56,8 @@ def kill_group(pid: int | None) -> None:
     """SIGKILL the process group led by ``pid``; a group that is already gone is fine."""
     if pid is None:
         return
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 async def read_capped(

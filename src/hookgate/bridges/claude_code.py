@@ -125,7 +125,7 @@ def parse_command_answer(
     """Claude Code's exit-code and JSON contract, mapped onto a hookgate answer."""
     event = claude_event_name(spec)
     if code == 2:
-        reason = stderr.strip()
+        reason: str | None = stderr.strip()
         if not reason:
             document = json_object(stdout, details)
             if document is not None:

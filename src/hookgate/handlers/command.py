@@ -27,6 +27,7 @@ blocks with stderr as the reason. Any other exit is an error (fail-closed on blo
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import re
@@ -91,8 +92,6 @@ class CommandHandler(Handler):
         config = call.hook.config
         claude = config.get("format") == "claude_code"
         cwd = config.get("cwd")
-        if cwd is not None and not os.path.isdir(cwd):
-            raise HookError(f"command hook cwd {cwd!r} is not a directory")
         extra = {"HOOKGATE_EVENT": call.event.name, "HOOKGATE_HOOK_ID": call.hook.id}
         if claude:
             from hookgate.bridges import claude_code
@@ -169,7 +168,9 @@ def json_object(stdout: str, details: dict[str, Any]) -> dict[str, Any] | None:
     try:
         document = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise MalformedAnswer(f"stdout is not valid JSON: {exc.msg} at position {exc.pos}") from None
+        raise MalformedAnswer(
+            f"stdout is not valid JSON: {exc.msg} at position {exc.pos}"
+        ) from None
     if not isinstance(document, dict):  # pragma: no cover - "{…}" always decodes to a dict
         return None
     return document
@@ -205,7 +206,8 @@ async def run_shell(
             start_new_session=True,
         )
     except OSError as exc:
-        raise HookError(f"cannot start the command: {exc}") from None
+        where = f" in {cwd!r}" if cwd else ""
+        raise HookError(f"cannot start the command{where}: {exc}") from None
     pid = proc.pid
     out_task = asyncio.ensure_future(
         read_capped(proc.stdout, STDOUT_CAP, on_overflow=lambda: kill_group(pid))
@@ -224,10 +226,9 @@ async def run_shell(
         kill_group(pid)
         for task in (out_task, err_task, feed_task):
             task.cancel()
-        try:
+        # If cancelled again meanwhile, the child watcher still reaps it.
+        with contextlib.suppress(BaseException):
             await asyncio.shield(proc.wait())
-        except BaseException:  # cancelled again: the child watcher still reaps it
-            pass
         raise
     return code, stdout, stderr, stdout_len
 

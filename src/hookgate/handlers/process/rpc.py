@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import itertools
 import json
 import time
@@ -244,10 +245,8 @@ class HookProcess:
         await self._stop_tasks()
         self.restarts += 1
         self.state = "stopped"
-        try:
+        with contextlib.suppress(HookError):  # a failed start plans the next attempt
             await self._ready()
-        except HookError:
-            pass  # _start planned the next attempt
 
     async def _stop_tasks(self) -> None:
         current = asyncio.current_task()

@@ -10,7 +10,7 @@ Config keys (PicoClaw's ``hooks.processes.<name>`` fields plus hookgate's)::
     intercept: [before_tool, approve_tool]             # stages it declares (hello modes)
     transport: stdio                                   # the only transport
     name: py_review_gate                               # sent in hook.hello (default: hook name)
-    instance: picoclaw:py_review_gate                  # hooks with the same instance share one process
+    instance: picoclaw:py_review_gate                  # same instance: one shared process
     hello_timeout_ms: 5000                             # deadline for the hook.hello answer
 """
 

@@ -1,0 +1,276 @@
+"""Install hookgate as Claude Code's hook in a ``settings.json``, and take it out again.
+
+:func:`install` adds one matcher group per event, holding one ``command`` hook that runs
+``hookgate claude-code``; it never edits the user's own groups, and running it twice
+changes nothing (or updates the command in place). :func:`uninstall` removes exactly the
+hooks whose command is a ``hookgate claude-code`` call, then the groups, event lists and
+``hooks`` object that only existed for them.
+
+The rest of the file is kept as it was. ``install`` saves the file's original text beside
+it (``.settings.json.hookgate-original``); when ``uninstall`` leaves the same settings as
+that original, the original bytes come back exactly (and a file that did not exist is
+removed again). If the settings changed in between, the file is rewritten keeping its key
+order, indentation and final newline.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import shutil
+import sys
+import tempfile
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+__all__ = [
+    "DEFAULT_EVENTS",
+    "InstallReport",
+    "SettingsError",
+    "bridge_command",
+    "default_settings_path",
+    "install",
+    "is_bridge_command",
+    "uninstall",
+]
+
+#: The events ``install`` hooks by default.
+DEFAULT_EVENTS: Final = ("PreToolUse", "PostToolUse", "UserPromptSubmit", "Stop", "SessionStart")
+#: Events whose groups take a matcher (tool events and SessionStart's source).
+_MATCHED: Final = frozenset(
+    {
+        "PreToolUse",
+        "PostToolUse",
+        "PostToolUseFailure",
+        "PermissionRequest",
+        "SessionStart",
+        "Notification",
+        "PreCompact",
+        "SubagentStart",
+        "SubagentStop",
+    }
+)
+# A command that runs the hookgate executable (any path, or python -m hookgate) with the
+# claude-code sub-command and nothing but options after it.
+_BRIDGE: Final = re.compile(
+    r"""(?:^|[\s/'"])hookgate(?:\.cli)?['"]?\s+(?:(?:-\S+\s+)*)claude-code(?:\s+-[^\n]*)?\s*$"""
+)
+#: Seconds Claude Code gives the bridge (hookgate's own hooks stop at 10 s each).
+DEFAULT_TIMEOUT_S: Final = 30
+
+
+class SettingsError(ValueError):
+    """The settings file cannot be read or does not have Claude Code's shape."""
+
+
+@dataclass(slots=True)
+class InstallReport:
+    path: Path
+    added: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    removed: int = 0
+
+
+def is_bridge_command(command: Any) -> bool:
+    return isinstance(command, str) and _BRIDGE.search(command.strip()) is not None
+
+
+def bridge_command(config: str | None = None, executable: str | None = None) -> str:
+    """The command line Claude Code runs: hookgate's own executable, absolute."""
+    exe = executable or _hookgate_executable()
+    parts = [exe, "claude-code"]
+    if config:
+        parts += ["--config", str(Path(config).resolve())]
+    return " ".join(shlex.quote(part) for part in parts)
+
+
+def _hookgate_executable() -> str:
+    beside = Path(sys.executable).parent / "hookgate"
+    if beside.is_file():
+        return str(beside)
+    return shutil.which("hookgate") or "hookgate"
+
+
+def default_settings_path(*, user: bool, cwd: Path | None = None, home: Path | None = None) -> Path:
+    """``.claude/settings.json`` of the project (``cwd``), or ``~/.claude/settings.json``."""
+    if user:
+        return (home or Path.home()) / ".claude" / "settings.json"
+    return (cwd or Path.cwd()) / ".claude" / "settings.json"
+
+
+def _original_path(path: Path) -> Path:
+    return path.with_name(f".{path.name}.hookgate-original")
+
+
+@dataclass(slots=True)
+class _Document:
+    data: dict[str, Any]
+    indent: str
+    newline: bool
+
+
+def _read(path: Path) -> _Document | None:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise SettingsError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    if not text.strip():
+        return _Document({}, "  ", True)
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise SettingsError(f"{path}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}") from None
+    if not isinstance(data, dict):
+        raise SettingsError(f"{path}: a settings file must hold a JSON object")
+    found = re.search(r"^\{[ \t]*\r?\n([ \t]+)\S", text)
+    return _Document(data, found.group(1) if found else "  ", text.endswith("\n"))
+
+
+def _write(path: Path, document: _Document) -> None:
+    text = json.dumps(document.data, indent=document.indent, ensure_ascii=False)
+    if document.newline:
+        text += "\n"
+    _write_text(path, text)
+
+
+def _write_text(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    mode = path.stat().st_mode & 0o777 if path.exists() else 0o644
+    # Write beside the file and rename, so Claude Code never reads half a file.
+    fd, temp = tempfile.mkstemp(prefix=".settings.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.chmod(temp, mode)
+        os.replace(temp, path)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise
+
+
+def _hooks_section(path: Path, data: Mapping[str, Any]) -> Any:
+    hooks = data.get("hooks")
+    if hooks is not None and not isinstance(hooks, dict):
+        raise SettingsError(f"{path}: 'hooks' must be an object of event lists")
+    return hooks
+
+
+def install(
+    path: Path,
+    command: str,
+    *,
+    events: Iterable[str] = DEFAULT_EVENTS,
+    timeout_s: int = DEFAULT_TIMEOUT_S,
+) -> InstallReport:
+    """Add ``command`` as a hook for each event; idempotent."""
+    report = InstallReport(path)
+    existing = _read(path)
+    document = existing or _Document({}, "  ", True)
+    hooks = _hooks_section(path, document.data)
+    if hooks is None:
+        hooks = document.data["hooks"] = {}
+    for event in events:
+        groups = hooks.setdefault(event, [])
+        if not isinstance(groups, list):
+            raise SettingsError(f"{path}: hooks.{event} must be a list of matcher groups")
+        ours = [
+            hook
+            for group in groups
+            if isinstance(group, dict) and isinstance(group.get("hooks"), list)
+            for hook in group["hooks"]
+            if isinstance(hook, dict) and is_bridge_command(hook.get("command"))
+        ]
+        if ours:
+            if ours[0].get("command") == command and ours[0].get("timeout") == timeout_s:
+                report.unchanged.append(event)
+            else:
+                ours[0]["command"] = command
+                ours[0]["timeout"] = timeout_s
+                report.updated.append(event)
+            continue
+        group: dict[str, Any] = {"matcher": "*"} if event in _MATCHED else {}
+        group["hooks"] = [{"type": "command", "command": command, "timeout": timeout_s}]
+        groups.append(group)
+        report.added.append(event)
+    if report.added or report.updated:
+        original = _original_path(path)
+        if not original.exists() and not report.updated and not report.unchanged:
+            # First install into this file: remember it as it was, for uninstall.
+            text = path.read_text(encoding="utf-8") if existing is not None else None
+            original.parent.mkdir(parents=True, exist_ok=True)
+            original.write_text(json.dumps({"text": text}), encoding="utf-8")
+        _write(path, document)
+    return report
+
+
+def uninstall(path: Path) -> InstallReport:
+    """Remove every ``hookgate claude-code`` hook, and the containers only they filled."""
+    report = InstallReport(path)
+    document = _read(path)
+    if document is None:
+        return report
+    hooks = _hooks_section(path, document.data)
+    if not hooks:
+        return report
+    for event in list(hooks):
+        groups = hooks[event]
+        if not isinstance(groups, list):
+            continue
+        kept_groups = []
+        touched = False
+        for group in groups:
+            inner = group.get("hooks") if isinstance(group, dict) else None
+            if not isinstance(inner, list):
+                kept_groups.append(group)
+                continue
+            kept = [h for h in inner if not (isinstance(h, dict)
+                                             and is_bridge_command(h.get("command")))]
+            if len(kept) == len(inner):
+                kept_groups.append(group)
+                continue
+            touched = True
+            report.removed += len(inner) - len(kept)
+            if kept:
+                group["hooks"] = kept
+                kept_groups.append(group)
+        if touched:
+            report.updated.append(event)
+            if kept_groups:
+                hooks[event] = kept_groups
+            else:
+                del hooks[event]
+    if report.removed:
+        if not hooks:
+            del document.data["hooks"]
+        if not _restore_original(path, document.data):
+            _write(path, document)
+    _original_path(path).unlink(missing_ok=True)
+    return report
+
+
+def _restore_original(path: Path, data: Mapping[str, Any]) -> bool:
+    """Put back the saved original when it holds exactly ``data``; False if it cannot."""
+    try:
+        saved = json.loads(_original_path(path).read_text(encoding="utf-8"))
+        text = saved["text"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+    if text is None:  # the file did not exist before install
+        if data:
+            return False
+        path.unlink(missing_ok=True)
+        return True
+    try:
+        if not isinstance(text, str) or json.loads(text) != data:
+            return False
+    except ValueError:
+        return False
+    _write_text(path, text)
+    return True

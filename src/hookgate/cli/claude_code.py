@@ -1,0 +1,149 @@
+"""``hookgate claude-code``: hookgate as Claude Code's hook, and ``hookgate import claude-code``.
+
+* ``hookgate claude-code [--config FILE]``: what Claude Code runs for each hook event; reads
+  its JSON on stdin, answers in its JSON on stdout with its exit code.
+* ``hookgate claude-code install|uninstall [--settings PATH | --user]``: edit settings.json.
+* ``hookgate import claude-code SETTINGS.json``: print a hookgate hooks file made from the
+  hooks in a Claude Code settings file.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+import yaml
+
+from hookgate.bridges import claude_code_settings as cc_settings
+from hookgate.bridges.claude_code import run_bridge
+from hookgate.config import ConfigError, read_document
+from hookgate.settings import Settings
+
+
+def register(main: click.Group) -> None:
+    main.add_command(claude_code)
+    group = main.commands.get("import")
+    if not isinstance(group, click.Group):
+        group = click.Group("import", help="Turn other systems' hook configs into hookgate files.")
+        main.add_command(group)
+    group.add_command(import_claude_code)
+
+
+@click.group("claude-code", invoke_without_command=True)
+@click.option(
+    "-c",
+    "--config",
+    "config_path",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Hooks file (default: $HOOKGATE_CLAUDE_CODE_CONFIG, .claude/hookgate.yaml in the "
+    "project, then ~/.claude/hookgate.yaml).",
+)
+@click.pass_context
+def claude_code(ctx: click.Context, config_path: str | None) -> None:
+    """Run as Claude Code's hook: Claude Code's JSON on stdin, its JSON answer on stdout."""
+    if ctx.invoked_subcommand is not None:
+        return
+    answer = asyncio.run(run_bridge(sys.stdin.read(), config_path, settings=Settings.from_env()))
+    if answer.stdout is not None:
+        click.echo(answer.stdout_text())
+    if answer.stderr:
+        click.echo(answer.stderr, err=True)
+    raise SystemExit(answer.exit_code)
+
+
+def _settings_path(settings: str | None, user: bool) -> Path:
+    if settings:
+        return Path(settings)
+    return cc_settings.default_settings_path(user=user)
+
+
+@claude_code.command("install")
+@click.option("--settings", "settings_file", type=click.Path(dir_okay=False), default=None,
+              help="settings.json to edit (default: .claude/settings.json of this project).")
+@click.option("--user", is_flag=True, help="Edit ~/.claude/settings.json instead.")
+@click.option("-c", "--config", "config_path", type=click.Path(dir_okay=False), default=None,
+              help="Hooks file the installed command passes with --config.")
+@click.option("-e", "--event", "events", multiple=True,
+              help=f"Claude Code event to hook (repeatable; default: "
+              f"{', '.join(cc_settings.DEFAULT_EVENTS)}).")
+@click.option("--timeout", type=click.IntRange(1, 600), default=cc_settings.DEFAULT_TIMEOUT_S,
+              show_default=True, help="Seconds Claude Code waits for hookgate.")
+def install(
+    settings_file: str | None,
+    user: bool,
+    config_path: str | None,
+    events: tuple[str, ...],
+    timeout: int,
+) -> None:
+    """Add hookgate to the hooks of a Claude Code settings.json."""
+    path = _settings_path(settings_file, user)
+    command = cc_settings.bridge_command(config_path)
+    try:
+        report = cc_settings.install(
+            path, command, events=events or cc_settings.DEFAULT_EVENTS, timeout_s=timeout
+        )
+    except cc_settings.SettingsError as exc:
+        raise click.ClickException(str(exc)) from None
+    for label, names in (("added", report.added), ("updated", report.updated),
+                         ("already installed", report.unchanged)):
+        if names:
+            click.echo(f"{path}: {label}: {', '.join(names)}")
+    click.echo(f"command: {command}")
+
+
+@claude_code.command("uninstall")
+@click.option("--settings", "settings_file", type=click.Path(dir_okay=False), default=None,
+              help="settings.json to edit (default: .claude/settings.json of this project).")
+@click.option("--user", is_flag=True, help="Edit ~/.claude/settings.json instead.")
+def uninstall(settings_file: str | None, user: bool) -> None:
+    """Remove what ``install`` added; the rest of the file stays as it was."""
+    path = _settings_path(settings_file, user)
+    try:
+        report = cc_settings.uninstall(path)
+    except cc_settings.SettingsError as exc:
+        raise click.ClickException(str(exc)) from None
+    if report.removed:
+        click.echo(f"{path}: removed {report.removed} hook(s) from {', '.join(report.updated)}")
+    else:
+        click.echo(f"{path}: hookgate is not installed there")
+
+
+@click.command("claude-code")
+@click.argument("settings_file", type=click.Path(dir_okay=False, exists=True))
+@click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
+              help="Write the hooks file here instead of stdout (.json writes JSON).")
+def import_claude_code(settings_file: str, output: str | None) -> None:
+    """Convert the hooks of a Claude Code SETTINGS_FILE into a hookgate hooks file."""
+    from hookgate.config.claude_code import convert_settings, is_claude_settings
+
+    try:
+        document = read_document(settings_file)
+    except ConfigError as exc:
+        raise click.ClickException("; ".join(exc.problems)) from None
+    if not is_claude_settings(document):
+        raise click.ClickException(
+            f"{settings_file}: no Claude Code hooks section ({{\"hooks\": {{\"PreToolUse\": …}}}})"
+        )
+    conversion = convert_settings(document)
+    for note in conversion.notes:
+        click.echo(f"note: {note}", err=True)
+    for problem in conversion.problems:
+        click.echo(f"not imported: {problem}", err=True)
+    hooks: list[dict[str, Any]] = [
+        {key: value for key, value in raw.items() if value is not None}
+        for raw in conversion.hooks
+    ]
+    if output and output.endswith(".json"):
+        text = json.dumps({"hooks": hooks}, indent=2) + "\n"
+    else:
+        text = yaml.safe_dump({"hooks": hooks}, sort_keys=False, allow_unicode=True)
+    if output:
+        Path(output).write_text(text, encoding="utf-8")
+        click.echo(f"{output}: {len(hooks)} hook(s) written", err=True)
+    else:
+        click.echo(text, nl=False)
