@@ -34,6 +34,7 @@ __all__ = [
     "OutboundError",
     "OutboundResponse",
     "ResponseTooLarge",
+    "close_shared_client",
     "shared_client",
 ]
 
@@ -240,3 +241,10 @@ def shared_client(services: Services) -> OutboundClient:
             f"(an SSRF-guarded client), not {type(client).__name__}"
         )
     return client
+
+
+async def close_shared_client(services: Services) -> None:
+    """Close the engine's client if hookgate created it (a handler's ``aclose``)."""
+    client = services.extras.get("http_client")
+    if isinstance(client, OutboundClient) and client.engine_owned:
+        await client.aclose()

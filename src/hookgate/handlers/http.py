@@ -41,6 +41,7 @@ from hookgate.outbound import (
     OutboundError,
     OutboundResponse,
     ResponseTooLarge,
+    close_shared_client,
     shared_client,
 )
 from hookgate.outcome import HookError, HookResult, MalformedAnswer, coerce_result
@@ -207,9 +208,7 @@ class HttpHandler(Handler):
         return result
 
     async def aclose(self) -> None:
-        client = self.services.extras.get("http_client")
-        if client is not None and getattr(client, "engine_owned", False):
-            await client.aclose()
+        await close_shared_client(self.services)
 
 
 def _raise_if_cancelling() -> None:

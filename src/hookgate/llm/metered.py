@@ -1,0 +1,112 @@
+"""One model call for a hook, metered: budget checked first, real usage deducted after.
+
+Prompt and agent hooks both call :func:`metered_completion`. It picks the provider
+(:mod:`.select`), refuses the call when the tenant's monthly budget is spent, sends the
+request through the SSRF-guarded client, deducts the reply's real token usage and reports
+model and tokens as execution details (``prompt_model``, ``prompt_tokens``, …).
+
+``Services.extras`` names used: ``budget_store`` (a :class:`~hookgate.budget.BudgetStore`;
+an in-memory one is created and shared on first use) and ``http_client``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from hookgate.budget import BudgetStore, MemoryBudgetStore
+from hookgate.handlers.base import Services
+from hookgate.llm.base import ChatReply, ChatRequest, ProviderError, ToolSpec
+from hookgate.llm.select import choose_provider, make_provider
+from hookgate.log import log_event
+from hookgate.outbound import shared_client
+from hookgate.outcome import HookError
+from hookgate.ssrf import SsrfRefused
+
+__all__ = ["DEFAULT_TENANT", "MeteredReply", "budget_store", "metered_completion"]
+
+#: Whose budget pays when neither the event nor the hook names a tenant (library use).
+DEFAULT_TENANT: Final = "default"
+
+
+@dataclass(slots=True)
+class MeteredReply:
+    reply: ChatReply
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+def budget_store(services: Services) -> BudgetStore:
+    store = services.extras.get("budget_store")
+    if store is None:
+        store = services.extras.setdefault("budget_store", MemoryBudgetStore())
+    if not isinstance(store, BudgetStore):
+        raise HookError("services.extras['budget_store'] is not a hookgate.budget.BudgetStore")
+    return store
+
+
+async def metered_completion(
+    services: Services,
+    config: Mapping[str, Any],
+    *,
+    hook_id: str,
+    tenant_id: str | None,
+    system: str,
+    user: str,
+    tool: ToolSpec | None,
+    timeout_s: float,
+    max_tokens: int = 512,
+) -> MeteredReply:
+    """Call the hook's model; raise :class:`HookError` for every way this can fail."""
+    tenant = tenant_id or DEFAULT_TENANT
+    try:
+        choice = choose_provider(config, services.settings)
+        provider = make_provider(choice, shared_client(services))
+    except (ValueError, TypeError) as exc:
+        raise HookError(f"model provider: {exc}") from None
+    details: dict[str, Any] = {"prompt_model": choice.model, "prompt_provider": choice.provider}
+    store = budget_store(services)
+    try:
+        status = await store.check(tenant)
+    except Exception as exc:
+        log_event("security.hook.budget_precheck_failed", hook_id=hook_id, error=str(exc))
+        raise HookError(f"token budget check failed: {exc}", details=details) from None
+    if status.exhausted:
+        raise HookError(
+            f"monthly token budget of {status.budget_total} is used up for tenant "
+            f"{tenant!r}; raise it or wait for the next month",
+            details={**details, "budget_remaining": 0},
+        )
+    request = ChatRequest(choice.model, system, user, tool, max_tokens=max_tokens)
+    try:
+        # The engine's timeout must win over the client's backstop deadline.
+        reply = await provider.complete(request, timeout_s=timeout_s + 0.5)
+    except SsrfRefused as exc:
+        log_event("security.hook.ssrf_blocked", hook_id=hook_id, host=exc.host)
+        raise HookError(f"model endpoint refused: {exc}", details=details) from None
+    except ProviderError as exc:
+        if exc.status is not None:
+            details["http_status"] = exc.status
+        raise HookError(str(exc), details=details) from None
+    usage = reply.usage
+    details.update(
+        prompt_model=reply.model,
+        prompt_tokens=usage.total,
+        prompt_input_tokens=usage.input_tokens,
+        prompt_output_tokens=usage.output_tokens,
+    )
+    try:
+        after = await store.deduct(tenant, usage.total)
+    except Exception as exc:
+        # The model already answered; losing the charge is logged, the decision stands.
+        log_event("security.hook.budget_deduct_failed", hook_id=hook_id, error=str(exc))
+    else:
+        details["budget_remaining"] = after.remaining
+        if after.crossed_warning:
+            log_event(
+                "security.hook.budget_low",
+                tenant_id=tenant,
+                remaining=after.remaining,
+                budget_total=after.budget_total,
+            )
+    return MeteredReply(reply, details)
