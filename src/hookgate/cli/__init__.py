@@ -16,6 +16,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "hookgate.cli.fire",
     "hookgate.cli.demo",
     "hookgate.cli.events",
+    "hookgate.cli.migrate",
     "hookgate.cli.claude_code",
 )
 

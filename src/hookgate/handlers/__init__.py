@@ -32,6 +32,8 @@ _BUILTIN: Final[dict[str, str]] = {
     "http": "hookgate.handlers.http:HttpHandler",
     "prompt": "hookgate.handlers.prompt:PromptHandler",
     "agent": "hookgate.handlers.agent:AgentHandler",
+    # GoClaw legacy quality gates (loaded from gate files and other_config.quality_gates).
+    "quality_gate": "hookgate.handlers.quality_gate:QualityGateHandler",
 }
 _registered: dict[str, type[Handler] | str] = dict(_BUILTIN)
 
