@@ -1,0 +1,249 @@
+"""The PostgreSQL store (asyncpg), for gateways whose replicas share one set of hooks.
+
+Writes run in transactions from a connection pool; a hook change locks its row
+(``SELECT … FOR UPDATE``) so concurrent updates each get their own version. Execution
+batches go in with binary ``COPY`` into a per-connection temporary table and one
+``INSERT … SELECT … ON CONFLICT (dedup_key) DO NOTHING``. Every hook change also sends
+``NOTIFY hookgate_hooks`` so other replicas' resolvers reload at once.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import re
+import time
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from datetime import date
+from typing import Any, Final
+
+import asyncpg
+
+from hookgate.log import log_event
+from hookgate.store.base import ExecutionRow, StoreError
+from hookgate.store.migrations import load_migrations
+from hookgate.store.sql import EXECUTION_COLUMNS, Row, SqlStore, execution_params
+
+__all__ = ["NOTIFY_CHANNEL", "PostgresStore"]
+
+NOTIFY_CHANNEL: Final = "hookgate_hooks"
+# pg_advisory_xact_lock key for migrations: any fixed number ("hookgate" in ASCII).
+_MIGRATION_LOCK: Final = 0x686F6F6B67617465
+_SCHEMA_NAME: Final = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
+
+_BATCH_TABLE: Final = (
+    "CREATE TEMP TABLE IF NOT EXISTS hookgate_execution_batch ("
+    "ord integer, id text, hook_id text, hook_version integer, hook_name text, "
+    "handler_type text, event text, event_id text, decision text, "
+    "duration_ms double precision, tenant_id text, agent_id text, session_id text, "
+    "input_hash text, dedup_key text, error text, error_detail bytea, metadata jsonb, "
+    "created_at double precision) ON COMMIT DELETE ROWS"
+)
+_BATCH_INSERT: Final = (
+    f"INSERT INTO hook_executions ({EXECUTION_COLUMNS}) "
+    "SELECT b.id, h.id, b.hook_version, b.hook_name, b.handler_type, b.event, b.event_id, "
+    "b.decision, b.duration_ms, b.tenant_id, b.agent_id, b.session_id, b.input_hash, "
+    "b.dedup_key, b.error, b.error_detail, b.metadata, b.created_at "
+    "FROM hookgate_execution_batch b LEFT JOIN agent_hooks h ON h.id = b.hook_id "
+    "ORDER BY b.ord ON CONFLICT (dedup_key) DO NOTHING"
+)
+_BATCH_COLUMNS: Final = ("ord", *(c.strip() for c in EXECUTION_COLUMNS.split(",")))
+
+
+@functools.lru_cache(maxsize=512)
+def _numbered(sql: str) -> str:
+    """``?`` placeholders to asyncpg's ``$1, $2, …`` (our SQL has no ``?`` in literals)."""
+    count = 0
+
+    def number(_: re.Match[str]) -> str:
+        nonlocal count
+        count += 1
+        return f"${count}"
+
+    return re.sub(r"\?", number, sql)
+
+
+def _rowcount(status: str) -> int:
+    last = status.rsplit(" ", 1)[-1]
+    return int(last) if last.isdigit() else 0
+
+
+class _Connection:
+    """:class:`~hookgate.store.sql.Sql` over one asyncpg connection."""
+
+    def __init__(self, conn: asyncpg.Connection) -> None:
+        self.conn = conn
+
+    async def fetch(self, sql: str, *args: Any) -> list[Row]:
+        return list(await self.conn.fetch(_numbered(sql), *args))
+
+    async def fetchrow(self, sql: str, *args: Any) -> Row | None:
+        row: Row | None = await self.conn.fetchrow(_numbered(sql), *args)
+        return row
+
+    async def fetchval(self, sql: str, *args: Any) -> Any:
+        return await self.conn.fetchval(_numbered(sql), *args)
+
+    async def execute(self, sql: str, *args: Any) -> int:
+        return _rowcount(await self.conn.execute(_numbered(sql), *args))
+
+    async def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> int:
+        statement = _numbered(sql)
+        changed = 0
+        for row in rows:
+            changed += _rowcount(await self.conn.execute(statement, *row))
+        return changed
+
+
+class PostgresStore(SqlStore):
+    backend = "postgres"
+    lock_clause = " FOR UPDATE"
+
+    def __init__(
+        self,
+        database_url: str,
+        *,
+        schema: str | None = None,
+        min_pool: int = 1,
+        max_pool: int = 10,
+    ) -> None:
+        super().__init__()
+        if schema is not None and not _SCHEMA_NAME.match(schema):
+            raise StoreError(f"invalid schema name {schema!r}: use lowercase letters, digits, _")
+        self.database_url = database_url
+        self.schema = schema
+        self.min_pool = min_pool
+        self.max_pool = max_pool
+        self._pool: asyncpg.Pool | None = None
+        self._listener: asyncpg.Connection | None = None
+
+    def __repr__(self) -> str:
+        # The URL may hold a password: show only host and database.
+        where = self.database_url.rsplit("@", 1)[-1]
+        return f"PostgresStore({where!r}, schema={self.schema!r})"
+
+    def _server_settings(self) -> dict[str, str]:
+        settings = {"application_name": "hookgate"}
+        if self.schema:
+            settings["search_path"] = self.schema
+        return settings
+
+    async def open(self) -> None:
+        if self._pool is not None:
+            return
+        try:
+            if self.schema:
+                conn = await asyncpg.connect(self.database_url)
+                try:
+                    # Two processes may race here; the loser's IF NOT EXISTS may still fail.
+                    await conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{self.schema}"')
+                except asyncpg.UniqueViolationError:
+                    pass
+                finally:
+                    await conn.close()
+            self._pool = await asyncpg.create_pool(
+                self.database_url,
+                min_size=self.min_pool,
+                max_size=self.max_pool,
+                server_settings=self._server_settings(),
+            )
+        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+            raise StoreError(f"cannot connect to PostgreSQL at {self!r}: {exc}") from None
+
+    async def close(self) -> None:
+        if self._listener is not None:
+            await self._listener.close()
+            self._listener = None
+        if self._pool is not None:
+            await self._pool.close()
+            self._pool = None
+
+    def _require_pool(self) -> asyncpg.Pool:
+        if self._pool is None:
+            raise StoreError("the store is not open")
+        return self._pool
+
+    @asynccontextmanager
+    async def _write(self) -> AsyncIterator[_Connection]:
+        async with self._require_pool().acquire() as conn, conn.transaction():
+            yield _Connection(conn)
+
+    @asynccontextmanager
+    async def _read(self) -> AsyncIterator[_Connection]:
+        async with self._require_pool().acquire() as conn:
+            yield _Connection(conn)
+
+    def _is_unique_violation(self, exc: BaseException) -> bool:
+        return isinstance(exc, asyncpg.UniqueViolationError)
+
+    def _date_param(self, value: date) -> Any:
+        return value
+
+    async def _announce(self, sql: Any, version: int) -> None:
+        # Delivered when the transaction commits, to every listener on the database.
+        await sql.execute(
+            "SELECT pg_notify(?, ?)", NOTIFY_CHANNEL, f"{self.schema or ''}:{version}"
+        )
+
+    async def watch_changes(self) -> None:
+        """LISTEN for hook changes made by other processes; each calls the change listeners
+        (see :meth:`add_change_listener`). Idempotent."""
+        if self._listener is not None:
+            return
+        conn = await asyncpg.connect(self.database_url, server_settings=self._server_settings())
+
+        def on_notify(_conn: object, _pid: int, _channel: str, payload: str) -> None:
+            schema, _, version = payload.rpartition(":")
+            if schema == (self.schema or "") and version.isdigit():
+                self._changed(int(version))
+
+        await conn.add_listener(NOTIFY_CHANNEL, on_notify)
+        self._listener = conn
+
+    async def migrate(self) -> int:
+        migrations = load_migrations("postgres")
+        known = {m.version for m in migrations}
+        async with self._write() as sql:
+            # Serializes concurrent starts: the second waits, then finds nothing to do.
+            await sql.fetchval("SELECT pg_advisory_xact_lock(?)", _MIGRATION_LOCK)
+            await sql.execute(
+                "CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY, "
+                "name text NOT NULL, applied_at double precision NOT NULL)"
+            )
+            done = {
+                row["version"] for row in await sql.fetch("SELECT version FROM schema_migrations")
+            }
+            if done - known:
+                raise StoreError(
+                    f"database has schema version {max(done)}, newer than this hookgate "
+                    f"knows ({max(known)}): upgrade hookgate"
+                )
+            for migration in migrations:
+                if migration.version in done:
+                    continue
+                await sql.conn.execute(migration.sql)  # a script: no parameters
+                await sql.execute(
+                    "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
+                    migration.version,
+                    migration.name,
+                    time.time(),
+                )
+                log_event(
+                    "hookgate.store.migrated",
+                    level=logging.INFO,
+                    version=migration.version,
+                    backend="postgres",
+                )
+        return max(known)
+
+    async def write_executions(self, rows: Sequence[ExecutionRow]) -> int:
+        if not rows:
+            return 0
+        records = [(index, *execution_params(row)) for index, row in enumerate(rows)]
+        async with self._write() as sql:
+            await sql.conn.execute(_BATCH_TABLE)
+            await sql.conn.copy_records_to_table(
+                "hookgate_execution_batch", records=records, columns=_BATCH_COLUMNS
+            )
+            return _rowcount(await sql.conn.execute(_BATCH_INSERT))
