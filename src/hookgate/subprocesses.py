@@ -22,6 +22,7 @@ __all__ = [
     "kill_group",
     "read_capped",
     "shorten",
+    "spawn",
 ]
 
 #: Variables every hook program gets from hookgate's own environment (when set there):
@@ -50,6 +51,39 @@ def base_environment(
     if extra:
         env.update(extra)
     return env
+
+
+class _ExitAwareProtocol(asyncio.subprocess.SubprocessStreamProtocol):
+    """Reports the exit itself: ``Process.wait()`` also waits for every pipe to close,
+    which a backgrounded grandchild holding stdout can delay for ever."""
+
+    def __init__(self, limit: int, loop: asyncio.AbstractEventLoop) -> None:
+        super().__init__(limit=limit, loop=loop)
+        self.exited: asyncio.Future[int] = loop.create_future()
+
+    def process_exited(self) -> None:
+        transport = getattr(self, "_transport", None)
+        code = transport.get_returncode() if transport is not None else None
+        super().process_exited()
+        if not self.exited.done():
+            self.exited.set_result(-1 if code is None else code)
+
+
+async def spawn(
+    program: str, *args: str, **kwargs: object
+) -> tuple[asyncio.subprocess.Process, asyncio.Future[int]]:
+    """Start a child with piped stdin/stdout/stderr; (process, future of its exit status)."""
+    loop = asyncio.get_running_loop()
+    transport, protocol = await loop.subprocess_exec(
+        lambda: _ExitAwareProtocol(CHUNK, loop),
+        program,
+        *args,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        **kwargs,  # type: ignore[arg-type]
+    )
+    return asyncio.subprocess.Process(transport, protocol, loop), protocol.exited
 
 
 def kill_group(pid: int | None) -> None:

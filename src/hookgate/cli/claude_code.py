@@ -19,7 +19,7 @@ import click
 import yaml
 
 from hookgate.bridges import claude_code_settings as cc_settings
-from hookgate.bridges.claude_code import run_bridge
+from hookgate.bridges.claude_code import CLAUDE_EVENTS, run_bridge
 from hookgate.config import ConfigError, read_document
 from hookgate.settings import Settings
 
@@ -69,6 +69,7 @@ def _settings_path(settings: str | None, user: bool) -> Path:
 @click.option("-c", "--config", "config_path", type=click.Path(dir_okay=False), default=None,
               help="Hooks file the installed command passes with --config.")
 @click.option("-e", "--event", "events", multiple=True,
+              type=click.Choice(sorted(CLAUDE_EVENTS.values())),
               help=f"Claude Code event to hook (repeatable; default: "
               f"{', '.join(cc_settings.DEFAULT_EVENTS)}).")
 @click.option("--timeout", type=click.IntRange(1, 600), default=cc_settings.DEFAULT_TIMEOUT_S,

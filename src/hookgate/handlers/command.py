@@ -36,7 +36,7 @@ from typing import Any, ClassVar, Final
 
 from hookgate.handlers.base import Handler, Invocation
 from hookgate.outcome import HookError, HookResult, MalformedAnswer, coerce_result
-from hookgate.subprocesses import base_environment, kill_group, read_capped, shorten
+from hookgate.subprocesses import base_environment, kill_group, read_capped, shorten, spawn
 
 __all__ = ["FORMATS", "STDERR_CAP", "STDOUT_CAP", "CommandHandler", "parse_goclaw_answer"]
 
@@ -194,16 +194,8 @@ async def run_shell(
     this returns or raises, and the shell is reaped.
     """
     try:
-        proc = await asyncio.create_subprocess_exec(
-            "/bin/sh",
-            "-c",
-            command,
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            cwd=cwd,
-            env=dict(env),
-            start_new_session=True,
+        proc, exited = await spawn(
+            "/bin/sh", "-c", command, cwd=cwd, env=dict(env), start_new_session=True
         )
     except OSError as exc:
         where = f" in {cwd!r}" if cwd else ""
@@ -215,13 +207,14 @@ async def run_shell(
     err_task = asyncio.ensure_future(read_capped(proc.stderr, STDERR_CAP))
     feed_task = asyncio.ensure_future(_feed(proc.stdin, stdin))
     try:
-        code = await proc.wait()
+        code = await exited
         # The shell is done; whatever it left in the background goes too (and our pipes
         # reach EOF even when a grandchild still held them).
         kill_group(pid)
         stdout, stdout_len = await out_task
         stderr, _ = await err_task
         await feed_task
+        await proc.wait()
     except BaseException:
         kill_group(pid)
         for task in (out_task, err_task, feed_task):

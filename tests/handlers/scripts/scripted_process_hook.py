@@ -7,7 +7,7 @@ Behaviour comes from the environment and from directives in the tool arguments:
   error object instead). Defaults: ``{"action": "continue"}``, approve ``{"approved": true}``.
 * HOOK_HELLO: JSON result for hook.hello (default ``{"ok": true, "name": "scripted"}``);
   HOOK_HELLO_SLEEP: seconds to wait before answering it; HOOK_EXIT_ON_START: exit code.
-* HOOK_LOG: file that gets one JSON line per message received.
+* HOOK_LOG: file that gets one JSON line per message received (with HOOK_TAG as "tag").
 * arguments._sleep: answer after that many seconds (answers may come out of order).
 * arguments._crash: exit with that status at once, without answering.
 * arguments._noise: before answering, write a non-JSON line, a 2 MiB line, a JSON array,
@@ -26,6 +26,7 @@ import time
 LOCK = threading.Lock()
 ANSWERS = json.loads(os.environ.get("HOOK_ANSWERS") or "{}")
 LOG = os.environ.get("HOOK_LOG")
+TAG = os.environ.get("HOOK_TAG")
 
 
 def write(obj: object) -> None:
@@ -37,7 +38,7 @@ def write(obj: object) -> None:
 def log(message: dict) -> None:
     if LOG:
         with LOCK, open(LOG, "a", encoding="utf-8") as handle:
-            handle.write(json.dumps(message) + "\n")
+            handle.write(json.dumps({**message, "tag": TAG} if TAG else message) + "\n")
 
 
 def answer(message: dict) -> None:

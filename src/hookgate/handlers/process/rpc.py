@@ -26,7 +26,7 @@ from typing import Any, Final
 from hookgate.handlers.process.spec import ProcessSpec
 from hookgate.log import log_event
 from hookgate.outcome import HookError
-from hookgate.subprocesses import CHUNK, base_environment, kill_group, shorten
+from hookgate.subprocesses import CHUNK, base_environment, kill_group, shorten, spawn
 
 __all__ = ["MAX_LINE", "HookProcess", "RpcError"]
 
@@ -174,11 +174,8 @@ class HookProcess:
         spec = self.spec
         try:
             try:
-                proc = await asyncio.create_subprocess_exec(
+                proc, exited = await spawn(
                     *spec.command,
-                    stdin=asyncio.subprocess.PIPE,
-                    stdout=asyncio.subprocess.PIPE,
-                    stderr=asyncio.subprocess.PIPE,
                     cwd=spec.dir,
                     env=base_environment(spec.allowed_env_vars, dict(spec.env)),
                     start_new_session=True,
@@ -194,7 +191,7 @@ class HookProcess:
                 self.loop.create_task(self._write_loop(proc.stdin)),
                 self.loop.create_task(self._read_stdout(proc.stdout)),
                 self.loop.create_task(self._read_stderr(proc.stderr)),
-                self.loop.create_task(self._watch(proc)),
+                self.loop.create_task(self._watch(proc, exited)),
             ]
             params = {"name": spec.name or self.label, "version": 1, "modes": list(self.modes)}
             try:
@@ -394,8 +391,8 @@ class HookProcess:
                     self.stderr_tail.append(text)
                     log_event("hookgate.process.stderr", level=20, hook=self.label, line=text)
 
-    async def _watch(self, proc: asyncio.subprocess.Process) -> None:
-        code = await proc.wait()
+    async def _watch(self, proc: asyncio.subprocess.Process, exited: asyncio.Future[int]) -> None:
+        code = await exited
         if self.state not in ("running", "starting"):
             return  # closing, or a failed start already reported why
         kill_group(proc.pid)  # leftovers that still hold our pipes
