@@ -157,3 +157,28 @@ def test_depth_guard_runs_no_hooks_on_non_blocking_events() -> None:
     tester.hook("subagent_stop")(lambda e: calls.append(1))
     assert tester.fire("subagent_stop", depth=4).decision == "allow"
     assert calls == []
+
+
+def test_probe_runs_even_when_an_earlier_hook_answers() -> None:
+    calls: list[int] = []
+    tester = HookTester()
+    tester.hook("pre_tool_use", priority=5, name="context")(
+        lambda e: {"additional_context": "from the first hook"}
+    )
+    state = {"fail": True}
+
+    @tester.hook("pre_tool_use", name="flaky")
+    def flaky(event: HookEvent) -> None:
+        calls.append(1)
+        if state["fail"]:
+            raise RuntimeError("down")
+
+    flaky_id = next(d.id for d in tester.engine.registry.definitions() if d.name == "flaky")
+    for _ in range(5):
+        tester.fire("pre_tool_use", EXEC)
+    tester.clock.advance(31)
+    state["fail"] = False
+    outcome = tester.fire("pre_tool_use", EXEC)
+    assert outcome.decision == "allow" and len(calls) == 6
+    assert [t.name for t in outcome.trace] == ["context", "flaky"]
+    assert tester.engine.breakers.status(flaky_id).state == "closed"

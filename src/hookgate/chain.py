@@ -1,10 +1,17 @@
 """The chain: every rule for folding hook answers into one outcome lives in :func:`run_chain`.
 
 :func:`run_chain` is a generator. It decides which hooks run, in what order and with which
-timeout, and yields batches of :class:`Call` objects; a driver executes them (sequentially or
-concurrently, with or without an event loop) and sends back one :class:`Reply` per call.
-Because the driver only executes and the generator only decides, the outcome is the same
-whichever driver runs it and whichever hook finishes first.
+timeout, and yields :data:`Batch` es of calls; a driver executes them (with or without an
+event loop) and sends back one :data:`Reply` per call it ran. Because the driver only executes
+and the generator only decides, the outcome is the same whichever driver runs it and whichever
+hook finishes first.
+
+The driver contract: a batch with a ``deadline`` (a blocking event) runs in order, each call
+within ``min(its timeout, deadline - now)``, and stops after the first call that answered
+something (not ``None``), failed or timed out, or when the deadline has passed; a batch without
+one (non-blocking) runs every call concurrently. Running abstaining hooks back to back is the
+same as running them one at a time, because an abstention changes nothing the next hook sees;
+admissions past the stopping point are discarded and made again against the new payload.
 
 Rules, in order of application:
 
@@ -16,7 +23,7 @@ Rules, in order of application:
   or when its ``if_expr`` is false or fails to evaluate (the failure is in the trace).
 * An open circuit breaker never opens a door: on a blocking event the hook's ``on_error``
   policy applies without calling it (block by default); on a non-blocking event it is skipped.
-* Blocking events run hooks one at a time; each sees the rewrites of those before it.
+* Blocking events run hooks in order; each sees the rewrites of those before it.
   The first block (``decision: block``, ``continue: false``, an ``ask``/``defer`` with no
   approver, an abort) ends the chain, and so does a synthetic result. Context from every hook
   is kept in order.
@@ -58,25 +65,35 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CALL_HOOK",
-    "CALL_PAYLOAD",
     "CALL_TIMEOUT",
+    "Batch",
     "Call",
     "ChainGen",
     "ChainSettings",
     "Reply",
+    "matters",
     "reply",
     "run_chain",
     "sort_key",
 ]
 
-#: A call is ``(hook, payload, timeout_s, row)``: run ``hook`` on ``payload`` within
-#: ``timeout_s`` seconds. Plain tuples keep the per-hook cost of the chain low.
-Call = tuple["CompiledHook", Mapping[str, Any], float, list[Any]]
-CALL_HOOK, CALL_PAYLOAD, CALL_TIMEOUT = 0, 1, 2
+#: A call is ``(hook, timeout_s, row, hook_index, rows_after)``: run ``hook`` within
+#: ``timeout_s`` seconds. ``row``, ``hook_index`` and ``rows_after`` are the chain's own
+#: bookkeeping. Plain tuples keep the per-hook cost of the chain low.
+Call = tuple["CompiledHook", float, list[Any], int, int]
+CALL_HOOK, CALL_TIMEOUT = 0, 1
+#: A batch is ``(calls, payload, deadline)``: the payload every call of the batch sees, and the
+#: chain deadline (clock time) for blocking events, ``None`` for non-blocking ones.
+Batch = tuple[tuple[Call, ...], Mapping[str, Any], float | None]
 #: A reply is ``(answer, error, timed_out, duration_ms)``: the handler's raw answer, or the
 #: exception it raised, or a timeout.
 Reply = tuple[Any, BaseException | None, bool, float]
-ChainGen = Generator[tuple[Call, ...], tuple[Reply, ...], Outcome]
+ChainGen = Generator[Batch, Sequence[Reply], Outcome]
+
+
+def matters(reply: Reply) -> bool:
+    """Whether a blocking batch stops after this reply (an answer, a failure, a timeout)."""
+    return reply[0] is not None or reply[1] is not None or reply[2]
 
 
 def reply(
@@ -150,15 +167,21 @@ def run_chain(
             )
         return outcome
 
+    deadline = started + budget if blocking else None
     index = 0
     count = len(hooks)
     while index < count:
-        # Admission: pick the next hook (blocking) or every remaining hook (non-blocking).
+        # Admission: every remaining hook, judged against the current payload. On a blocking
+        # event a hook whose breaker has faulted starts a batch of its own, so that a
+        # half-open probe is never admitted and then discarded.
         batch: list[Call] = []
         while index < count:
             hook = hooks[index]
-            index += 1
             definition = hook.definition
+            watched = breakers is not None and definition.id in faulted
+            if watched and blocking and batch:
+                break
+            index += 1
             #      hook, matched, skipped, decision, duration, error, breaker, details
             row = [hook, False, None, None, 0.0, None, "closed", None]
             rows.append(row)
@@ -187,7 +210,8 @@ def run_chain(
                     row[ROW_SKIPPED] = "if_expr is false"
                     continue
             row[ROW_MATCHED] = True
-            if breakers is not None and definition.id in faulted:
+            if watched:
+                assert breakers is not None
                 state = breakers.admit(definition.id)
                 if state != "closed":
                     row[ROW_BREAKER] = state
@@ -206,28 +230,26 @@ def run_chain(
                             "blocked by its failure policy"
                         )
                         return outcome
-            if blocking:
-                remaining = budget - (clock() - started)
-                if remaining <= 0:
-                    row[ROW_DECISION] = "timeout"
-                    row[ROW_ERROR] = "chain budget exhausted before this hook ran"
-                    outcome.decision = "block"
-                    outcome.reason = f"hook chain exceeded its {budget:g} s budget"
-                    return outcome
-                timeout = hook.timeout_s if hook.timeout_s < remaining else remaining
-                batch.append((hook, current, timeout, row))
+            if deadline is not None and not batch and clock() >= deadline:
+                row[ROW_DECISION] = "timeout"
+                row[ROW_ERROR] = "chain budget exhausted before this hook ran"
+                outcome.decision = "block"
+                outcome.reason = f"hook chain exceeded its {budget:g} s budget"
+                return outcome
+            batch.append((hook, hook.timeout_s, row, index - 1, len(rows)))
+            if watched and blocking:
                 break
-            batch.append((hook, current, hook.timeout_s, row))
         if not batch:
             break
 
         calls = tuple(batch)
-        replies = yield calls
+        replies = yield (calls, current, deadline)
 
         # Folding: apply each answer in hook order.
-        for (hook, _, timeout, row), (answer, failure, timed_out, duration) in zip(
-            calls, replies, strict=True
-        ):
+        resume: Call | None = None
+        for call, (answer, failure, timed_out, duration) in zip(calls, replies, strict=False):
+            # strict=False: a blocking batch's driver stops early by contract
+            hook, row = call[0], call[2]
             definition = hook.definition
             row[ROW_DURATION] = duration
             result: HookResult | None = None
@@ -244,6 +266,10 @@ def run_chain(
                         _check_allowed(result, spec)
                 except MalformedAnswer as exc:
                     failure = exc
+            resume = call
+            if blocking:
+                # Admissions after the answering hook were judged on the old payload: drop them.
+                del rows[call[4] :]
             if timed_out or failure is not None:
                 if breakers is not None:
                     breakers.fault(definition.id, "timeout" if timed_out else _message(failure))
@@ -251,7 +277,9 @@ def run_chain(
                     _details(row).update(failure.details)
                 if timed_out:
                     row[ROW_DECISION] = "timeout"
-                    row[ROW_ERROR] = f"timed out after {timeout * 1000:.0f} ms"
+                    row[ROW_ERROR] = "timed out" + (
+                        f" after {duration:.0f} ms" if duration else ""
+                    ) + f" (limit {definition.timeout_ms} ms)"
                     policy = definition.on_timeout
                 else:
                     malformed = isinstance(failure, MalformedAnswer)
@@ -262,6 +290,8 @@ def run_chain(
                     outcome.decision = "block"
                     outcome.reason = f"hook {definition.label!r} failed closed: {row[ROW_ERROR]}"
                     return outcome
+                if blocking:
+                    break
                 continue
             if breakers is not None and definition.id in faulted:
                 breakers.success(definition.id)
@@ -324,6 +354,16 @@ def run_chain(
                 outcome.reason = result.reason
                 return outcome
             row[ROW_DECISION] = "allow"
+            break  # a blocking batch stops after an answer
+        if not blocking:
+            continue
+        if resume is not None:
+            index = resume[3] + 1  # admit the rest again, against the new payload
+        elif len(replies) < len(calls):
+            # The driver stopped at the deadline; the next admission reports the budget.
+            unrun = calls[len(replies)]
+            del rows[unrun[4] - 1 :]
+            index = unrun[3]
     return outcome
 
 

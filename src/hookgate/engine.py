@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from hookgate.audit import AuditSink, ExecutionRecord, input_hash
-from hookgate.chain import Call, ChainGen, ChainSettings, Reply, run_chain
+from hookgate.chain import Batch, Call, ChainGen, ChainSettings, Reply, matters, run_chain
 from hookgate.definition import HookDefinition, validate_definition
 from hookgate.events import CATALOGUE, KNOWN_FIELDS, EventSpec, get_event, normalize_payload
 from hookgate.handlers import Handler, Invocation, Services, handler_class
@@ -40,28 +40,48 @@ for _spec in CATALOGUE:
         _SPECS[_name] = _spec
 
 
-def drive_sync(chain: ChainGen, execute: Callable[[Call], Reply]) -> Outcome:
-    """Run a chain without an event loop, one call after another."""
+def drive_sync(
+    chain: ChainGen, execute: Callable[[Batch], Sequence[Reply]]
+) -> Outcome:
+    """Run a chain without an event loop: ``execute`` runs one batch per the driver contract."""
     try:
         batch = next(chain)
         while True:
-            if len(batch) == 1:
-                batch = chain.send((execute(batch[0]),))
-            else:
-                batch = chain.send(tuple(execute(call) for call in batch))
+            batch = chain.send(execute(batch))
     except StopIteration as done:
         return done.value  # type: ignore[no-any-return]
 
 
-async def drive_async(chain: ChainGen, execute: Callable[[Call], Awaitable[Reply]]) -> Outcome:
-    """Run a chain on the event loop; a batch of several calls runs concurrently."""
+async def drive_async(
+    chain: ChainGen,
+    execute: Callable[[Call, Mapping[str, Any], float], Awaitable[Reply]],
+    clock: Callable[[], float],
+) -> Outcome:
+    """Run a chain on the event loop.
+
+    A blocking batch runs in order and stops after the first call that matters; a
+    non-blocking batch runs concurrently.
+    """
     try:
         batch = next(chain)
         while True:
-            if len(batch) == 1:
-                batch = chain.send((await execute(batch[0]),))
+            calls, payload, deadline = batch
+            if deadline is None:
+                replies: Sequence[Reply] = await asyncio.gather(
+                    *(execute(call, payload, call[1]) for call in calls)
+                )
             else:
-                batch = chain.send(tuple(await asyncio.gather(*(execute(c) for c in batch))))
+                ran: list[Reply] = []
+                for call in calls:
+                    remaining = deadline - clock()
+                    if remaining <= 0:
+                        break
+                    reply = await execute(call, payload, min(call[1], remaining))
+                    ran.append(reply)
+                    if matters(reply):
+                        break
+                replies = ran
+            batch = chain.send(replies)
     except StopIteration as done:
         return done.value  # type: ignore[no-any-return]
 
@@ -105,46 +125,68 @@ class _LoopThread:
 
 
 class _SyncCaller:
-    """Executes calls of plain-function hooks in the calling thread (``fire_sync``).
+    """Runs batches of plain-function hooks in the calling thread.
 
-    The event view is shared while the payload is unchanged; a plain function cannot be
-    interrupted, so a hook that overran its timeout is reported as a timeout afterwards.
+    The event view is shared by the calls of a batch (they see the same payload). A plain
+    function cannot be interrupted, so a hook that overran its timeout (or the chain budget)
+    is reported as a timeout afterwards.
     """
 
-    __slots__ = ("_event", "_functions", "_payload", "_refuse", "_view")
+    __slots__ = ("_clock", "_event", "_functions", "_refuse")
 
     def __init__(
         self,
         event: str,
         functions: Mapping[CompiledHook, Callable[[HookEvent], Any]],
         refuse: Callable[[CompiledHook], HookError | None] | None,
+        clock: Callable[[], float],
     ) -> None:
         self._event = event
         self._functions = functions
         self._refuse = refuse
-        self._payload: Mapping[str, Any] | None = None
-        self._view: HookEvent | None = None
+        self._clock = clock
 
-    def __call__(self, call: Call) -> Reply:
-        hook, payload, timeout_s, _ = call
-        view = self._view
-        if payload is not self._payload or view is None:
-            view = self._view = HookEvent(self._event, payload)
-            self._payload = payload
-        if self._refuse is not None:
-            refused = self._refuse(hook)
-            if refused is not None:
-                return (None, refused, False, 0.0)
+    def __call__(self, batch: Batch) -> list[Reply]:
+        calls, payload, deadline = batch
+        view = HookEvent(self._event, payload)
+        functions = self._functions
+        clock = self._clock
+        refuse = self._refuse
         perf = time.perf_counter
-        started = perf()
-        try:
-            answer = self._functions[hook](view)
-        except Exception as exc:
-            return (None, exc, False, (perf() - started) * 1000)
-        elapsed = perf() - started
-        if elapsed > timeout_s:
-            return (None, None, True, elapsed * 1000)
-        return (answer, None, False, elapsed * 1000)
+        replies: list[Reply] = []
+        for call in calls:
+            hook, timeout_s = call[0], call[1]
+            if deadline is not None:
+                remaining = deadline - clock()
+                if remaining <= 0:
+                    break
+                if remaining < timeout_s:
+                    timeout_s = remaining
+            if refuse is not None:
+                refused = refuse(hook)
+                if refused is not None:
+                    replies.append((None, refused, False, 0.0))
+                    if deadline is not None:
+                        break
+                    continue
+            started = perf()
+            try:
+                answer = functions[hook](view)
+            except Exception as exc:
+                replies.append((None, exc, False, (perf() - started) * 1000))
+                if deadline is not None:
+                    break
+                continue
+            elapsed = perf() - started
+            if elapsed > timeout_s:
+                replies.append((None, None, True, elapsed * 1000))
+                if deadline is not None:
+                    break
+                continue
+            replies.append((answer, None, False, elapsed * 1000))
+            if answer is not None and deadline is not None:
+                break
+        return replies
 
 
 class Engine:
@@ -174,6 +216,7 @@ class Engine:
         self.audit = audit
         self.listeners: list[Callable[[Sequence[ExecutionRecord]], None]] = []
         self.stats = EngineStats()
+        self._clock = clock
         self.breakers = BreakerBoard(
             threshold=self.settings.breaker_threshold,
             window_s=self.settings.breaker_window_s,
@@ -386,7 +429,13 @@ class Engine:
         data = self._prepare(sample_event)
         compiled = compile_hook(definition)
         chain = run_chain((compiled,), spec, data, self._dry_settings)
-        return await drive_async(chain, lambda call: self._execute(spec, call, dry_run=True))
+        return await drive_async(
+            chain,
+            lambda call, payload, timeout: self._execute(
+                spec, call, payload, timeout, dry_run=True
+            ),
+            self._clock,
+        )
 
     # -- internals ------------------------------------------------------------------------
 
@@ -413,7 +462,8 @@ class Engine:
         else:
             outcome = await drive_async(
                 run_chain(hooks, spec, data, self._chain_settings),
-                lambda call: self._execute(spec, call),
+                lambda call, payload, timeout: self._execute(spec, call, payload, timeout),
+                self._clock,
             )
         if outcome._rows and (self.audit is not None or self.listeners):
             self._record(spec, data, outcome)
@@ -429,7 +479,7 @@ class Engine:
         functions: Mapping[CompiledHook, Callable[[HookEvent], Any]],
     ) -> Outcome:
         refuse = self._gate_refusal if self.settings.edition == "standard" else None
-        caller = _SyncCaller(spec.name, functions, refuse)
+        caller = _SyncCaller(spec.name, functions, refuse, self._clock)
         return drive_sync(run_chain(hooks, spec, data, self._chain_settings), caller)
 
     def _gate_refusal(self, hook: CompiledHook) -> HookError | None:
@@ -438,8 +488,16 @@ class Engine:
             return HookError("command hooks are disabled on the standard edition")
         return None
 
-    async def _execute(self, spec: EventSpec, call: Call, *, dry_run: bool = False) -> Reply:
-        hook, payload, timeout_s, _ = call
+    async def _execute(
+        self,
+        spec: EventSpec,
+        call: Call,
+        payload: Mapping[str, Any],
+        timeout_s: float,
+        *,
+        dry_run: bool = False,
+    ) -> Reply:
+        hook = call[0]
         refused = self._gate_refusal(hook)
         if refused is not None:
             return (None, refused, False, 0.0)
