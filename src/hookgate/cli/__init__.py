@@ -18,6 +18,8 @@ COMMAND_MODULES: tuple[str, ...] = (
     "hookgate.cli.events",
     "hookgate.cli.migrate",
     "hookgate.cli.claude_code",
+    "hookgate.cli.serve",
+    "hookgate.cli.keys",
 )
 
 

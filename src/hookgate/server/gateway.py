@@ -9,6 +9,7 @@ order, so no accepted execution row is lost.
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 import uuid
 from collections.abc import Mapping
@@ -30,7 +31,7 @@ from hookgate.server.tracing import HookTracer
 from hookgate.settings import Settings
 from hookgate.store import BreakerSnapshot, Caller, ExecutionRow, Store, StoreError
 
-__all__ = ["ClosableAudit", "Gateway", "GatewayOptions"]
+__all__ = ["ClosableAudit", "Gateway", "GatewayOptions", "open_audit"]
 
 DEFAULT_MAX_FRAME_BYTES: Final = 1 << 20
 
@@ -110,6 +111,7 @@ class Gateway:
         self.source.start_polling()
         log_event(
             "hookgate.gateway.started",
+            level=logging.INFO,
             edition=self.edition,
             hooks=len(self.source.hook_ids()),
             backend=getattr(self.store, "backend", "?"),
@@ -131,7 +133,7 @@ class Gateway:
         if self.audit is not None:
             await self.audit.aclose()  # flushes every accepted row
         await self.store.close()
-        log_event("hookgate.gateway.stopped", fired=self.engine.stats.fired)
+        log_event("hookgate.gateway.stopped", level=logging.INFO, fired=self.engine.stats.fired)
 
     @property
     def closing(self) -> bool:
@@ -258,3 +260,10 @@ class Gateway:
             if isinstance(value, Mapping):
                 return value
         return {}
+
+
+def open_audit(store: Store, mode: str = "async") -> ClosableAudit:
+    """The audit writer for ``store`` in ``mode`` (``async`` or ``sync``)."""
+    from hookgate.server.audit_bridge import StoreAudit
+
+    return StoreAudit(store, sync=mode == "sync")

@@ -1,0 +1,126 @@
+"""``hookgate keys create|list|revoke``: the gateway's API keys, managed on the store directly.
+
+Whoever can open the store is the operator, so these commands act in master scope. ``create``
+prints the new key alone on its last line (scripts take ``tail -n 1``); only its hash is kept.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+import click
+
+from hookgate.cli.store_options import store_options
+from hookgate.store import ApiKey, Caller, StoreError, open_store
+
+__all__ = ["register"]
+
+
+def register(main: click.Group) -> None:
+    main.add_command(keys)
+
+
+def _when(ts: float | None) -> str:
+    if ts is None:
+        return "-"
+    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%d %H:%M:%SZ")
+
+
+async def _with_store(data_dir: str | None, database_url: str | None, action: Any) -> Any:
+    try:
+        store = await open_store(data_dir=data_dir, database_url=database_url)
+    except StoreError as exc:
+        raise click.ClickException(str(exc)) from None
+    try:
+        return await action(store)
+    except StoreError as exc:
+        raise click.ClickException(str(exc)) from None
+    finally:
+        await store.close()
+
+
+@click.group()
+def keys() -> None:
+    """Create, list and revoke gateway API keys."""
+
+
+@keys.command("create")
+@click.option("--tenant", "tenant_id", default="default", show_default=True, help="Tenant id.")
+@click.option(
+    "--role",
+    type=click.Choice(["viewer", "operator", "admin"]),
+    default="operator",
+    show_default=True,
+    help="viewer reads; operator also tests and dispatches; admin also writes.",
+)
+@click.option("--master", is_flag=True, help="Master scope: sees and manages every tenant.")
+@click.option("--name", default="", help="A label shown by 'keys list'.")
+@store_options
+def create(
+    tenant_id: str,
+    role: str,
+    master: bool,
+    name: str,
+    data_dir: str | None,
+    database_url: str | None,
+) -> None:
+    """Create a key and print it (once) on the last line."""
+
+    async def action(store: Any) -> tuple[ApiKey, str]:
+        result: tuple[ApiKey, str] = await store.create_api_key(
+            Caller.master_scope(),
+            tenant_id=tenant_id,
+            role=role,
+            master=master,
+            name=name,
+        )
+        return result
+
+    key, token = asyncio.run(_with_store(data_dir, database_url, action))
+    scope = ", master scope" if key.master else ""
+    click.echo(f"created key {key.id} ({key.role}, tenant {key.tenant_id}{scope})", err=True)
+    click.echo("the key is shown once; store it now:", err=True)
+    click.echo(token)
+
+
+@keys.command("list")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per key.")
+@store_options
+def list_keys(as_json: bool, data_dir: str | None, database_url: str | None) -> None:
+    """List keys (never their secret part)."""
+
+    async def action(store: Any) -> list[ApiKey]:
+        found: list[ApiKey] = await store.list_api_keys(Caller.master_scope())
+        return found
+
+    found = asyncio.run(_with_store(data_dir, database_url, action))
+    if as_json:
+        for key in found:
+            click.echo(json.dumps(key.to_dict()))
+        return
+    click.echo(f"{'id':<36}  {'prefix':<10}  {'tenant':<20}  {'role':<8}  master  "
+               f"{'created':<20}  revoked")
+    for key in found:
+        click.echo(
+            f"{key.id:<36}  {key.prefix:<10}  {key.tenant_id[:20]:<20}  {key.role:<8}  "
+            f"{'yes' if key.master else 'no':<6}  {_when(key.created_at):<20}  "
+            f"{_when(key.revoked_at)}  {key.name}"
+        )
+
+
+@keys.command("revoke")
+@click.argument("key_id")
+@store_options
+def revoke(key_id: str, data_dir: str | None, database_url: str | None) -> None:
+    """Revoke the key KEY_ID (see 'keys list'); a running gateway stops accepting it within
+    two seconds."""
+
+    async def action(store: Any) -> ApiKey:
+        key: ApiKey = await store.revoke_api_key(Caller.master_scope(), key_id)
+        return key
+
+    key = asyncio.run(_with_store(data_dir, database_url, action))
+    click.echo(f"revoked key {key.id} ({key.role}, tenant {key.tenant_id})")

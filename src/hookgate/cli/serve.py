@@ -1,0 +1,160 @@
+"""``hookgate serve``: run the gateway (WebSocket API, REST mirror, web panel, metrics).
+
+On first start (no API key in the store yet) it creates a master admin key and prints it
+once, with the address of the web panel. SIGINT/SIGTERM shut down gracefully: requests in
+flight finish, queued background hooks run, the audit log is flushed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+import sys
+from typing import Any
+
+import click
+
+from hookgate.cli.store_options import store_options
+from hookgate.store import Caller, StoreError, open_store
+
+__all__ = ["register"]
+
+DEFAULT_PORT = 8787
+
+
+def register(main: click.Group) -> None:
+    main.add_command(serve)
+
+
+async def _bootstrap(data_dir: str | None, database_url: str | None) -> tuple[str | None, str]:
+    """Migrate the store; create the master admin key when there is no key at all."""
+    store = await open_store(data_dir=data_dir, database_url=database_url)
+    try:
+        where = repr(store)
+        if await store.list_api_keys(Caller.master_scope()):
+            return None, where
+        _, token = await store.create_api_key(
+            Caller.master_scope(),
+            tenant_id="default",
+            role="admin",
+            master=True,
+            name="master admin (first start)",
+        )
+        return token, where
+    finally:
+        await store.close()
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise click.ClickException(f"cannot listen on {host}:{port}: {exc.strerror}") from None
+    sock.set_inheritable(True)
+    return sock
+
+
+@click.command()
+@click.option("--host", envvar="HOOKGATE_HOST", default="127.0.0.1", show_default=True,
+              help="Address to listen on (keep 127.0.0.1 unless a proxy terminates TLS).")
+@click.option("--port", envvar="HOOKGATE_PORT", type=int, default=DEFAULT_PORT,
+              show_default=True, help="Port (0 picks a free one and prints it).")
+@store_options
+@click.option("--edition", envvar="HOOKGATE_EDITION", type=click.Choice(["lite", "standard"]),
+              default="lite", show_default=True,
+              help="standard refuses command hooks when defined and when run.")
+@click.option("--allow-callable", "callable_modules", multiple=True, metavar="MODULE",
+              help="Let callable hooks name functions in MODULE (repeatable). Default: none.")
+@click.option("--max-frame-bytes", type=int, default=1 << 20, show_default=True,
+              help="Largest WebSocket frame or REST body accepted.")
+@click.option("--audit-mode", envvar="HOOKGATE_AUDIT_MODE", type=click.Choice(["async", "sync"]),
+              default="async", show_default=True,
+              help="async: rows are flushed in batches; sync: a decision returns once its "
+              "row is committed.")
+@click.option("--trace-exporter", envvar="HOOKGATE_TRACE_EXPORTER", default="none",
+              show_default=True, help="Spans: none, otlp, console or jsonl:PATH (needs [otel]).")
+@click.option("--log-format", type=click.Choice(["text", "json"]), default="text",
+              show_default=True, help="json: one object per line with the seed's keys.")
+def serve(
+    host: str,
+    port: int,
+    data_dir: str | None,
+    database_url: str | None,
+    edition: str,
+    callable_modules: tuple[str, ...],
+    max_frame_bytes: int,
+    audit_mode: str,
+    trace_exporter: str,
+    log_format: str,
+) -> None:
+    """Run the hookgate gateway."""
+    import uvicorn
+
+    from hookgate.server.app import create_app
+    from hookgate.server.gateway import Gateway, GatewayOptions, open_audit
+    from hookgate.server.logs import configure_logging
+    from hookgate.server.tracing import TraceSetupError, configure_tracing
+    from hookgate.settings import Settings
+
+    root_level = logging.getLogger().level or logging.WARNING
+    configure_logging(min(root_level, logging.INFO), log_format)
+    try:
+        token, where = asyncio.run(_bootstrap(data_dir, database_url))
+    except StoreError as exc:
+        raise click.ClickException(str(exc)) from None
+    try:
+        provider = configure_tracing(trace_exporter)
+    except TraceSetupError as exc:
+        raise click.ClickException(str(exc)) from None
+    sock = _bind(host, port)
+    bound_port = sock.getsockname()[1]
+    shown_host = f"[{host}]" if ":" in host else host
+    base = f"http://{shown_host}:{bound_port}"
+    options = GatewayOptions(
+        edition=edition, max_frame_bytes=max_frame_bytes, callable_modules=callable_modules
+    )
+
+    async def make_gateway() -> Gateway:
+        store = await open_store(data_dir=data_dir, database_url=database_url)
+        settings = Settings.from_env()
+        return Gateway(
+            store,
+            options=options,
+            settings=settings,
+            audit=open_audit(store, audit_mode),
+        )
+
+    if token is not None:
+        click.echo("Created the master admin API key. It is shown only this once; store it now:")
+        click.echo(f"  {token}")
+        click.echo(f"Open the web panel at {base}/ and sign in with this key.")
+    click.echo(
+        f"hookgate gateway ({edition} edition) listening on {base} "
+        f"(WebSocket {base.replace('http', 'ws', 1)}/ws, REST {base}/api/v1); store: {where}"
+    )
+    sys.stdout.flush()
+    config = uvicorn.Config(
+        create_app(make_gateway),
+        ws="auto",
+        loop="asyncio",
+        http="auto",
+        lifespan="on",
+        log_level="warning",
+        access_log=False,
+        ws_max_size=max(16 << 20, 4 * max_frame_bytes),
+        timeout_graceful_shutdown=30,
+    )
+    server: Any = uvicorn.Server(config)
+    try:
+        server.run(sockets=[sock])
+    finally:
+        sock.close()
+        if provider is not None:
+            provider.shutdown()
+    if not server.started:
+        raise SystemExit(1)
