@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import hashlib
 import secrets
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import date
 from typing import Any, Final, Literal, Protocol, runtime_checkable
 
+from hookgate.budget import BudgetStatus
 from hookgate.definition import GLOBAL_TENANT, HookDefinition
 
 __all__ = [
@@ -414,6 +416,18 @@ class Store(Protocol):
         """A counter that grows on every hook change, in any process (cache invalidation)."""
         ...
 
+    def add_change_listener(self, callback: Callable[[int], None]) -> None:
+        """Call ``callback(hooks_version)`` after each committed hook change made through
+        this object, and (after :meth:`watch_changes`) changes other processes made."""
+        ...
+
+    def remove_change_listener(self, callback: Callable[[int], None]) -> None: ...
+
+    async def watch_changes(self) -> None:
+        """Start hearing other processes' hook changes (PostgreSQL LISTEN; no-op on SQLite,
+        where resolvers poll :meth:`hooks_version`)."""
+        ...
+
     # executions
     async def write_executions(self, rows: Sequence[ExecutionRow]) -> int:
         """Insert rows in one transaction; rows whose ``dedup_key`` exists are skipped.
@@ -443,12 +457,26 @@ class Store(Protocol):
     async def deduct_budget(
         self, caller: Caller, tenant_id: str, tokens: int, *, allow_negative: bool = True
     ) -> TenantBudget:
-        """Atomically subtract ``tokens`` (after rolling over if needed). With
-        ``allow_negative=False`` raise :class:`BudgetExceeded` instead of going below zero."""
+        """Atomically subtract ``tokens`` (after rolling over if needed); ``remaining`` stops
+        at zero, since the tokens were already spent. With ``allow_negative=False`` raise
+        :class:`BudgetExceeded` instead when fewer than ``tokens`` are left."""
         ...
 
     async def set_budget_total(self, caller: Caller, tenant_id: str, total: int) -> TenantBudget:
         """Set the monthly total; ``remaining`` moves by the same difference."""
+        ...
+
+    async def budget_apply(
+        self,
+        tenant_id: str,
+        op: Literal["check", "deduct", "set_total"],
+        amount: int = 0,
+        *,
+        today: date | None = None,
+        default_total: int = DEFAULT_BUDGET_TOKENS,
+    ) -> BudgetStatus:
+        """The atomic primitive behind :class:`hookgate.budget.BudgetStore` (no caller: the
+        engine's own accounting). Rolls over first; deductions stop at zero."""
         ...
 
     # API keys

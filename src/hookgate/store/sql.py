@@ -200,6 +200,13 @@ def hook_from_row(row: Row) -> HookRecord:
     return HookRecord(definition, row["created_at"], row["updated_at"], breaker)
 
 
+def _metadata_json(metadata: Mapping[str, Any]) -> str:
+    # str() for anything exotic a handler left in its details, and no NUL escapes (jsonb
+    # refuses them): an execution row is never refused for its metadata.
+    text = json.dumps(metadata, separators=(",", ":"), ensure_ascii=False, default=str)
+    return text.replace("\\u0000", "\\\\0") if "\\u0000" in text else text
+
+
 def execution_params(row: ExecutionRow) -> tuple[Any, ...]:
     return (
         row.id,
@@ -218,7 +225,7 @@ def execution_params(row: ExecutionRow) -> tuple[Any, ...]:
         row.dedup_key,
         row.error,
         row.error_detail,
-        _json(row.metadata, "metadata"),
+        _metadata_json(row.metadata),
         row.created_at,
     )
 
@@ -327,6 +334,10 @@ class SqlStore(ABC, Store):
     def remove_change_listener(self, callback: Callable[[int], None]) -> None:
         if callback in self._listeners:
             self._listeners.remove(callback)
+
+    async def watch_changes(self) -> None:
+        """Nothing to listen to: other processes' changes are seen by polling the version."""
+        return None
 
     def _changed(self, version: int) -> None:
         for callback in list(self._listeners):

@@ -1,0 +1,344 @@
+"""The audit writer: execution records into the store in batches, off the hot path.
+
+:meth:`AuditWriter.record` only appends to an in-memory queue (safe from any thread). One
+writer task drains the queue into :meth:`Store.write_executions`, one transaction per batch
+(group commit: rows of many concurrent events share one commit).
+
+Modes
+    ``async`` (default): ``wait_durable`` returns at once; the queue is flushed at least every
+    ``flush_interval_s`` (100 ms), whenever ``max_batch`` rows are waiting, and on
+    :meth:`close`. A ``kill -9`` loses at most the rows of the last flush window.
+    ``sync``: ``wait_durable`` returns only once every row recorded before it is committed;
+    rows arriving while a commit is in flight share the next one. A ``kill -9`` loses nothing
+    that was answered. If the store stays unavailable for ``sync_timeout_s``,
+    ``wait_durable`` raises :class:`AuditUnavailable` (the engine then fails the event
+    instead of answering without its audit row); the rows stay queued and are retried.
+
+Overflow
+    The queue is bounded by ``max_queue`` rows but never drops a row. When it is over the
+    bound, :meth:`record` still accepts (counting the rows in ``stats.overflowed`` and logging
+    ``security.hook.audit_backpressure`` once per episode), and ``wait_durable`` waits, in
+    either mode, until the writer has committed everything recorded so far: the agent slows
+    down to the store's pace instead of losing its audit trail.
+
+Failed writes are logged (``security.hook.audit_write_failed``), counted and retried with
+backoff; the dedup key makes a retried batch harmless. Before storage ``error`` is redacted
+and truncated to 256 characters; the full error is sealed with AES-256-GCM into
+``error_detail`` (bound to the execution id), readable with :func:`open_error_detail`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any, Final, Literal
+
+from hookgate.audit import ExecutionRecord, redact, truncate
+from hookgate.definition import GLOBAL_TENANT
+from hookgate.log import log_event
+from hookgate.secrets import Keyring
+from hookgate.store.base import ExecutionRow, Store, StoreError
+
+__all__ = ["AuditMode", "AuditStats", "AuditUnavailable", "AuditWriter", "open_error_detail"]
+
+AuditMode = Literal["async", "sync"]
+_BACKOFF_START_S: Final = 0.05
+_BACKOFF_MAX_S: Final = 2.0
+
+
+class AuditUnavailable(StoreError):
+    """``sync`` mode could not commit an execution row in time; the event must not pass."""
+
+
+@dataclass(slots=True)
+class AuditStats:
+    recorded: int = 0
+    committed: int = 0
+    #: Rows the store already had (a retried write): committed, not inserted twice.
+    duplicates: int = 0
+    batches: int = 0
+    failures: int = 0
+    #: Rows recorded while the queue was over ``max_queue`` (accepted, with backpressure).
+    overflowed: int = 0
+    largest_batch: int = 0
+
+    @property
+    def queued(self) -> int:
+        return self.recorded - self.committed
+
+    def to_dict(self) -> dict[str, int]:
+        return {**asdict(self), "queued": self.queued}
+
+
+def _aad(execution_id: str) -> bytes:
+    return f"hook_executions:{execution_id}:error_detail".encode()
+
+
+def open_error_detail(keyring: Keyring, row: ExecutionRow) -> str | None:
+    """The full, unredacted error of a stored row (for master-scope diagnostics only)."""
+    if row.error_detail is None:
+        return None
+    return keyring.open(row.error_detail, _aad(row.id)).decode()
+
+
+def _clean(text: str | None) -> str | None:
+    # PostgreSQL text cannot hold NUL; a handler's stderr can.
+    if text is None or "\x00" not in text:
+        return text
+    return text.replace("\x00", "\\0")
+
+
+class AuditWriter:
+    """:class:`hookgate.audit.AuditSink` backed by a :class:`~hookgate.store.base.Store`."""
+
+    def __init__(
+        self,
+        store: Store,
+        *,
+        keyring: Keyring | None = None,
+        mode: AuditMode = "async",
+        flush_interval_s: float = 0.1,
+        max_batch: int = 5000,
+        max_queue: int = 100_000,
+        sync_timeout_s: float = 10.0,
+    ) -> None:
+        if mode not in ("async", "sync"):
+            raise ValueError(f"audit mode must be 'async' or 'sync', got {mode!r}")
+        self.store = store
+        self.keyring = keyring
+        self.mode: AuditMode = mode
+        self.flush_interval_s = flush_interval_s
+        self.max_batch = max_batch
+        self.max_queue = max_queue
+        self.sync_timeout_s = sync_timeout_s
+        self.stats = AuditStats()
+        self._lock = threading.Lock()
+        self._pending: list[ExecutionRecord] = []
+        self._waiters: list[tuple[int, asyncio.Future[None]]] = []
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread_id: int | None = None
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._closing = False
+        self._over_bound = False
+
+    # -- lifecycle --------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Start the writer task on the running loop."""
+        if self._task is not None:
+            return
+        self._loop = asyncio.get_running_loop()
+        self._thread_id = threading.get_ident()
+        self._wake = asyncio.Event()
+        self._closing = False
+        self._task = self._loop.create_task(self._run(), name="hookgate-audit-writer")
+        if self._pending:
+            self._wake.set()
+
+    async def close(self, timeout_s: float | None = None) -> None:
+        """Commit every queued row, then stop (a graceful shutdown loses nothing).
+
+        With ``timeout_s``, give up after that long if the store stays unavailable and raise
+        :class:`AuditUnavailable` naming how many rows were left uncommitted."""
+        if self._task is None:
+            if self._pending:
+                raise StoreError("audit writer closed with rows queued but was never started")
+            return
+        self._closing = True
+        self._wake.set()
+        task = self._task
+        try:
+            async with asyncio.timeout(timeout_s):
+                await asyncio.shield(task)
+        except TimeoutError:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+            self._task = None
+            raise AuditUnavailable(
+                f"audit writer stopped with {self.stats.queued} rows not committed "
+                f"after {timeout_s:g} s ({self.stats.failures} failed writes)"
+            ) from None
+        self._task = None
+
+    async def __aenter__(self) -> AuditWriter:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+    # -- the sink ---------------------------------------------------------------------------
+
+    def record(self, records: Sequence[ExecutionRecord]) -> None:
+        """Queue records; never blocks and never drops (see the module notes on overflow)."""
+        if not records:
+            return
+        with self._lock:
+            self._pending.extend(records)
+            self.stats.recorded += len(records)
+            queued = self.stats.recorded - self.stats.committed
+            over = queued > self.max_queue
+            if over:
+                self.stats.overflowed += len(records)
+            entering = over and not self._over_bound
+            self._over_bound = over
+            urgent = self.mode == "sync" or over or len(self._pending) >= self.max_batch
+        if entering:
+            log_event(
+                "security.hook.audit_backpressure",
+                queued=queued,
+                max_queue=self.max_queue,
+                overflowed_total=self.stats.overflowed,
+            )
+        if urgent:
+            self._signal()
+
+    async def wait_durable(self) -> None:
+        """``sync`` mode (or a full queue): return once everything recorded so far is
+        committed. ``async`` mode: return at once."""
+        if self.mode == "async" and not self._over_bound:
+            return
+        with self._lock:
+            ticket = self.stats.recorded
+            if self.stats.committed >= ticket:
+                return
+            if self._task is None:
+                raise StoreError("the audit writer is not running: call await writer.start()")
+            future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            self._waiters.append((ticket, future))
+        self._signal()
+        try:
+            async with asyncio.timeout(self.sync_timeout_s):
+                await future
+        except TimeoutError:
+            raise AuditUnavailable(
+                f"audit rows not committed within {self.sync_timeout_s:g} s "
+                f"({self.stats.queued} queued, {self.stats.failures} failed writes); "
+                "they stay queued and are retried"
+            ) from None
+
+    async def flush(self) -> None:
+        """Wait until everything recorded so far is committed (any mode)."""
+        with self._lock:
+            ticket = self.stats.recorded
+            if self.stats.committed >= ticket:
+                return
+            future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            self._waiters.append((ticket, future))
+        self._signal()
+        await future
+
+    # -- the writer task --------------------------------------------------------------------
+
+    def _signal(self) -> None:
+        loop = self._loop
+        if loop is None or self._wake.is_set():
+            return
+        if threading.get_ident() == self._thread_id:
+            self._wake.set()
+        else:
+            with contextlib.suppress(RuntimeError):  # the loop is closed: nothing to wake
+                loop.call_soon_threadsafe(self._wake.set)
+
+    async def _run(self) -> None:
+        backoff = _BACKOFF_START_S
+        while True:
+            if not self._pending and not self._closing:
+                if self.mode == "sync":
+                    await self._wake.wait()
+                else:
+                    with contextlib.suppress(TimeoutError):
+                        async with asyncio.timeout(self.flush_interval_s):
+                            await self._wake.wait()
+            # Clear before taking the batch: a record() after this point sets it again.
+            self._wake.clear()
+            with self._lock:
+                batch = self._pending[: self.max_batch]
+            if not batch:
+                if self._closing:
+                    return
+                continue
+            try:
+                inserted = await self.store.write_executions([self._row(r) for r in batch])
+            except Exception as exc:
+                self.stats.failures += 1
+                log_event(
+                    "security.hook.audit_write_failed",
+                    error=f"{type(exc).__name__}: {exc}",
+                    rows=len(batch),
+                    queued=self.stats.queued,
+                    retry_in_s=backoff,
+                )
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, _BACKOFF_MAX_S)
+                continue
+            backoff = _BACKOFF_START_S
+            self._committed(batch, inserted)
+
+    def _committed(self, batch: list[ExecutionRecord], inserted: int) -> None:
+        with self._lock:
+            del self._pending[: len(batch)]
+            self.stats.committed += len(batch)
+            self.stats.duplicates += len(batch) - inserted
+            self.stats.batches += 1
+            self.stats.largest_batch = max(self.stats.largest_batch, len(batch))
+            committed = self.stats.committed
+            if self._over_bound and committed >= self.stats.recorded - self.max_queue:
+                self._over_bound = False
+            ready = [f for ticket, f in self._waiters if ticket <= committed]
+            self._waiters = [(t, f) for t, f in self._waiters if t > committed]
+        for future in ready:
+            _resolve(future)
+
+    def _row(self, record: ExecutionRecord) -> ExecutionRow:
+        error = _clean(record.error)
+        detail: bytes | None = None
+        short: str | None = None
+        if error:
+            short = truncate(redact(error))
+            if self.keyring is not None:
+                detail = self.keyring.seal(error.encode(), _aad(record.id))
+        metadata: dict[str, Any] = record.metadata
+        return ExecutionRow(
+            id=record.id,
+            hook_id=record.hook_id,
+            hook_version=record.hook_version,
+            hook_name=_clean(record.hook_name) or "",
+            handler_type=record.handler_type,
+            event=record.event,
+            event_id=_clean(record.event_id) or "",
+            decision=record.decision,
+            duration_ms=float(record.duration_ms),
+            tenant_id=_clean(record.tenant_id) or GLOBAL_TENANT,
+            agent_id=_clean(record.agent_id),
+            session_id=_clean(record.session_id),
+            input_hash=record.input_hash,
+            dedup_key=_clean(record.dedup_key) or record.id,
+            error=short,
+            error_detail=detail,
+            metadata=metadata,
+            created_at=record.created_at,
+        )
+
+
+def _resolve(future: asyncio.Future[None]) -> None:
+    loop = future.get_loop()
+
+    def settle() -> None:
+        if not future.done():
+            future.set_result(None)
+
+    try:
+        running = asyncio.get_running_loop()
+    except RuntimeError:
+        running = None
+    if running is loop:
+        settle()
+    else:
+        with contextlib.suppress(RuntimeError):  # that loop is gone: nobody is waiting
+            loop.call_soon_threadsafe(settle)
