@@ -1,0 +1,50 @@
+"""Gateway fixtures: real ``hookgate serve`` processes, shared per module where possible."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.server.gateway_process import GatewayProcess
+
+ALLOW_TEST_HOOKS = ("--allow-callable", "tests.server.hookfns")
+
+
+@dataclass
+class Keys:
+    """Keys of the shared gateway: tenant A at every role, an admin of tenant B."""
+
+    master: str
+    a_viewer: str
+    a_operator: str
+    a_admin: str
+    b_admin: str
+
+
+@pytest.fixture(scope="module")
+def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess]:
+    data_dir = tmp_path_factory.mktemp("gw") / "data"
+    served = GatewayProcess(data_dir, args=ALLOW_TEST_HOOKS).start()
+    try:
+        yield served
+    finally:
+        served.stop()
+
+
+@pytest.fixture(scope="module")
+def keys(gateway: GatewayProcess) -> Keys:
+    assert gateway.master_key is not None
+    return Keys(
+        master=gateway.master_key,
+        a_viewer=gateway.create_key("tenant-a", "viewer"),
+        a_operator=gateway.create_key("tenant-a", "operator"),
+        a_admin=gateway.create_key("tenant-a", "admin"),
+        b_admin=gateway.create_key("tenant-b", "admin"),
+    )
+
+
+def start_gateway(tmp_path: Path, *args: str, **env: str) -> GatewayProcess:
+    return GatewayProcess(tmp_path / "data", args=(*ALLOW_TEST_HOOKS, *args), env=env).start()

@@ -1,0 +1,27 @@
+"""Hook functions the test gateways allow as ``callable`` hooks (``--allow-callable``)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+
+def block(event: Any) -> dict[str, Any]:
+    return {"decision": "block", "reason": f"blocked by test hook on {event.name}"}
+
+
+def allow(event: Any) -> dict[str, Any]:
+    return {"decision": "allow", "additional_context": "checked by test hook"}
+
+
+def fail(event: Any) -> dict[str, Any]:
+    raise RuntimeError("the test hook failed on purpose")
+
+
+def rewrite(event: Any) -> dict[str, Any]:
+    return {"decision": "allow", "updated_input": {"cmd": "ls --safe"}}
+
+
+async def slow(event: Any) -> None:
+    await asyncio.sleep(0.05)
+    return None
