@@ -26,7 +26,7 @@ from multidict import CIMultiDict
 from yarl import URL
 
 from hookgate.handlers.base import Services
-from hookgate.ssrf import Allowlist, SsrfGuard, SsrfRefused
+from hookgate.ssrf import Allowlist, IPAddress, SsrfGuard, SsrfRefused
 
 __all__ = [
     "MAX_RESPONSE_BYTES",
@@ -38,6 +38,8 @@ __all__ = [
     "shared_client",
 ]
 
+#: Response headers handlers look at; the rest are not kept.
+_KEPT_HEADERS: Final = ("Location", "Content-Type", "Content-Encoding")
 #: Response bodies are read up to this size; a larger body is an error, never truncated.
 MAX_RESPONSE_BYTES: Final = 1024 * 1024
 
@@ -104,6 +106,7 @@ class OutboundClient:
         self._limit = connection_limit
         #: Created by hookgate for an engine (closed with it), not handed in by the caller.
         self.engine_owned = False
+        self._checked: dict[str, URL] = {}
         self._session: aiohttp.ClientSession | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
@@ -143,18 +146,13 @@ class OutboundClient:
         destination, :class:`ResponseTooLarge` for an oversized body and
         :class:`OutboundError` for transport failures.
         """
-        parsed = self.guard.check_url(url)
-        host = parsed.host
-        assert host is not None
-        if _is_ip_literal(host):
-            # aiohttp does not consult the resolver for IP literals, so vet them here.
-            await self.guard.vet_host(host, parsed.port or 0)
+        target = self._checked_url(url)
         request_headers = CIMultiDict(headers)
         request_headers.setdefault("Content-Type", "application/json")
         session = self._current_session()
         try:
             async with session.post(
-                URL(url, encoded=False),
+                target,
                 data=body,
                 headers=request_headers,
                 allow_redirects=False,
@@ -164,12 +162,32 @@ class OutboundClient:
                 return OutboundResponse(
                     status=response.status,
                     body=data,
-                    headers={k: v for k, v in response.headers.items()},
+                    headers={
+                        k: response.headers[k] for k in _KEPT_HEADERS if k in response.headers
+                    },
                 )
         except (SsrfRefused, ResponseTooLarge):
             raise
         except (aiohttp.ClientError, OSError, TimeoutError) as exc:
             raise OutboundError(_describe(exc)) from exc
+
+    def _checked_url(self, url: str) -> URL:
+        """The parsed URL, refused unless http(s); an IP-literal host is vetted here, because
+        aiohttp does not consult the resolver for it. Results are remembered per URL string
+        (the guard's allowlist is fixed for its lifetime)."""
+        checked = self._checked.get(url)
+        if checked is not None:
+            return checked
+        parsed = self.guard.check_url(url)
+        host = parsed.host
+        assert host is not None
+        literal = _ip_literal(host)
+        if literal is not None:
+            self.guard.check_address(literal, host)
+        if len(self._checked) >= 1024:
+            self._checked.clear()
+        self._checked[url] = parsed
+        return parsed
 
     async def aclose(self) -> None:
         session, loop = self._session, self._loop
@@ -191,6 +209,13 @@ def _close_elsewhere(
 
 
 async def _read_capped(response: aiohttp.ClientResponse, limit: int) -> bytes:
+    length = response.content_length
+    if length is not None and length > limit:
+        raise ResponseTooLarge(limit, response.status)
+    if length is not None and "Content-Encoding" not in response.headers:
+        # aiohttp reads exactly Content-Length bytes: already within the cap.
+        return await response.read()
+    # Chunked or compressed: the decoded size is unknown, so read in steps and stop early.
     chunks: list[bytes] = []
     size = 0
     while True:
@@ -203,12 +228,11 @@ async def _read_capped(response: aiohttp.ClientResponse, limit: int) -> bytes:
             raise ResponseTooLarge(limit, response.status)
 
 
-def _is_ip_literal(host: str) -> bool:
+def _ip_literal(host: str) -> IPAddress | None:
     try:
-        ipaddress.ip_address(host.strip("[]"))
+        return ipaddress.ip_address(host.strip("[]"))
     except ValueError:
-        return False
-    return True
+        return None
 
 
 def _describe(exc: BaseException) -> str:

@@ -44,7 +44,7 @@ class TurnCounter(Protocol):
 
 
 class MemoryDecisionCache:
-    """Decisions with a TTL, oldest evicted first beyond ``max_entries``."""
+    """Decisions with a TTL; beyond ``max_entries`` the least recently used goes first."""
 
     def __init__(
         self, *, max_entries: int = 1000, clock: Callable[[], float] = time.monotonic
@@ -62,6 +62,7 @@ class MemoryDecisionCache:
             if entry[0] <= self.clock():
                 del self._entries[key]
                 return None
+            self._entries.move_to_end(key)  # least recently used goes first when full
             return dict(entry[1])
 
     async def put(self, key: str, value: Mapping[str, Any], ttl_s: float) -> None:

@@ -241,6 +241,31 @@ async def test_response_body_is_capped_at_one_mib(engine: Engine, server: Webhoo
     assert "exceeds the 1048576 byte cap" in (over_cap.trace[0].error or "")
 
 
+@pytest.mark.parametrize(
+    "reply",
+    [
+        Reply(200, b"x" * (1024 * 1024 + 1), chunked=True),
+        Reply(200, b" " * (8 * 1024 * 1024), gzip=True),  # 8 KiB on the wire, 8 MiB inflated
+    ],
+    ids=["chunked", "gzip-inflates-past-the-cap"],
+)
+async def test_cap_holds_without_content_length(
+    engine: Engine, server: WebhookServer, reply: Reply
+) -> None:
+    server.script(reply)
+    engine.add(webhook(server.url()))
+    outcome = await fire(engine)
+    assert outcome.decision == "block"
+    assert "exceeds the 1048576 byte cap" in (outcome.reason or "")
+
+
+async def test_chunked_answer_within_the_cap_is_read(engine: Engine, server: WebhookServer) -> None:
+    server.script(Reply(200, {"decision": "block", "reason": "streamed"}, chunked=True, gzip=True))
+    engine.add(webhook(server.url()))
+    outcome = await fire(engine)
+    assert (outcome.decision, outcome.reason) == ("block", "streamed")
+
+
 async def test_timeout_follows_on_timeout(engine: Engine, server: WebhookServer) -> None:
     server.script(Reply(200, {"decision": "allow"}, delay_s=2))
     engine.add(webhook(server.url(), timeout_ms=200))

@@ -12,6 +12,7 @@ is recorded with the time it arrived (for retry timing).
 from __future__ import annotations
 
 import asyncio
+import gzip
 import json
 import threading
 import time
@@ -28,6 +29,9 @@ class Reply:
     body: Any = None  # dict/list -> JSON, str/bytes -> as is, None -> empty
     headers: dict[str, str] = field(default_factory=dict)
     delay_s: float = 0.0
+    #: Send the body without Content-Length (chunked), or gzip-compressed.
+    chunked: bool = False
+    gzip: bool = False
 
     def encode(self) -> bytes:
         if self.body is None:
@@ -78,7 +82,19 @@ class WebhookServer:
             reply = self._script.pop(0) if self._script else self.default
         if reply.delay_s:
             await asyncio.sleep(reply.delay_s)
-        return web.Response(status=reply.status, body=reply.encode(), headers=reply.headers)
+        body = reply.encode()
+        if reply.gzip:
+            body = gzip.compress(body)
+            reply.headers.setdefault("Content-Encoding", "gzip")
+        if not reply.chunked:
+            return web.Response(status=reply.status, body=body, headers=reply.headers)
+        stream = web.StreamResponse(status=reply.status, headers=reply.headers)
+        stream.enable_chunked_encoding()
+        await stream.prepare(request)
+        for start in range(0, len(body), 64 * 1024):
+            await stream.write(body[start : start + 64 * 1024])
+        await stream.write_eof()
+        return stream
 
     async def _start(self) -> None:
         app = web.Application(client_max_size=4 * 1024 * 1024)
