@@ -6,6 +6,7 @@ import base64
 
 import pytest
 
+from hookgate.definition import HookDefinition
 from hookgate.header_secrets import (
     MASK,
     mask_config,
@@ -13,6 +14,7 @@ from hookgate.header_secrets import (
     reseal_headers,
     seal_headers,
     secret_header_names,
+    unreadable_headers,
 )
 from hookgate.secrets import TEXT_PREFIX, Keyring, SecretError, generate_key_text
 
@@ -93,3 +95,21 @@ def test_masking_hides_sealed_and_plaintext_secrets() -> None:
         assert masked["headers"] == {"Authorization": MASK, "X-Api-Key": MASK, "X-Team": "a"}
         assert masked["url"] == CONFIG["url"]
     assert mask_config({"command": "ls"}) == {"command": "ls"}
+
+
+def test_start_up_check_names_every_unreadable_header() -> None:
+    old = Keyring.from_text(generate_key_text("old"))
+    good = HookDefinition(
+        "pre_tool_use", "http", id="h1", name="ok", config=seal_headers(CONFIG, "h1", old)
+    )
+    moved = HookDefinition(
+        "pre_tool_use", "http", id="h2", name="copied", config=seal_headers(CONFIG, "h1", old)
+    )
+    assert unreadable_headers([good], old) == []
+    problems = unreadable_headers([good, moved], old)
+    assert len(problems) == 2 and all("'copied'" in p for p in problems)
+    assert "does not decrypt" in problems[0]
+    wrong = unreadable_headers([good], Keyring.from_text(generate_key_text("new")))
+    assert any("key 'old'" in p for p in wrong)
+    assert "no key set" in unreadable_headers([good], None)[0]
+    assert not any("tok-123456" in p for p in problems + wrong)

@@ -11,14 +11,19 @@ An http hook's ``config.headers`` may hold credentials. ``Authorization``,
 * :func:`mask_config` / :func:`mask_hook` replace them with :data:`MASK` for every read API
   (``hooks.list``, REST, the panel, ``hookgate check``), whether sealed or not.
 * :func:`reseal_headers` re-encrypts under the active key (key rotation).
+* :func:`unreadable_headers` is the start-up check: every sealed value the keyring cannot
+  open, named by hook and header (a missing or wrong key is reported before any dispatch).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, Final
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Final
 
 from hookgate.secrets import Keyring, SecretError, is_sealed_text
+
+if TYPE_CHECKING:
+    from hookgate.definition import HookDefinition
 
 __all__ = [
     "DEFAULT_SECRET_HEADERS",
@@ -30,6 +35,7 @@ __all__ = [
     "reseal_headers",
     "seal_headers",
     "secret_header_names",
+    "unreadable_headers",
 ]
 
 DEFAULT_SECRET_HEADERS: Final = frozenset({"authorization", "proxy-authorization"})
@@ -115,3 +121,20 @@ def mask_hook(hook: Mapping[str, Any]) -> dict[str, Any]:
     if not isinstance(config, Mapping):
         return dict(hook)
     return {**hook, "config": mask_config(config)}
+
+
+def unreadable_headers(hooks: Iterable[HookDefinition], keyring: Keyring | None) -> list[str]:
+    """One problem per sealed header value that ``keyring`` cannot open (never the value)."""
+    problems: list[str] = []
+    for hook in hooks:
+        for name, value in _headers(hook.config).items():
+            if not is_sealed_text(value):
+                continue
+            if keyring is None:
+                problems.append(f"hook {hook.label!r}: header {name!r} is encrypted, no key set")
+                continue
+            try:
+                keyring.open_text(value, header_aad(hook.id, name))
+            except SecretError as exc:
+                problems.append(f"hook {hook.label!r}: header {name!r}: {exc}")
+    return problems
