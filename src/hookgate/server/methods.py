@@ -248,7 +248,8 @@ async def hooks_create(gateway: Gateway, who: Principal, p: Any) -> dict[str, An
     tenant_id = raw.get("tenant_id")
     if tenant_id not in (None, "", who.tenant_id) and not who.master:
         raise ApiError("UNAUTHORIZED", MASTER_MESSAGE)
-    raw["tenant_id"] = tenant_id or who.tenant_id
+    # A global hook belongs to no tenant (the store files it under the sentinel tenant).
+    raw["tenant_id"] = None if raw.get("scope") == "global" else (tenant_id or who.tenant_id)
     definition = validate_definition(raw, edition=gateway.edition, default_scope=None)
     if definition.scope == "global" and not who.master:
         raise ApiError("UNAUTHORIZED", MASTER_MESSAGE)
