@@ -130,6 +130,11 @@ class GatewayProcess:
             self.proc.stdout.close()
         return code
 
+    def stopped_gracefully(self) -> bool:
+        """uvicorn re-raises SIGTERM after its graceful shutdown, so the exit code says
+        little; the gateway's own last log line says it closed everything."""
+        return '"key":"hookgate.gateway.stopped"' in self.log()
+
     def headers(self, key: str | None = None) -> dict[str, str]:
         return {"Authorization": f"Bearer {key or self.master_key}"}
 

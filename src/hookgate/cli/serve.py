@@ -127,6 +127,7 @@ def serve(
             options=options,
             settings=settings,
             audit=open_audit(store, audit_mode),
+            tracer_provider=provider,
         )
 
     if token is not None:
@@ -150,11 +151,8 @@ def serve(
         timeout_graceful_shutdown=30,
     )
     server: Any = uvicorn.Server(config)
-    try:
-        server.run(sockets=[sock])
-    finally:
-        sock.close()
-        if provider is not None:
-            provider.shutdown()
+    # The gateway's lifespan closes everything (store, audit log, spans): uvicorn re-raises
+    # SIGTERM/SIGINT after a graceful shutdown, so nothing after run() is sure to execute.
+    server.run(sockets=[sock])
     if not server.started:
         raise SystemExit(1)

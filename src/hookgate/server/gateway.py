@@ -67,6 +67,7 @@ class Gateway:
         services: Services | None = None,
         keyring: Any = None,
         tracing: bool | None = None,
+        tracer_provider: Any = None,
     ) -> None:
         self.options = options or GatewayOptions()
         self.settings = settings or Settings.from_env()
@@ -88,6 +89,7 @@ class Gateway:
         self.engine.listeners.append(self.metrics.observe_records)
         use_tracing = HookTracer.active() if tracing is None else tracing
         self.tracer: HookTracer | None = HookTracer() if use_tracing else None
+        self._tracer_provider = tracer_provider
         if self.tracer is not None:
             self.engine.listeners.append(self.tracer.observe_records)
         self.engine.breakers.on_change = self._breaker_changed
@@ -133,6 +135,9 @@ class Gateway:
         if self.audit is not None:
             await self.audit.aclose()  # flushes every accepted row
         await self.store.close()
+        if self._tracer_provider is not None:
+            # Flush spans here: uvicorn re-raises SIGTERM once the app has shut down.
+            await asyncio.to_thread(self._tracer_provider.shutdown)
         log_event("hookgate.gateway.stopped", level=logging.INFO, fired=self.engine.stats.fired)
 
     @property
