@@ -1,0 +1,160 @@
+"""Execution history: dedup, isolation, filters, cursor pagination, retention."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+from tests.store.conftest import StoreFactory, hook
+from tests.store.helpers import row
+
+from hookgate.store import Caller, ExecutionQuery, NotFound, StoreError
+from hookgate.store.base import Store
+from hookgate.store.retention import prune, retention_days
+
+MASTER = Caller.master_scope()
+A = Caller.for_tenant("tenant-a")
+B = Caller.for_tenant("tenant-b")
+
+
+async def test_retried_writes_never_double_a_row(store: Store) -> None:
+    rows = [row(n) for n in range(10)]
+    assert await store.write_executions(rows) == 10
+    assert await store.write_executions(rows) == 0
+    # a retry that overlaps a new batch inserts only the new rows
+    assert await store.write_executions(rows[5:] + [row(10), row(11)]) == 2
+    # duplicates inside one batch count once
+    assert await store.write_executions([row(12), row(12, id="other")]) == 1
+    page = await store.query_executions(MASTER, ExecutionQuery(limit=100))
+    assert len(page.items) == 13
+    assert len({r.dedup_key for r in page.items}) == 13
+
+
+async def test_rows_survive_their_hook_with_a_null_hook_id(store: Store) -> None:
+    created = await store.create_hook(A, hook(name="guard"))
+    await store.write_executions([row(1, hook_id=created.id, dedup_key=f"{created.id}:1")])
+    await store.delete_hook(A, created.id)
+    # a late row for the deleted hook is kept too, with hook_id NULL
+    await store.write_executions([row(2, hook_id=created.id, dedup_key=f"{created.id}:2")])
+    page = await store.query_executions(A, ExecutionQuery())
+    assert [(r.event_id, r.hook_id, r.hook_name) for r in page.items] == [
+        ("ev-2", None, "guard"),
+        ("ev-1", None, "guard"),
+    ]
+
+
+async def test_tenants_see_only_their_executions(store: Store) -> None:
+    await store.write_executions(
+        [row(1, tenant_id="tenant-a"), row(2, tenant_id="tenant-b"), row(3, tenant_id="tenant-a")]
+    )
+    mine = await store.query_executions(A, ExecutionQuery())
+    assert [r.event_id for r in mine.items] == ["ev-3", "ev-1"]
+    theirs = await store.query_executions(B, ExecutionQuery())
+    assert [r.event_id for r in theirs.items] == ["ev-2"]
+    # a tenant cannot widen its scope with the tenant filter; master can narrow
+    sneaky = await store.query_executions(A, ExecutionQuery(tenant_id="tenant-b"))
+    assert [r.event_id for r in sneaky.items] == ["ev-3", "ev-1"]
+    narrowed = await store.query_executions(MASTER, ExecutionQuery(tenant_id="tenant-b"))
+    assert [r.event_id for r in narrowed.items] == ["ev-2"]
+    with pytest.raises(NotFound):
+        await store.get_execution(A, theirs.items[0].id)
+    assert (await store.get_execution(B, theirs.items[0].id)).event_id == "ev-2"
+    # pruning as a tenant touches only that tenant's rows
+    assert await store.prune_executions(A, time.time() + 10) == 2
+    assert len((await store.query_executions(MASTER, ExecutionQuery())).items) == 1
+
+
+async def test_filters_per_hook_session_decision_event_and_time(store: Store) -> None:
+    t0 = 1_700_000_000.0
+    await store.write_executions(
+        [
+            row(1, hook_name="a", session_id="s1", decision="allow", created_at=t0),
+            row(2, session_id="s1", decision="block", event="post_tool_use", created_at=t0 + 10),
+            row(3, session_id="s2", decision="block", created_at=t0 + 20),
+            row(4, session_id="s2", decision="error", created_at=t0 + 30),
+        ]
+    )
+
+    async def ids(**query: object) -> list[str]:
+        page = await store.query_executions(A, ExecutionQuery(**query))  # type: ignore[arg-type]
+        return [r.event_id for r in page.items]
+
+    assert await ids(session_id="s1") == ["ev-2", "ev-1"]
+    assert await ids(decision="block") == ["ev-3", "ev-2"]
+    assert await ids(event="post_tool_use") == ["ev-2"]
+    assert await ids(since=t0 + 10, until=t0 + 30) == ["ev-3", "ev-2"]
+    assert await ids(session_id="s2", decision="block") == ["ev-3"]
+    created = await store.create_hook(A, hook(name="h"))
+    await store.write_executions([row(5, hook_id=created.id)])
+    assert await ids(hook_id=created.id) == ["ev-5"]
+
+
+async def test_pagination_stays_correct_while_rows_are_added(make_store: StoreFactory) -> None:
+    reader = await make_store()
+    writer = await make_store()
+    await writer.write_executions([row(n, dedup_key=f"old-{n}") for n in range(95)])
+    seen: list[str] = []
+    cursor: str | None = None
+    added = 0
+
+    async def add_more() -> None:
+        nonlocal added
+        for burst in range(10):
+            await writer.write_executions(
+                [row(1000 + burst * 5 + i, dedup_key=f"new-{burst}-{i}") for i in range(5)]
+            )
+            added += 5
+            await asyncio.sleep(0)
+
+    adder = asyncio.create_task(add_more())
+    while True:
+        page = await reader.query_executions(A, ExecutionQuery(limit=10, cursor=cursor))
+        seen.extend(r.dedup_key for r in page.items)
+        await asyncio.sleep(0)
+        if page.next_cursor is None:
+            break
+        cursor = page.next_cursor
+    await adder
+    old = [key for key in seen if key.startswith("old-")]
+    # every row that existed at the start is seen exactly once, newest first
+    assert old == [f"old-{n}" for n in reversed(range(95))]
+    assert len(seen) == len(set(seen))
+    assert added == 50
+
+
+async def test_a_bad_cursor_is_refused(store: Store) -> None:
+    with pytest.raises(StoreError, match="invalid history cursor"):
+        await store.query_executions(A, ExecutionQuery(cursor="%%%"))
+
+
+async def test_page_size_is_clamped(store: Store) -> None:
+    await store.write_executions([row(n) for n in range(3)])
+    page = await store.query_executions(A, ExecutionQuery(limit=0))
+    assert len(page.items) == 1 and page.next_cursor is not None
+
+
+async def test_retention_prunes_old_rows(store: Store) -> None:
+    now = time.time()
+    day = 86_400.0
+    await store.write_executions(
+        [
+            row(1, created_at=now - 40 * day),
+            row(2, created_at=now - 31 * day, tenant_id="tenant-b"),
+            row(3, created_at=now - 29 * day),
+            row(4, created_at=now),
+        ]
+    )
+    assert await prune(store, 0) == 0  # 0 keeps everything
+    assert await prune(store, 30, now=now) == 2
+    left = await store.query_executions(MASTER, ExecutionQuery())
+    assert sorted(r.event_id for r in left.items) == ["ev-3", "ev-4"]
+
+
+def test_retention_setting_from_the_environment() -> None:
+    assert retention_days({}) == 30
+    assert retention_days({"HOOKGATE_RETENTION_DAYS": "7.5"}) == 7.5
+    with pytest.raises(StoreError, match="number of days"):
+        retention_days({"HOOKGATE_RETENTION_DAYS": "week"})
+    with pytest.raises(StoreError, match="negative"):
+        retention_days({"HOOKGATE_RETENTION_DAYS": "-1"})
