@@ -408,8 +408,9 @@ class Store(Protocol):
         ...
 
     async def seed_builtins(self, definitions: Sequence[HookDefinition]) -> SeedReport:
-        """Insert missing builtin hooks (global, source=builtin); a builtin whose version is
-        newer than the row replaces it but keeps the row's ``enabled`` toggle."""
+        """Insert missing builtin hooks (global, source=builtin), matched by name. A builtin
+        whose ``version`` (its release) is newer than the one seeded before replaces the
+        definition but keeps the row's ``enabled`` toggle; the row version is bumped."""
         ...
 
     async def hooks_version(self) -> int:

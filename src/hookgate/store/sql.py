@@ -589,11 +589,14 @@ class SqlStore(ABC, Store):
                 if not definition.name:
                     raise StoreError("a builtin hook needs a name (it identifies the row)")
                 row = await sql.fetchrow(
-                    f"SELECT {_HOOK_COLUMNS} FROM agent_hooks "
+                    f"SELECT {_HOOK_COLUMNS}, metadata FROM agent_hooks "
                     f"WHERE source = 'builtin' AND tenant_id = ? AND name = ?{self.lock_clause}",
                     GLOBAL_TENANT,
                     definition.name,
                 )
+                # The release version lives apart from the row version, which also counts
+                # the operator's toggles.
+                release = _json({"builtin_version": definition.version}, "metadata")
                 if row is None:
                     version = await self._bump(sql)
                     fresh = replace(
@@ -602,12 +605,17 @@ class SqlStore(ABC, Store):
                         tenant_id=GLOBAL_TENANT,
                         source="builtin",
                         order=version,
+                        version=1,
                     )
                     await sql.execute(_HOOK_INSERT, *_hook_params(fresh, now))
+                    await sql.execute(
+                        "UPDATE agent_hooks SET metadata = ? WHERE id = ?", release, fresh.id
+                    )
                     created.append(definition.name)
                     continue
                 current = hook_from_row(row).definition
-                if definition.version <= current.version:
+                shipped = int(_loads(row["metadata"]).get("builtin_version", 0))
+                if definition.version <= shipped:
                     unchanged.append(definition.name)
                     continue
                 # A newer release of the builtin: take its definition, keep the operator's
@@ -620,8 +628,12 @@ class SqlStore(ABC, Store):
                     source="builtin",
                     order=current.order,
                     enabled=current.enabled,
+                    version=current.version + 1,
                 )
                 await sql.execute(_HOOK_UPDATE, *_update_params(newer, now))
+                await sql.execute(
+                    "UPDATE agent_hooks SET metadata = ? WHERE id = ?", release, current.id
+                )
                 version = await self._bump(sql)
                 updated.append(definition.name)
         if version is not None:
