@@ -1,7 +1,7 @@
 // One hook: header with its switch and actions, then the Overview, Test and History tabs.
 import { h, mount } from "../dom.js";
 import * as api from "../api.js";
-import { canTest, whyReadOnly } from "../session.js";
+import { atLeast, canTest, whyReadOnly } from "../session.js";
 import { hookHref, navigate } from "../router.js";
 import { eventBadge, handlerBadge, builtinBadge, breakerBadge, scopeLabel } from "../ui/badges.js";
 import { toggleSwitch } from "../ui/switch.js";
@@ -35,7 +35,7 @@ export async function renderHookDetail(root, route, ctx) {
   const name = hook.name || `${hook.handler_type} hook`;
   const readOnly = whyReadOnly(hook);
   const panel = h("div", { id: "tab-panel", class: "tab-panel", role: "tabpanel", "aria-labelledby": `tab-${route.tab}`, tabIndex: 0 });
-  const testBlocked = canTest() ? null : "Testing needs the operator role";
+  const testBlocked = whyNoTest(hook);
   mount(
     root,
     h("nav", { class: "crumbs", "aria-label": "Breadcrumb" }, h("a", { href: "#/hooks", text: "Hooks" }), " / ", h("span", { text: name })),
@@ -106,4 +106,15 @@ export async function renderHookDetail(root, route, ctx) {
   } else {
     renderOverview(panel, hook, ctx);
   }
+}
+
+// Handlers that run code on the gateway host: the gateway lets only admins test them.
+const HOST_CODE = new Set(["command", "process", "callable"]);
+
+function whyNoTest(hook) {
+  if (!canTest()) return "Testing needs the operator role";
+  if (HOST_CODE.has(hook.handler_type) && !atLeast("admin")) {
+    return `Testing a ${hook.handler_type} hook runs code on the gateway host: admins only`;
+  }
+  return null;
 }

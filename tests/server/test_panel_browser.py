@@ -1,0 +1,470 @@
+"""The Hooks web panel in a real browser against a real ``hookgate serve``.
+
+Headless Chromium (Debian's package, driven by Playwright) signs in, creates a command and an
+http hook, meets the gateway's validation messages at their fields, toggles a hook, runs the
+test panel (decision, stdout, status code, the JSON diff of ``updatedInput``), watches history
+rows appear after dispatches, and sees ``command`` disabled on the standard edition. Each
+screen is saved under ``artifacts/screenshots/``; with ``HOOKGATE_DOC_SCREENSHOTS=1`` a few are
+also copied to ``docs/screenshots/`` for the README.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import require_service
+from tests.server.panel_support import (
+    CHROMIUM_ARGS,
+    DOC_SCREENSHOTS,
+    SCREENSHOTS,
+    ServedGateway,
+    find_chromium,
+)
+from tests.support.webhook_server import Reply, Seen, WebhookServer
+
+pytestmark = [pytest.mark.browser, pytest.mark.timeout(90)]
+
+LAPTOP = {"width": 1280, "height": 860}
+PHONE = {"width": 390, "height": 844}
+#: Screens copied into docs/screenshots/ for the README.
+DOC_SHOTS = {"hooks-list", "hook-form-errors", "test-panel-diff", "history", "phone-hooks-list"}
+#: The command hook's script: it answers a rewrite of the tool input on stdout.
+REWRITE_COMMAND = (
+    "cat >/dev/null; echo 'checked by panel test' >&2; "
+    "echo '{\"decision\": \"allow\", \"reason\": \"listing pinned\", "
+    "\"updatedInput\": {\"cmd\": \"ls -la /workspace\", \"color\": \"never\"}}'"
+)
+SECRET_TOKEN = "Bearer panel-test-secret-7f3a"
+
+
+def _chromium() -> str:
+    path = find_chromium()
+    require_service(
+        "Chromium",
+        path is not None,
+        "install Debian's chromium (scripts/ensure-chromium does it as root)",
+    )
+    assert path is not None
+    return path
+
+
+def shot(page: Any, name: str) -> None:
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    target = SCREENSHOTS / f"{name}.png"
+    page.screenshot(path=str(target), full_page=True)
+    if os.environ.get("HOOKGATE_DOC_SCREENSHOTS") == "1" and name in DOC_SHOTS:
+        DOC_SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        shutil.copy(target, DOC_SCREENSHOTS / target.name)
+
+
+# --- fixtures -----------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    executable = _chromium()
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        instance = pw.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
+        yield instance
+        instance.close()
+
+
+@pytest.fixture(scope="module")
+def webhook() -> Iterator[WebhookServer]:
+    def respond(seen: Seen) -> Reply:
+        if seen.path.startswith("/block"):
+            return Reply(200, {"decision": "block", "reason": "writes to /etc are not allowed"})
+        if seen.path.startswith("/broken"):
+            return Reply(400, {"error": "bad request from panel-test@example.com"})
+        return Reply(200, {"decision": "allow"})
+
+    server = WebhookServer()
+    server.respond = respond
+    with server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def lite(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    _chromium()  # no gateway either when the browser is missing
+    gateway = ServedGateway(tmp_path_factory.mktemp("lite"), edition="lite")
+    keys = {
+        "admin": gateway.create_key(tenant="acme", role="admin", master=True, name="ops admin"),
+        "viewer": gateway.create_key(tenant="acme", role="viewer"),
+        "operator": gateway.create_key(tenant="acme", role="operator"),
+    }
+    gateway.start()
+    try:
+        yield {"gateway": gateway, "keys": keys, "hooks": {}}
+    finally:
+        gateway.stop()
+
+
+@pytest.fixture()
+def page(browser: Any) -> Iterator[Any]:
+    context = browser.new_context(viewport=LAPTOP)
+    tab = context.new_page()
+    errors: list[str] = []
+    tab.on("pageerror", lambda exc: errors.append(str(exc)))
+    yield tab
+    context.close()
+    assert not errors, f"JavaScript errors in the panel: {errors}"
+
+
+def sign_in(page: Any, url: str, key: str) -> None:
+    from playwright.sync_api import expect
+
+    page.goto(url + "/")
+    page.get_by_label("API key").fill(key)
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.get_by_role("heading", level=1, name="Hooks")).to_be_visible()
+
+
+def hook_id_from(page: Any) -> str:
+    match = re.search(r"#/hooks/([^/]+)", page.url)
+    assert match, page.url
+    return match.group(1)
+
+
+# --- the journey ----------------------------------------------------------------------------------
+# The tests share one gateway and run in file order: the hooks made early are used later.
+
+
+def test_sign_in_shows_the_gateway_error_then_the_role(page: Any, lite: dict[str, Any]) -> None:
+    from playwright.sync_api import expect
+
+    url = lite["gateway"].url
+    page.goto(url + "/")
+    shot(page, "sign-in")
+    page.get_by_label("API key").fill("hg-not-a-real-key")
+    page.get_by_role("button", name="Sign in").click()
+    error = page.locator('[data-field="apiKey"] .field-error')
+    expect(error).to_contain_text("invalid or revoked API key")
+    expect(page.get_by_label("API key")).to_have_attribute("aria-invalid", "true")
+    shot(page, "sign-in-error")
+
+    page.get_by_label("API key").fill(lite["keys"]["admin"])
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.get_by_role("heading", level=1, name="Hooks")).to_be_visible()
+    expect(page.locator(".chip-role")).to_have_text("admin")
+    expect(page.locator(".chip-master")).to_be_visible()
+    expect(page.locator(".chip-edition")).to_have_text("lite edition")
+    expect(page.get_by_text("No hooks yet")).to_be_visible()
+    shot(page, "hooks-empty")
+
+
+def test_create_command_hook_shows_field_errors_then_saves(
+    page: Any, lite: dict[str, Any]
+) -> None:
+    from playwright.sync_api import expect
+
+    gateway: ServedGateway = lite["gateway"]
+    sign_in(page, gateway.url, lite["keys"]["admin"])
+    page.get_by_role("link", name="New hook").click()
+    expect(page.get_by_role("heading", level=1, name="New hook")).to_be_visible()
+    page.get_by_label("Name").fill("Pin directory listings")
+    page.get_by_label("Event").select_option("pre_tool_use")
+    page.get_by_role("radio", name=re.compile(r"^command")).check()
+    page.get_by_label("Command", exact=True).fill(REWRITE_COMMAND)
+    page.get_by_label("Matcher").fill("^(exec")  # unbalanced: RE2 refuses it
+    page.get_by_label("if_expr").fill("tool_name ==")  # not CEL
+    page.get_by_label("Timeout (ms)").fill("60000")  # over the 10 s maximum
+    page.get_by_role("button", name="Create hook").click()
+
+    matcher_error = page.locator('[data-field="matcher"] > .field-error')
+    expect(matcher_error).to_be_visible()
+    expect(matcher_error).not_to_be_empty()
+    expect(page.locator('[data-field="if_expr"] > .field-error')).to_be_visible()
+    expect(page.locator('[data-field="timeout_ms"] > .field-error')).to_contain_text("10000")
+    expect(page.get_by_label("Matcher")).to_have_attribute("aria-invalid", "true")
+    # Nothing was created.
+    assert gateway.rest("GET", "/hooks", lite["keys"]["admin"])["hooks"] == []
+    shot(page, "hook-form-errors")
+
+    page.get_by_label("Matcher").fill("^exec$")
+    page.get_by_label("if_expr").fill("")
+    page.get_by_label("Timeout (ms)").fill("3000")
+    page.get_by_role("button", name="Create hook").click()
+    expect(page.get_by_role("heading", level=1, name="Pin directory listings")).to_be_visible()
+    hook_id = hook_id_from(page)
+    lite["hooks"]["command"] = hook_id
+
+    stored = gateway.rest("GET", f"/hooks/{hook_id}", lite["keys"]["admin"])["hook"]
+    assert stored["handler_type"] == "command"
+    assert stored["matcher"] == "^exec$"
+    assert stored["timeout_ms"] == 3000
+    assert stored["config"]["command"] == REWRITE_COMMAND
+    summary = page.locator(".summary-card")
+    expect(summary).to_contain_text("pre_tool_use")
+    expect(summary).to_contain_text("^exec$")
+    shot(page, "hook-overview")
+
+
+def test_create_http_hook_keeps_the_secret_header_write_only(
+    page: Any, lite: dict[str, Any], webhook: WebhookServer
+) -> None:
+    from playwright.sync_api import expect
+
+    gateway: ServedGateway = lite["gateway"]
+    sign_in(page, gateway.url, lite["keys"]["admin"])
+    page.get_by_role("link", name="New hook").click()
+    page.get_by_label("Name").fill("Guard /etc writes")
+    page.get_by_label("Event").select_option("pre_tool_use")
+    page.get_by_role("radio", name=re.compile(r"^http")).check()
+    page.get_by_label("Matcher").fill("^write_file$")
+    page.get_by_label("Webhook URL").fill(webhook.url("/block"))
+    page.get_by_role("button", name="Add header").click()
+    row = page.locator(".header-row").last
+    row.get_by_label("Header name").fill("Authorization")
+    row.get_by_label("Header value").fill(SECRET_TOKEN)
+    row.get_by_label("secret").check()
+    page.get_by_label("Priority").fill("50")
+    page.get_by_role("button", name="Create hook").click()
+    expect(page.get_by_role("heading", level=1, name="Guard /etc writes")).to_be_visible()
+    hook_id = hook_id_from(page)
+    lite["hooks"]["http"] = hook_id
+
+    # The read API and the page never carry the secret value.
+    raw = json.dumps(gateway.rest("GET", f"/hooks/{hook_id}", lite["keys"]["admin"]))
+    assert "panel-test-secret" not in raw
+    expect(page.locator(".config-card")).to_contain_text("Authorization")
+    assert "panel-test-secret" not in page.content()
+    page.get_by_role("link", name="Edit").click()
+    expect(page.get_by_label("Header value")).to_have_value("")
+    expect(page.get_by_label("Header value")).to_have_attribute(
+        "placeholder", re.compile("stored")
+    )
+    shot(page, "hook-edit-http")
+
+
+def test_list_filters_and_toggle(page: Any, lite: dict[str, Any]) -> None:
+    from playwright.sync_api import expect
+
+    gateway: ServedGateway = lite["gateway"]
+    key = lite["keys"]["admin"]
+    sign_in(page, gateway.url, key)
+    rows = page.locator("tbody tr[data-hook-id]")
+    expect(rows).to_have_count(2)
+    http_row = page.locator(f'tr[data-hook-id="{lite["hooks"]["http"]}"]')
+    expect(http_row.locator(".badge-handler")).to_have_text("http")
+    expect(http_row.locator(".badge-event")).to_have_text("pre_tool_use")
+    expect(http_row.locator(".badge-breaker")).to_have_text("closed")
+    shot(page, "hooks-list")
+
+    page.get_by_label("Handler").select_option("command")
+    expect(rows).to_have_count(1)
+    expect(rows.first).to_contain_text("Pin directory listings")
+    page.get_by_label("Handler").select_option("")
+    page.get_by_label("Search").fill("etc writes")
+    expect(rows).to_have_count(1)
+    expect(rows.first).to_contain_text("Guard /etc writes")
+    page.get_by_label("Search").fill("")
+    expect(rows).to_have_count(2)
+
+    switch = http_row.get_by_role("switch")
+    expect(switch).to_have_attribute("aria-checked", "true")
+    switch.click()
+    expect(switch).to_have_attribute("aria-checked", "false")
+    expect(switch).to_be_enabled()
+    assert gateway.rest("GET", f"/hooks/{lite['hooks']['http']}", key)["hook"]["enabled"] is False
+    page.get_by_label("Enabled").select_option("off")
+    expect(rows).to_have_count(1)
+    shot(page, "hooks-list-disabled-filter")
+    page.get_by_label("Enabled").select_option("")
+    http_row.get_by_role("switch").click()
+    expect(http_row.get_by_role("switch")).to_have_attribute("aria-checked", "true")
+    expect(http_row.get_by_role("switch")).to_be_enabled()
+    assert gateway.rest("GET", f"/hooks/{lite['hooks']['http']}", key)["hook"]["enabled"] is True
+
+
+def test_test_panel_shows_decision_stdout_and_diff(page: Any, lite: dict[str, Any]) -> None:
+    from playwright.sync_api import expect
+
+    gateway: ServedGateway = lite["gateway"]
+    sign_in(page, gateway.url, lite["keys"]["admin"])
+    page.goto(f"{gateway.url}/#/hooks/{lite['hooks']['command']}/test")
+    page.get_by_label("Tool").select_option("exec")
+    sample = json.loads(page.get_by_label("Event JSON (editable)").input_value())
+    assert sample["tool_name"] == "exec" and "cmd" in sample["tool_input"]
+    page.get_by_role("button", name="Run dry test").click()
+    result = page.locator(".result-card")
+    expect(result.locator(".badge-decision")).to_have_text("allow")
+    expect(result).to_contain_text("listing pinned")
+    expect(result.locator("pre.stdout")).to_contain_text('"updatedInput"')
+    expect(result.locator("pre.stderr")).to_contain_text("checked by panel test")
+    diff = result.locator(".json-diff")
+    expect(diff).to_be_visible()
+    expect(diff.locator(".diff-cell.is-add")).to_contain_text(['"color": "never"'])
+    assert int(diff.get_attribute("data-changed-lines") or "0") >= 1
+    shot(page, "test-panel-diff")
+
+    # An edited sample: invalid JSON is caught at the field, before any request.
+    page.get_by_label("Event JSON (editable)").fill("{not json")
+    page.get_by_role("button", name="Run dry test").click()
+    expect(page.locator('[data-field="sample"] > .field-error')).to_contain_text("Not valid JSON")
+
+    # The http hook: the webhook's block, its reason and status code.
+    page.goto(f"{gateway.url}/#/hooks/{lite['hooks']['http']}/test")
+    page.get_by_label("Tool").select_option("write_file")
+    page.get_by_role("button", name="Run dry test").click()
+    result = page.locator(".result-card")
+    expect(result.locator(".badge-decision")).to_have_text("block")
+    expect(result.locator(".status-code")).to_have_text("200")
+    expect(result).to_contain_text("writes to /etc are not allowed")
+    shot(page, "test-panel-http-block")
+    # A dry run writes no history.
+    history = gateway.rest(
+        "GET", f"/executions?hookId={lite['hooks']['http']}", lite["keys"]["admin"]
+    )
+    assert history["executions"] == []
+
+
+def test_history_rows_appear_after_dispatches(
+    page: Any, lite: dict[str, Any], webhook: WebhookServer
+) -> None:
+    from playwright.sync_api import expect
+
+    gateway: ServedGateway = lite["gateway"]
+    admin, operator = lite["keys"]["admin"], lite["keys"]["operator"]
+    hook_id = lite["hooks"]["http"]
+    sign_in(page, gateway.url, admin)
+    page.goto(f"{gateway.url}/#/hooks/{hook_id}/history")
+    expect(page.get_by_text("No executions yet")).to_be_visible()
+
+    for n in range(3):
+        outcome = gateway.rest(
+            "POST",
+            "/dispatch",
+            operator,
+            json={
+                "event": "pre_tool_use",
+                "input": {
+                    "session_id": f"s-{n}",
+                    "tool_name": "write_file",
+                    "tool_input": {"path": "/etc/hosts", "content": "x"},
+                },
+            },
+        )
+        assert outcome["decision"] == "block"
+    page.get_by_role("button", name="Refresh").click()
+    expect(page.locator("tbody.exec")).to_have_count(3)
+    # One failing call: the webhook answers 400, so the hook errors (and fails closed).
+    gateway.rest(
+        "PATCH", f"/hooks/{hook_id}", admin, json={"config": {"url": webhook.url("/broken")}}
+    )
+    failed = gateway.rest(
+        "POST",
+        "/dispatch",
+        operator,
+        json={"event": "pre_tool_use", "input": {"tool_name": "write_file", "tool_input": {}}},
+    )
+    assert failed["decision"] == "block"
+
+    page.get_by_role("button", name="Refresh").click()
+    rows = page.locator("tbody.exec")
+    expect(rows).to_have_count(4)
+    expect(page.locator('tbody.exec[data-decision="block"]')).to_have_count(3)
+    expect(page.locator('tbody.exec[data-decision="error"]')).to_have_count(1)
+    shot(page, "history")
+
+    page.get_by_label("Decision").select_option("error")
+    expect(rows).to_have_count(1)
+    error_row = rows.first
+    error_row.get_by_role("button", name=re.compile("Details of the execution")).click()
+    detail = error_row.locator(".exec-detail")
+    expect(detail).to_be_visible()
+    expect(detail.locator("pre.metadata")).to_contain_text("http_status")
+    # The admin sees the decrypted full error; the redacted short one hides the address.
+    expect(detail.locator("pre.error-detail")).to_contain_text("400")
+    shot(page, "history-expanded")
+
+    page.get_by_role("tab", name="Overview").click()
+    chart = page.locator(".decision-chart")
+    expect(chart).to_have_attribute("data-total", "4")
+    expect(chart.locator('[data-decision="block"] .legend-count')).to_have_text("3")
+    expect(chart.locator('[data-decision="error"] .legend-count')).to_have_text("1")
+    shot(page, "overview-chart")
+
+
+def test_viewer_sees_no_write_controls(page: Any, lite: dict[str, Any]) -> None:
+    from playwright.sync_api import expect
+
+    gateway: ServedGateway = lite["gateway"]
+    sign_in(page, gateway.url, lite["keys"]["viewer"])
+    expect(page.locator(".chip-role")).to_have_text("viewer")
+    expect(page.get_by_role("link", name="New hook")).to_have_count(0)
+    switches = page.get_by_role("switch")
+    expect(switches).to_have_count(2)
+    for i in range(2):
+        expect(switches.nth(i)).to_be_disabled()
+    expect(page.get_by_role("link", name="Edit")).to_have_count(0)
+    page.goto(f"{gateway.url}/#/hooks/{lite['hooks']['http']}")
+    expect(page.get_by_role("tab", name="Test")).to_have_attribute("aria-disabled", "true")
+    expect(page.get_by_role("tab", name="History")).to_be_visible()
+    shot(page, "viewer-detail")
+
+
+def test_keyboard_and_phone_width(browser: Any, lite: dict[str, Any]) -> None:
+    from playwright.sync_api import expect
+
+    gateway: ServedGateway = lite["gateway"]
+    context = browser.new_context(viewport=PHONE, is_mobile=True, has_touch=True)
+    page = context.new_page()
+    try:
+        sign_in(page, gateway.url, lite["keys"]["admin"])
+        overflow = page.evaluate(
+            "document.documentElement.scrollWidth - document.documentElement.clientWidth"
+        )
+        assert overflow <= 1, f"the list scrolls sideways at phone width ({overflow}px)"
+        expect(page.locator('td[data-label="Event"]').first).to_be_visible()
+        shot(page, "phone-hooks-list")
+
+        # Keyboard: arrow keys move along the tabs, Enter opens one.
+        page.goto(f"{gateway.url}/#/hooks/{lite['hooks']['command']}")
+        page.get_by_role("tab", name="Overview").focus()
+        page.keyboard.press("ArrowRight")
+        expect(page.get_by_role("tab", name="Test")).to_be_focused()
+        page.keyboard.press("ArrowRight")
+        page.keyboard.press("Enter")
+        expect(page.get_by_role("tab", name="History")).to_have_attribute("aria-selected", "true")
+        overflow = page.evaluate(
+            "document.documentElement.scrollWidth - document.documentElement.clientWidth"
+        )
+        assert overflow <= 1, f"the detail page scrolls sideways at phone width ({overflow}px)"
+        shot(page, "phone-history")
+    finally:
+        context.close()
+
+
+def test_standard_edition_disables_command(
+    page: Any, tmp_path: Path
+) -> None:
+    from playwright.sync_api import expect
+
+    gateway = ServedGateway(tmp_path / "standard", edition="standard")
+    key = gateway.create_key(tenant="acme", role="admin")
+    gateway.start()
+    try:
+        sign_in(page, gateway.url, key)
+        expect(page.locator(".chip-edition")).to_have_text("standard edition")
+        page.get_by_role("link", name="New hook").click()
+        command = page.get_by_role("radio", name=re.compile(r"^command"))
+        expect(command).to_be_disabled()
+        reason = page.locator(".radio-option.is-disabled", has=command).locator(".disabled-reason")
+        expect(reason).to_contain_text("standard edition")
+        expect(page.get_by_role("radio", name=re.compile(r"^http"))).to_be_enabled()
+        # Tenant keys without master scope cannot pick global either.
+        expect(page.get_by_role("radio", name=re.compile(r"^Global"))).to_be_disabled()
+        shot(page, "standard-edition-form")
+    finally:
+        gateway.stop()
