@@ -19,14 +19,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from tests.conftest import require_service
+from tests.server.gateway_process import GatewayProcess
 from tests.server.panel_support import (
     CHROMIUM_ARGS,
     DOC_SCREENSHOTS,
     SCREENSHOTS,
-    ServedGateway,
     find_chromium,
+    panel_gateway,
+    rest_json,
 )
 from tests.support.webhook_server import Reply, Seen, WebhookServer
 
@@ -39,8 +40,8 @@ DOC_SHOTS = {"hooks-list", "hook-form-errors", "test-panel-diff", "history", "ph
 #: The command hook's script: it answers a rewrite of the tool input on stdout.
 REWRITE_COMMAND = (
     "cat >/dev/null; echo 'checked by panel test' >&2; "
-    "echo '{\"decision\": \"allow\", \"reason\": \"listing pinned\", "
-    "\"updatedInput\": {\"cmd\": \"ls -la /workspace\", \"color\": \"never\"}}'"
+    'echo \'{"decision": "allow", "reason": "listing pinned", '
+    '"updatedInput": {"cmd": "ls -la /workspace", "color": "never"}}\''
 )
 SECRET_TOKEN = "Bearer panel-test-secret-7f3a"
 
@@ -97,11 +98,11 @@ def webhook() -> Iterator[WebhookServer]:
 @pytest.fixture(scope="module")
 def lite(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     _chromium()  # no gateway either when the browser is missing
-    gateway = ServedGateway(tmp_path_factory.mktemp("lite"), edition="lite")
+    gateway = panel_gateway(tmp_path_factory.mktemp("lite"), edition="lite")
     keys = {
-        "admin": gateway.create_key(tenant="acme", role="admin", master=True, name="ops admin"),
-        "viewer": gateway.create_key(tenant="acme", role="viewer"),
-        "operator": gateway.create_key(tenant="acme", role="operator"),
+        "admin": gateway.create_key("acme", "admin", master=True),
+        "viewer": gateway.create_key("acme", "viewer"),
+        "operator": gateway.create_key("acme", "operator"),
     }
     gateway.start()
     try:
@@ -163,12 +164,10 @@ def test_sign_in_shows_the_gateway_error_then_the_role(page: Any, lite: dict[str
     shot(page, "hooks-empty")
 
 
-def test_create_command_hook_shows_field_errors_then_saves(
-    page: Any, lite: dict[str, Any]
-) -> None:
+def test_create_command_hook_shows_field_errors_then_saves(page: Any, lite: dict[str, Any]) -> None:
     from playwright.sync_api import expect
 
-    gateway: ServedGateway = lite["gateway"]
+    gateway: GatewayProcess = lite["gateway"]
     sign_in(page, gateway.url, lite["keys"]["admin"])
     page.get_by_role("link", name="New hook").click()
     expect(page.get_by_role("heading", level=1, name="New hook")).to_be_visible()
@@ -188,7 +187,7 @@ def test_create_command_hook_shows_field_errors_then_saves(
     expect(page.locator('[data-field="timeout_ms"] > .field-error')).to_contain_text("10000")
     expect(page.get_by_label("Matcher")).to_have_attribute("aria-invalid", "true")
     # Nothing was created.
-    assert gateway.rest("GET", "/hooks", lite["keys"]["admin"])["hooks"] == []
+    assert rest_json(gateway, "GET", "/hooks", lite["keys"]["admin"])["hooks"] == []
     shot(page, "hook-form-errors")
 
     page.get_by_label("Matcher").fill("^exec$")
@@ -199,7 +198,7 @@ def test_create_command_hook_shows_field_errors_then_saves(
     hook_id = hook_id_from(page)
     lite["hooks"]["command"] = hook_id
 
-    stored = gateway.rest("GET", f"/hooks/{hook_id}", lite["keys"]["admin"])["hook"]
+    stored = rest_json(gateway, "GET", f"/hooks/{hook_id}", lite["keys"]["admin"])["hook"]
     assert stored["handler_type"] == "command"
     assert stored["matcher"] == "^exec$"
     assert stored["timeout_ms"] == 3000
@@ -215,7 +214,7 @@ def test_create_http_hook_keeps_the_secret_header_write_only(
 ) -> None:
     from playwright.sync_api import expect
 
-    gateway: ServedGateway = lite["gateway"]
+    gateway: GatewayProcess = lite["gateway"]
     sign_in(page, gateway.url, lite["keys"]["admin"])
     page.get_by_role("link", name="New hook").click()
     page.get_by_label("Name").fill("Guard /etc writes")
@@ -235,22 +234,20 @@ def test_create_http_hook_keeps_the_secret_header_write_only(
     lite["hooks"]["http"] = hook_id
 
     # The read API and the page never carry the secret value.
-    raw = json.dumps(gateway.rest("GET", f"/hooks/{hook_id}", lite["keys"]["admin"]))
+    raw = json.dumps(rest_json(gateway, "GET", f"/hooks/{hook_id}", lite["keys"]["admin"]))
     assert "panel-test-secret" not in raw
     expect(page.locator(".config-card")).to_contain_text("Authorization")
     assert "panel-test-secret" not in page.content()
     page.get_by_role("link", name="Edit").click()
     expect(page.get_by_label("Header value")).to_have_value("")
-    expect(page.get_by_label("Header value")).to_have_attribute(
-        "placeholder", re.compile("stored")
-    )
+    expect(page.get_by_label("Header value")).to_have_attribute("placeholder", re.compile("stored"))
     shot(page, "hook-edit-http")
 
 
 def test_list_filters_and_toggle(page: Any, lite: dict[str, Any]) -> None:
     from playwright.sync_api import expect
 
-    gateway: ServedGateway = lite["gateway"]
+    gateway: GatewayProcess = lite["gateway"]
     key = lite["keys"]["admin"]
     sign_in(page, gateway.url, key)
     rows = page.locator("tbody tr[data-hook-id]")
@@ -276,7 +273,10 @@ def test_list_filters_and_toggle(page: Any, lite: dict[str, Any]) -> None:
     switch.click()
     expect(switch).to_have_attribute("aria-checked", "false")
     expect(switch).to_be_enabled()
-    assert gateway.rest("GET", f"/hooks/{lite['hooks']['http']}", key)["hook"]["enabled"] is False
+    assert (
+        rest_json(gateway, "GET", f"/hooks/{lite['hooks']['http']}", key)["hook"]["enabled"]
+        is False
+    )
     page.get_by_label("Enabled").select_option("off")
     expect(rows).to_have_count(1)
     shot(page, "hooks-list-disabled-filter")
@@ -284,13 +284,15 @@ def test_list_filters_and_toggle(page: Any, lite: dict[str, Any]) -> None:
     http_row.get_by_role("switch").click()
     expect(http_row.get_by_role("switch")).to_have_attribute("aria-checked", "true")
     expect(http_row.get_by_role("switch")).to_be_enabled()
-    assert gateway.rest("GET", f"/hooks/{lite['hooks']['http']}", key)["hook"]["enabled"] is True
+    assert (
+        rest_json(gateway, "GET", f"/hooks/{lite['hooks']['http']}", key)["hook"]["enabled"] is True
+    )
 
 
 def test_test_panel_shows_decision_stdout_and_diff(page: Any, lite: dict[str, Any]) -> None:
     from playwright.sync_api import expect
 
-    gateway: ServedGateway = lite["gateway"]
+    gateway: GatewayProcess = lite["gateway"]
     sign_in(page, gateway.url, lite["keys"]["admin"])
     page.goto(f"{gateway.url}/#/hooks/{lite['hooks']['command']}/test")
     page.get_by_label("Tool").select_option("exec")
@@ -323,8 +325,8 @@ def test_test_panel_shows_decision_stdout_and_diff(page: Any, lite: dict[str, An
     expect(result).to_contain_text("writes to /etc are not allowed")
     shot(page, "test-panel-http-block")
     # A dry run writes no history.
-    history = gateway.rest(
-        "GET", f"/executions?hookId={lite['hooks']['http']}", lite["keys"]["admin"]
+    history = rest_json(
+        gateway, "GET", f"/executions?hookId={lite['hooks']['http']}", lite["keys"]["admin"]
     )
     assert history["executions"] == []
 
@@ -334,7 +336,7 @@ def test_history_rows_appear_after_dispatches(
 ) -> None:
     from playwright.sync_api import expect
 
-    gateway: ServedGateway = lite["gateway"]
+    gateway: GatewayProcess = lite["gateway"]
     admin, operator = lite["keys"]["admin"], lite["keys"]["operator"]
     hook_id = lite["hooks"]["http"]
     sign_in(page, gateway.url, admin)
@@ -342,7 +344,8 @@ def test_history_rows_appear_after_dispatches(
     expect(page.get_by_text("No executions yet")).to_be_visible()
 
     for n in range(3):
-        outcome = gateway.rest(
+        outcome = rest_json(
+            gateway,
             "POST",
             "/dispatch",
             operator,
@@ -359,10 +362,15 @@ def test_history_rows_appear_after_dispatches(
     page.get_by_role("button", name="Refresh").click()
     expect(page.locator("tbody.exec")).to_have_count(3)
     # One failing call: the webhook answers 400, so the hook errors (and fails closed).
-    gateway.rest(
-        "PATCH", f"/hooks/{hook_id}", admin, json={"config": {"url": webhook.url("/broken")}}
+    rest_json(
+        gateway,
+        "PATCH",
+        f"/hooks/{hook_id}",
+        admin,
+        json={"config": {"url": webhook.url("/broken")}},
     )
-    failed = gateway.rest(
+    failed = rest_json(
+        gateway,
         "POST",
         "/dispatch",
         operator,
@@ -399,7 +407,7 @@ def test_history_rows_appear_after_dispatches(
 def test_viewer_sees_no_write_controls(page: Any, lite: dict[str, Any]) -> None:
     from playwright.sync_api import expect
 
-    gateway: ServedGateway = lite["gateway"]
+    gateway: GatewayProcess = lite["gateway"]
     sign_in(page, gateway.url, lite["keys"]["viewer"])
     expect(page.locator(".chip-role")).to_have_text("viewer")
     expect(page.get_by_role("link", name="New hook")).to_have_count(0)
@@ -417,7 +425,7 @@ def test_viewer_sees_no_write_controls(page: Any, lite: dict[str, Any]) -> None:
 def test_keyboard_and_phone_width(browser: Any, lite: dict[str, Any]) -> None:
     from playwright.sync_api import expect
 
-    gateway: ServedGateway = lite["gateway"]
+    gateway: GatewayProcess = lite["gateway"]
     context = browser.new_context(viewport=PHONE, is_mobile=True, has_touch=True)
     page = context.new_page()
     try:
@@ -446,13 +454,13 @@ def test_keyboard_and_phone_width(browser: Any, lite: dict[str, Any]) -> None:
         context.close()
 
 
-def test_standard_edition_disables_command(
-    page: Any, tmp_path: Path
-) -> None:
+def test_standard_edition_disables_command(page: Any, tmp_path: Path) -> None:
     from playwright.sync_api import expect
 
-    gateway = ServedGateway(tmp_path / "standard", edition="standard")
-    key = gateway.create_key(tenant="acme", role="admin")
+    data_dir = tmp_path / "standard"
+    data_dir.mkdir()
+    gateway = panel_gateway(data_dir, edition="standard")
+    key = gateway.create_key("acme", "admin")
     gateway.start()
     try:
         sign_in(page, gateway.url, key)
@@ -468,3 +476,39 @@ def test_standard_edition_disables_command(
         shot(page, "standard-edition-form")
     finally:
         gateway.stop()
+
+
+def test_diff_and_error_parsing_modules(page: Any, lite: dict[str, Any]) -> None:
+    """The panel's own logic, run as the browser loads it: the line diff and error mapping."""
+    page.goto(lite["gateway"].url + "/")
+    got = page.evaluate(
+        """async () => {
+          const diff = await import('./js/ui/json-diff.js');
+          const problems = await import('./js/problems.js');
+          const rows = (a, b) => diff.sideBySide(diff.diffLines(a, b)).map((r) => r.kind);
+          const fromDetails = problems.fieldProblems({message: 'x', details: {problems: [
+            {field: 'matcher', message: 'bad regex'}, {field: 'config', message: 'need url'},
+            {field: 'weird', message: 'elsewhere'}]}});
+          const fromText = problems.fieldProblems({message:
+            "hook 'n': timeout_ms: must be between 1 and 10000 ms; something else broke"});
+          return {
+            same: rows(['{', '"a": 1', '}'], ['{', '"a": 1', '}']),
+            added: rows(['{', '  "a": 1', '}'], ['{', '  "a": 1,', '  "b": 2', '}']),
+            changed: rows(['{', '  "a": 1', '}'], ['{', '  "a": 2', '}']),
+            removed: rows(['[', '  1,', '  2', ']'], ['[', '  2', ']']),
+            detailFields: [...fromDetails.fields.keys()],
+            detailGeneral: fromDetails.general,
+            textFields: Object.fromEntries(fromText.fields),
+            textGeneral: fromText.general,
+          };
+        }"""
+    )
+    assert got["same"] == ["same", "same", "same"]
+    # A trailing comma added by the new key does not mark "a" as changed.
+    assert got["added"] == ["same", "same", "added", "same"]
+    assert got["changed"] == ["same", "changed", "same"]
+    assert got["removed"] == ["same", "removed", "same", "same"]
+    assert got["detailFields"] == ["matcher", "config"]
+    assert got["detailGeneral"] == ["weird: elsewhere"]
+    assert got["textFields"] == {"timeout_ms": ["must be between 1 and 10000 ms"]}
+    assert got["textGeneral"] == ["something else broke"]

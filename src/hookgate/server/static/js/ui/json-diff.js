@@ -4,6 +4,10 @@ import { stableJson } from "../format.js";
 
 const MAX_LINES = 2000; // beyond this an LCS table is too big; show both sides unaligned
 
+// Pretty-printed JSON puts a comma after every member but the last, so a line is compared
+// without it: adding a key after "cmd" must not mark the "cmd" line as changed.
+const lineKey = (line) => line.replace(/,$/, "");
+
 /** Edit script between two line arrays: [{op: "=", a, b} | {op: "-", a} | {op: "+", b}]. */
 export function diffLines(left, right) {
   const n = left.length;
@@ -15,14 +19,14 @@ export function diffLines(left, right) {
   const lcs = Array.from({ length: n + 1 }, () => new Uint32Array(m + 1));
   for (let i = n - 1; i >= 0; i -= 1) {
     for (let j = m - 1; j >= 0; j -= 1) {
-      lcs[i][j] = left[i] === right[j] ? lcs[i + 1][j + 1] + 1 : Math.max(lcs[i + 1][j], lcs[i][j + 1]);
+      lcs[i][j] = lineKey(left[i]) === lineKey(right[j]) ? lcs[i + 1][j + 1] + 1 : Math.max(lcs[i + 1][j], lcs[i][j + 1]);
     }
   }
   const ops = [];
   let i = 0;
   let j = 0;
   while (i < n && j < m) {
-    if (left[i] === right[j]) {
+    if (lineKey(left[i]) === lineKey(right[j])) {
       ops.push({ op: "=", a: left[i++], b: right[j++] });
     } else if (lcs[i + 1][j] >= lcs[i][j + 1]) {
       ops.push({ op: "-", a: left[i++] });

@@ -31,6 +31,8 @@ const HANDLER_HINTS = {
   prompt: "LLM evaluator",
   agent: "Reviewer agent",
   process: "Long-lived JSON-RPC process",
+  quality_gate: "Legacy delegation quality gate",
+  callable: "Python function in the gateway",
 };
 
 export async function renderHookForm(root, route, ctx) {
