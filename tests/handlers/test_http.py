@@ -24,6 +24,12 @@ EXEC = {"tool_name": "exec", "tool_input": {"cmd": "ls -la"}, "session_id": "s-1
 LOOPBACK = Settings(ssrf_allowlist=("127.0.0.1/32",))
 
 
+@pytest.fixture(autouse=True)
+def no_ambient_allowlist(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Refusal tests must not depend on an allowlist in the runner's environment.
+    monkeypatch.delenv("HOOKGATE_SSRF_ALLOWLIST", raising=False)
+
+
 @pytest.fixture
 def server() -> Iterator[WebhookServer]:
     with WebhookServer() as running:
