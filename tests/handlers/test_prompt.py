@@ -280,7 +280,9 @@ async def test_provider_base_url_goes_through_the_ssrf_guard(llm: ScriptedLLM) -
 
 
 async def test_cache_hit_and_version_bust(engine: Engine, llm: ScriptedLLM) -> None:
-    llm.script(decide("block", "v1 says no"), decide("allow", "v2 says yes"))
+    llm.script(
+        decide("block", "v1 says no"), decide("block", "tenant b"), decide("allow", "v2 says yes")
+    )
     definition = engine.add(prompt_hook(llm))
     first = await fire(engine, "rm x")
     again = await fire(engine, "rm x", session_id="other-session")
@@ -289,9 +291,12 @@ async def test_cache_hit_and_version_bust(engine: Engine, llm: ScriptedLLM) -> N
     assert again.trace[0].details["prompt_cache"] == "hit"
     assert again.trace[0].details["prompt_tokens"] == 0
     assert first.trace[0].details["prompt_cache"] == "miss"
+    other_tenant = await fire(engine, "rm x", tenant_id="tenant-b")
+    assert other_tenant.trace[0].details["prompt_cache"] == "miss"  # never shared
+    assert len(llm.requests) == 2
     engine.registry.put(definition.bumped(config={**definition.config}))
     edited = await fire(engine, "rm x")
-    assert len(llm.requests) == 2 and edited.decision == "allow"
+    assert len(llm.requests) == 3 and edited.decision == "allow"
 
 
 async def test_cache_entries_expire_after_sixty_seconds(llm: ScriptedLLM) -> None:

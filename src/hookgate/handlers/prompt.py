@@ -22,9 +22,9 @@ argument or an invalid value is a malformed answer (fails closed). ``injection_d
 blocks whatever the decision said.
 
 Safeguards, in the order they apply: the decision cache (60 s, keyed by hook id, hook
-version and the canonical input, so editing the hook busts it); the per-turn cap (model
-calls per hook per ``session_id`` + ``turn_id``, cache hits not counted); the tenant's
-monthly token budget (checked before, real usage deducted after, see
+version, tenant and the canonical input, so editing the hook busts it); the per-turn cap
+(model calls per hook per tenant, ``session_id`` and ``turn_id``, cache hits not counted);
+the tenant's monthly token budget (checked before, real usage deducted after, see
 :mod:`hookgate.llm.metered`). Dry runs (``hooks.test``) skip the cache and the cap but
 spend real tokens.
 
@@ -138,8 +138,10 @@ def _canonical(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
 
 
-def cache_key(hook_id: str, version: int, event: str, canonical_input: str) -> str:
-    text = f"{hook_id}|{version}|{event}|{canonical_input}"
+def cache_key(hook_id: str, version: int, tenant_id: str, event: str, canonical_input: str) -> str:
+    # The tenant is part of the key: a global hook's decision for one tenant is never served
+    # to another (nor does a hit reveal what another tenant's agent just did).
+    text = f"{hook_id}|{version}|{tenant_id}|{event}|{canonical_input}"
     return "prompt:" + hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -239,7 +241,8 @@ class PromptHandler(Handler):
         hook, payload = call.hook, call.payload
         data = evaluated_data(call.event, payload)
         canonical = _canonical(data)
-        key = cache_key(hook.id, hook.version, call.event.name, canonical)
+        tenant = str(payload.get("tenant_id") or hook.tenant_id or "")
+        key = cache_key(hook.id, hook.version, tenant, call.event.name, canonical)
         if not call.dry_run:
             cached = await self._cache().get(key)
             if cached is not None:
@@ -286,8 +289,9 @@ class PromptHandler(Handler):
         cap = int(call.hook.config.get("max_invocations_per_turn", DEFAULT_CAP))
         session = call.payload.get("session_id") or ""
         turn = call.payload.get("turn_id") or ""
+        tenant = call.payload.get("tenant_id") or call.hook.tenant_id or ""
         count = await self._counter().increment(
-            f"prompt-turn:{call.hook.id}:{session}:{turn}", TURN_TTL_S
+            f"prompt-turn:{call.hook.id}:{tenant}:{session}:{turn}", TURN_TTL_S
         )
         if count > cap:
             where = (
