@@ -20,6 +20,8 @@ COMMAND_MODULES: tuple[str, ...] = (
     "hookgate.cli.claude_code",
     "hookgate.cli.serve",
     "hookgate.cli.keys",
+    "hookgate.cli.db",
+    "hookgate.cli.hooks",
 )
 
 

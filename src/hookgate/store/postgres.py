@@ -120,8 +120,7 @@ class PostgresStore(SqlStore):
 
     def __repr__(self) -> str:
         # The URL may hold a password: show only host and database.
-        where = self.database_url.rsplit("@", 1)[-1]
-        return f"PostgresStore({where!r}, schema={self.schema!r})"
+        return f"PostgresStore({self.location!r})"
 
     def _server_settings(self) -> dict[str, str]:
         settings = {"application_name": "hookgate"}
@@ -200,6 +199,19 @@ class PostgresStore(SqlStore):
 
         await conn.add_listener(NOTIFY_CHANNEL, on_notify)
         self._listener = conn
+
+    @property
+    def location(self) -> str:
+        where = self.database_url.rsplit("@", 1)[-1]  # never the password
+        return f"{where} (schema {self.schema})" if self.schema else where
+
+    async def schema_version(self) -> int:
+        async with self._read() as sql:
+            if await sql.fetchval("SELECT to_regclass('schema_migrations')") is None:
+                return 0
+            return int(
+                await sql.fetchval("SELECT coalesce(max(version), 0) FROM schema_migrations")
+            )
 
     async def migrate(self) -> int:
         migrations = load_migrations("postgres")

@@ -152,6 +152,21 @@ class SqliteStore(SqlStore):
     def _date_param(self, value: date) -> Any:
         return value.isoformat()
 
+    @property
+    def location(self) -> str:
+        return str(self.path)
+
+    async def schema_version(self) -> int:
+        async with self._read() as sql:
+            exists = await sql.fetchrow(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'"
+            )
+            if exists is None:
+                return 0
+            return int(
+                await sql.fetchval("SELECT coalesce(max(version), 0) FROM schema_migrations")
+            )
+
     async def migrate(self) -> int:
         migrations = load_migrations("sqlite")
         async with self._write() as sql:
