@@ -226,7 +226,10 @@ def test_create_http_hook_keeps_the_secret_header_write_only(
     row = page.locator(".header-row").last
     row.get_by_label("Header name").fill("Authorization")
     row.get_by_label("Header value").fill(SECRET_TOKEN)
-    row.get_by_label("secret").check()
+    # Authorization is always secret: the box is ticked and cannot be unticked.
+    expect(row.get_by_label("secret")).to_be_checked()
+    expect(row.get_by_label("secret")).to_be_disabled()
+    expect(row.get_by_label("Header value")).to_have_attribute("type", "password")
     page.get_by_label("Priority").fill("50")
     page.get_by_role("button", name="Create hook").click()
     expect(page.get_by_role("heading", level=1, name="Guard /etc writes")).to_be_visible()
@@ -242,6 +245,12 @@ def test_create_http_hook_keeps_the_secret_header_write_only(
     expect(page.get_by_label("Header value")).to_have_value("")
     expect(page.get_by_label("Header value")).to_have_attribute("placeholder", re.compile("stored"))
     shot(page, "hook-edit-http")
+    # Saving without touching the header keeps the stored secret (checked at dispatch below).
+    page.get_by_label("Priority").fill("60")
+    page.get_by_role("button", name="Save changes").click()
+    expect(page.get_by_role("heading", level=1, name="Guard /etc writes")).to_be_visible()
+    saved = rest_json(gateway, "GET", f"/hooks/{hook_id}", lite["keys"]["admin"])["hook"]
+    assert saved["priority"] == 60 and saved["version"] == 2
 
 
 def test_list_filters_and_toggle(page: Any, lite: dict[str, Any]) -> None:
@@ -289,7 +298,9 @@ def test_list_filters_and_toggle(page: Any, lite: dict[str, Any]) -> None:
     )
 
 
-def test_test_panel_shows_decision_stdout_and_diff(page: Any, lite: dict[str, Any]) -> None:
+def test_test_panel_shows_decision_stdout_and_diff(
+    page: Any, lite: dict[str, Any], webhook: WebhookServer
+) -> None:
     from playwright.sync_api import expect
 
     gateway: GatewayProcess = lite["gateway"]
@@ -323,6 +334,8 @@ def test_test_panel_shows_decision_stdout_and_diff(page: Any, lite: dict[str, An
     expect(result.locator(".badge-decision")).to_have_text("block")
     expect(result.locator(".status-code")).to_have_text("200")
     expect(result).to_contain_text("writes to /etc are not allowed")
+    # The gateway opened the sealed header for the call: the webhook got the real value.
+    assert webhook.requests[-1].headers.get("Authorization") == SECRET_TOKEN
     shot(page, "test-panel-http-block")
     # A dry run writes no history.
     history = rest_json(

@@ -30,7 +30,8 @@ function commandForm(config) {
   };
 }
 
-const ALWAYS_SECRET = new Set(["authorization", "proxy-authorization", "cookie", "x-api-key"]);
+// The gateway always seals these (DEFAULT_SECRET_HEADERS); others when listed in secret_headers.
+const ALWAYS_SECRET = new Set(["authorization", "proxy-authorization"]);
 
 function httpForm(config) {
   const url = text("url", config.url, { type: "url", class: "mono", placeholder: "https://safety.internal/check" });
@@ -51,9 +52,14 @@ function httpForm(config) {
     });
     const secretId = nextId("secret");
     const secretBox = h("input", { type: "checkbox", id: secretId, checked: secret, name: "header_secret" });
-    secretBox.addEventListener("change", () => {
+    const syncSecret = () => {
+      const forced = ALWAYS_SECRET.has(nameInput.value.trim().toLowerCase());
+      if (forced) secretBox.checked = true;
+      secretBox.disabled = forced;
       valueInput.type = secretBox.checked ? "password" : "text";
-    });
+    };
+    secretBox.addEventListener("change", syncSecret);
+    nameInput.addEventListener("input", syncSecret);
     const row = h(
       "div",
       { class: "header-row", dataset: { stored: stored ? "true" : "false" } },
@@ -63,6 +69,7 @@ function httpForm(config) {
       h("button", { type: "button", class: "btn btn-small btn-quiet", text: "Remove", "aria-label": `Remove header ${name}`, onclick: () => row.remove() }),
     );
     rows.append(row);
+    syncSecret();
     return row;
   };
   for (const [name, value] of Object.entries(headers)) {
@@ -102,7 +109,11 @@ function httpForm(config) {
         const stored = row.dataset.stored === "true";
         // null keeps the stored secret; a typed value replaces it
         hdrs[name] = stored && !valueInput.value ? null : valueInput.value;
-        if (secret && !ALWAYS_SECRET.has(name.toLowerCase())) secrets.push(name);
+        // The gateway lists every header it holds sealed; keep that list as it came, so an
+        // untouched form reads back the same config.
+        if (secret && (!ALWAYS_SECRET.has(name.toLowerCase()) || secretNames.has(name.toLowerCase()))) {
+          secrets.push(name);
+        }
       }
       if (Object.keys(hdrs).length) out.headers = hdrs;
       if (secrets.length) out.secret_headers = secrets;

@@ -2,7 +2,7 @@
 import { h, mount } from "../dom.js";
 import * as api from "../api.js";
 import { allEvents, HANDLER_TYPES } from "../catalogue.js";
-import { canWrite, canTest, whyReadOnly } from "../session.js";
+import { session, canWrite, canTest, whyReadOnly } from "../session.js";
 import { hookHref, listHref, navigate } from "../router.js";
 import { eventBadge, handlerBadge, builtinBadge, breakerBadge, scopeLabel } from "../ui/badges.js";
 import { toggleSwitch } from "../ui/switch.js";
@@ -175,7 +175,7 @@ function hookRow(hook, reload) {
     ),
     cell("Event", eventBadge(hook.event)),
     cell("Handler", handlerBadge(hook.handler_type)),
-    cell("Scope", scopeLabel(hook)),
+    cell("Scope", scopeLabel(hook), otherTenant(hook)),
     cell("Matcher", hook.matcher ? h("code", { class: "matcher", text: hook.matcher }) : h("span", { class: "muted", text: "any" })),
     cell("Priority", String(hook.priority ?? 0)),
     cell("Breaker", breakerBadge(hook.breaker), hook.breaker?.last_fault && hook.breaker.state !== "closed"
@@ -231,3 +231,9 @@ function hookRow(hook, reload) {
   );
 }
 
+
+/** With master scope the list holds every tenant's hooks: say whose each one is. */
+function otherTenant(hook) {
+  if (hook.scope === "global" || !hook.tenant_id || hook.tenant_id === session.tenantId) return null;
+  return h("span", { class: "tenant-note", title: `tenant ${hook.tenant_id}`, text: ` · ${hook.tenant_id}` });
+}
