@@ -203,7 +203,11 @@ def validate_definition(
     handler_type = raw.get("handler_type")
     types = set(known_handler_types or available_handler_types())
     if handler_type not in (None, ""):
-        if handler_type not in types:
+        if not isinstance(handler_type, str):
+            # Untrusted JSON: an object here must be a problem, not an unhashable-type crash.
+            problems.append(Problem("handler_type", "must be a string"))
+            handler_type = None
+        elif handler_type not in types:
             problems.append(
                 Problem(
                     "handler_type",

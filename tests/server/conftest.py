@@ -7,7 +7,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-
 from tests.server.gateway_process import GatewayProcess
 
 ALLOW_TEST_HOOKS = ("--allow-callable", "tests.server.hookfns")

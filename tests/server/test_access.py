@@ -6,12 +6,11 @@ import time
 
 import httpx
 import pytest
-from websockets.exceptions import ConnectionClosed
-
 from tests.server.conftest import Keys
 from tests.server.gateway_process import GatewayProcess, run_cli
 from tests.server.test_ws_protocol import BLOCKER
 from tests.server.wsutil import fails, ok, open_ws
+from websockets.exceptions import ConnectionClosed
 
 MASTER_MESSAGE = "this action requires master tenant scope"
 

@@ -7,12 +7,12 @@ from typing import Any
 
 import httpx
 import pytest
-
-from hookgate.events import BLOCK, CATALOGUE
 from tests.server.conftest import Keys
 from tests.server.gateway_process import GatewayProcess
 from tests.server.test_ws_protocol import BLOCKER
 from tests.server.wsutil import ok, open_ws
+
+from hookgate.events import BLOCK, CATALOGUE
 
 BLOCKABLE = [spec for spec in CATALOGUE if spec.blocking and spec.allows(BLOCK)]
 
@@ -73,7 +73,8 @@ class TestDispatch:
                 for name, priority in (("rewrite", 10), ("allow", 5))
             ]
             outcome = ok(ws, "hooks.dispatch", {
-                "event": "pre_tool_use", "input": {"tool_name": "exec", "tool_input": {"cmd": "rm"}},
+                "event": "pre_tool_use",
+                "input": {"tool_name": "exec", "tool_input": {"cmd": "rm"}},
             })
             assert outcome["decision"] == "allow"
             assert outcome["updated_input"] == {"cmd": "ls --safe"}

@@ -10,11 +10,11 @@ import time
 from pathlib import Path
 
 import httpx
-
-from hookgate.store import Caller, ExecutionQuery, open_store
 from tests.server.conftest import start_gateway
 from tests.server.gateway_process import GatewayProcess
 from tests.server.wsutil import fails, ok, open_ws
+
+from hookgate.store import Caller, ExecutionQuery, open_store
 
 COMMAND_HOOK = {
     "event": "pre_tool_use",

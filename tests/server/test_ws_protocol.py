@@ -7,11 +7,10 @@ import json
 import uuid
 
 import pytest
-from websockets.exceptions import InvalidStatus
-
 from tests.server.conftest import Keys
 from tests.server.gateway_process import GatewayProcess
 from tests.server.wsutil import fails, ok, open_ws, request, send_raw
+from websockets.exceptions import InvalidStatus
 
 SEED_CREATE = """{
 "type": "req", "id": "1", "method": "hooks.create",
