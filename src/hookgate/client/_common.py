@@ -1,0 +1,121 @@
+"""What the async and the sync client share: URLs, frames, the hooks.* method wrappers."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import orjson
+
+from hookgate.client.errors import GatewayError
+
+__all__ = ["HooksApi", "decode_response", "encode_request", "websocket_url"]
+
+
+def websocket_url(url: str) -> str:
+    """``http://host:port`` (or ``ws://…``, with or without ``/ws``) → ``ws://host:port/ws``."""
+    url = url.rstrip("/")
+    if url.startswith("http://"):
+        url = "ws://" + url[len("http://") :]
+    elif url.startswith("https://"):
+        url = "wss://" + url[len("https://") :]
+    elif not url.startswith(("ws://", "wss://")):
+        url = "ws://" + url
+    if not url.endswith("/ws"):
+        url += "/ws"
+    return url
+
+
+def encode_request(frame_id: str, method: str, params: Mapping[str, Any] | None) -> str:
+    frame = {"type": "req", "id": frame_id, "method": method, "params": dict(params or {})}
+    return orjson.dumps(frame, default=str).decode()
+
+
+def decode_response(raw: str | bytes) -> dict[str, Any]:
+    frame = orjson.loads(raw)
+    if not isinstance(frame, dict):
+        raise GatewayError("INVALID_FRAME", f"the gateway sent a non-object frame: {raw!r:.200}")
+    return frame
+
+
+def result_of(frame: Mapping[str, Any]) -> Any:
+    if frame.get("ok"):
+        return frame.get("payload")
+    raise GatewayError.from_error(frame.get("error"))
+
+
+def _drop_none(params: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in params.items() if v is not None}
+
+
+class HooksApi:
+    """The ``hooks.*`` methods as keyword-argument helpers; ``_call`` does the transport.
+
+    The async client's helpers return awaitables, the sync client's return values.
+    """
+
+    def _call(self, method: str, params: Mapping[str, Any] | None = None) -> Any:
+        raise NotImplementedError
+
+    def info(self) -> Any:
+        """Edition, role, tenant and what this gateway offers (the ``connect`` payload)."""
+        return self._call("connect", {})
+
+    def list_hooks(self, **filters: Any) -> Any:
+        """``hooks.list``: filters ``event``, ``scope``, ``handlerType``, ``enabled``, …"""
+        return self._call("hooks.list", _drop_none(filters))
+
+    def get_hook(self, hook_id: str) -> Any:
+        return self._call("hooks.get", {"hookId": hook_id})
+
+    def create_hook(self, definition: Mapping[str, Any]) -> Any:
+        return self._call("hooks.create", definition)
+
+    def update_hook(
+        self, hook_id: str, updates: Mapping[str, Any], *, expected_version: int | None = None
+    ) -> Any:
+        params: dict[str, Any] = {"hookId": hook_id, "updates": dict(updates)}
+        if expected_version is not None:
+            params["expectedVersion"] = expected_version
+        return self._call("hooks.update", params)
+
+    def delete_hook(self, hook_id: str) -> Any:
+        return self._call("hooks.delete", {"hookId": hook_id})
+
+    def toggle_hook(self, hook_id: str, enabled: bool) -> Any:
+        return self._call("hooks.toggle", {"hookId": hook_id, "enabled": enabled})
+
+    def test_hook(
+        self,
+        sample_event: Mapping[str, Any],
+        *,
+        config: Mapping[str, Any] | None = None,
+        hook_id: str | None = None,
+    ) -> Any:
+        params: dict[str, Any] = {"sampleEvent": dict(sample_event)}
+        if config is not None:
+            params["config"] = dict(config)
+        if hook_id is not None:
+            params["hookId"] = hook_id
+        return self._call("hooks.test", params)
+
+    def history(self, **query: Any) -> Any:
+        """``hooks.history``: ``hookId``, ``sessionId``, ``decision``, ``cursor``, ``limit``…"""
+        return self._call("hooks.history", _drop_none(query))
+
+    def dispatch(
+        self,
+        event: str,
+        input: Mapping[str, Any] | None = None,
+        *,
+        wait: bool = False,
+        traceparent: str | None = None,
+    ) -> Any:
+        """Fire ``event`` with ``input`` (the fields of ``hookgate fire --input``); the
+        payload is the outcome dict (decision, reason, updated_input, …, trace)."""
+        params: dict[str, Any] = {"event": event, "input": dict(input or {})}
+        if wait:
+            params["wait"] = True
+        if traceparent:
+            params["traceparent"] = traceparent
+        return self._call("hooks.dispatch", params)
