@@ -289,7 +289,11 @@ async def test_noise_on_stdout_and_stderr_never_wedges_the_reader() -> None:
         assert status["dropped_lines"] == 1  # the 2 MiB line
         assert status["bad_lines"] == 2  # "this is not json" and the JSON array
         assert status["late_replies"] == 1  # the answer for an id nobody asked
-        assert "some stderr chatter" in status["stderr_tail"]
+        hook_id = outcome.trace[0].hook_id
+        handler = handler_of(engine)
+        assert await eventually(
+            lambda: "some stderr chatter" in handler.status(hook_id)["stderr_tail"]  # type: ignore[index]
+        )
         again = await engine.fire("pre_tool_use", {**TOOL, "tool_input": {"_echo": 2}})
         assert again.updated_input == {"_echo": 2, "echoed": True}
 

@@ -195,7 +195,7 @@ async def run_shell(
     """
     try:
         proc, exited = await spawn(
-            "/bin/sh", "-c", command, cwd=cwd, env=dict(env), start_new_session=True
+            "/bin/sh", "-c", command, cwd=cwd, env=dict(env), process_group=0
         )
     except OSError as exc:
         where = f" in {cwd!r}" if cwd else ""
@@ -233,6 +233,5 @@ async def _feed(pipe: asyncio.StreamWriter | None, data: bytes) -> None:
         pipe.write(data)
         await pipe.drain()
         pipe.close()
-        await pipe.wait_closed()
     except (BrokenPipeError, ConnectionResetError):
         pass  # the command did not read its stdin, which it may

@@ -46,6 +46,8 @@ class ProcessHandler(Handler):
         self._children: dict[_ChildKey, HookProcess] = {}
         self._users: dict[_ChildKey, set[str]] = {}
         self._hook_child: dict[str, _ChildKey] = {}
+        #: (hook id, version) -> its process, the per-call fast path of :meth:`_child`.
+        self._last: dict[tuple[str, int], HookProcess] = {}
 
     @classmethod
     def validate_config(cls, config: Mapping[str, Any]) -> list[str]:
@@ -111,6 +113,9 @@ class ProcessHandler(Handler):
         return spec
 
     def _child(self, hook: HookDefinition, spec: ProcessSpec, event: str) -> HookProcess:
+        known = self._last.get((hook.id, hook.version))
+        if known is not None and not known.closed and known.loop is asyncio.get_running_loop():
+            return known
         key: _ChildKey
         if spec.instance:
             key = ("instance", spec.instance, spec.process_identity)
@@ -119,9 +124,13 @@ class ProcessHandler(Handler):
         previous = self._hook_child.get(hook.id)
         if previous is not None and previous != key:
             self._release(hook.id, previous)  # the hook changed: its old process goes
+            for stale in [k for k in self._last if k[0] == hook.id]:
+                del self._last[stale]
         child = self._children.get(key)
         if child is not None and (child.closed or child.loop is not asyncio.get_running_loop()):
             child.close_soon()
+            for stale in [k for k, c in self._last.items() if c is child]:
+                del self._last[stale]
             child = None
         if child is None:
             child = HookProcess(
@@ -130,6 +139,7 @@ class ProcessHandler(Handler):
             self._children[key] = child
         self._users.setdefault(key, set()).add(hook.id)
         self._hook_child[hook.id] = key
+        self._last[(hook.id, hook.version)] = child
         return child
 
     def _release(self, hook_id: str, key: _ChildKey) -> None:
@@ -141,11 +151,15 @@ class ProcessHandler(Handler):
             del self._users[key]
         child = self._children.pop(key, None)
         if child is not None:
+            for stale in [k for k, c in self._last.items() if c is child]:
+                del self._last[stale]
             child.close_soon()
 
     def forget(self, hook_id: str) -> None:
         for key in [k for k in self._specs if k[0] == hook_id]:
             del self._specs[key]
+        for key in [k for k in self._last if k[0] == hook_id]:
+            del self._last[key]
         child_key = self._hook_child.pop(hook_id, None)
         if child_key is not None:
             self._release(hook_id, child_key)
@@ -155,6 +169,7 @@ class ProcessHandler(Handler):
         self._children.clear()
         self._users.clear()
         self._hook_child.clear()
+        self._last.clear()
         mine = [c for c in children if c.loop is asyncio.get_running_loop()]
         for child in children:
             if child not in mine:

@@ -3,9 +3,11 @@
 :class:`HookProcess` starts the child on first use (``hook.hello`` handshake with a
 deadline), multiplexes concurrent calls by id, and watches it:
 
-* one writer task owns the child's stdin, so messages are never interleaved;
-* the reader splits stdout into lines itself: a line over 1 MiB is dropped (and counted),
-  a line that is not JSON-RPC is counted and skipped, so nothing can wedge it;
+* writes are serialised through one writer: a message is handed whole to the pipe
+  transport when nothing is queued, otherwise queued for the writer task, which owns
+  waiting on a full pipe (``drain``); messages are never interleaved or reordered;
+* stdout is split into lines as it arrives: a line over 1 MiB is dropped (and counted), a
+  line that is not JSON-RPC is counted and skipped, so nothing can wedge the reader;
 * stderr is drained continuously (its last lines are kept for the status and errors);
 * when the child dies, every pending call fails at once with the exit status, and the child
   is restarted after a back-off (0.2 s doubling to 30 s, reset once it stayed up 10 s);
@@ -36,6 +38,8 @@ BACKOFF_INITIAL_S: Final = 0.2
 BACKOFF_MAX_S: Final = 30.0
 STABLE_AFTER_S: Final = 10.0
 SHUTDOWN_GRACE_S: Final = 2.0
+#: Bytes waiting in the stdin pipe transport above which the writer task drains it.
+WRITE_BUFFER_HIGH: Final = 64 * 1024
 _TAIL_LINES: Final = 20
 
 
@@ -69,6 +73,11 @@ class HookProcess:
         self._pending: dict[int, asyncio.Future[Any]] = {}
         self._ids = itertools.count(1)
         self._outbox: asyncio.Queue[tuple[bytes, asyncio.Future[None] | None]] = asyncio.Queue()
+        self._stdin: asyncio.StreamWriter | None = None
+        self._writer_busy = False
+        self._line = bytearray()
+        self._skipping = False  # inside a stdout line that went over MAX_LINE
+        self._stdout_done: asyncio.Future[None] | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._starting: asyncio.Task[None] | None = None
         self._restart: asyncio.Task[None] | None = None
@@ -84,15 +93,15 @@ class HookProcess:
 
     async def call(self, method: str, params: Any) -> Any:
         """Send a request and wait for its answer; RpcError for an error answer."""
-        await self._ready()
+        if self.state != "running":
+            await self._ready()
         return await self._request(method, params)
 
     async def notify(self, method: str, params: Any) -> None:
         """Send a notification (no id, no answer) and wait until it is written."""
         await self._ready()
         written: asyncio.Future[None] = self.loop.create_future()
-        self._outbox.put_nowait((_encode({"jsonrpc": "2.0", "method": method, "params": params}),
-                                 written))
+        self._send(_encode({"jsonrpc": "2.0", "method": method, "params": params}), written)
         await written
 
     def status(self) -> dict[str, Any]:
@@ -176,9 +185,10 @@ class HookProcess:
             try:
                 proc, exited = await spawn(
                     *spec.command,
+                    on_stdout=self._on_stdout,
                     cwd=spec.dir,
                     env=base_environment(spec.allowed_env_vars, dict(spec.env)),
-                    start_new_session=True,
+                    process_group=0,
                 )
             except OSError as exc:
                 raise HookError(f"cannot start {spec.command[0]!r}: {exc}") from None
@@ -186,10 +196,14 @@ class HookProcess:
             self.pid = proc.pid
             self._ids = itertools.count(1)
             self._outbox = asyncio.Queue()
-            assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+            self._writer_busy = False
+            self._line.clear()
+            self._skipping = False
+            self._stdout_done = self.loop.create_future()
+            assert proc.stdin is not None and proc.stderr is not None
+            self._stdin = proc.stdin
             self._tasks = [
                 self.loop.create_task(self._write_loop(proc.stdin)),
-                self.loop.create_task(self._read_stdout(proc.stdout)),
                 self.loop.create_task(self._read_stderr(proc.stderr)),
                 self.loop.create_task(self._watch(proc, exited)),
             ]
@@ -260,7 +274,7 @@ class HookProcess:
         future: asyncio.Future[Any] = self.loop.create_future()
         self._pending[message_id] = future
         message = {"jsonrpc": "2.0", "id": message_id, "method": method, "params": params}
-        self._outbox.put_nowait((_encode(message), None))
+        self._send(_encode(message), None)
         try:
             return await future
         finally:
@@ -272,10 +286,30 @@ class HookProcess:
             if not future.done():
                 future.set_exception(HookError(message))
 
+    def _send(self, data: bytes, written: asyncio.Future[None] | None) -> None:
+        """Hand a message to the one writer, keeping the order messages were sent in."""
+        stdin = self._stdin
+        if stdin is None or self._writer_busy or not self._outbox.empty():
+            self._outbox.put_nowait((data, written))
+            return
+        # Nothing waits before this message: the transport takes it whole, in order.
+        try:
+            stdin.write(data)
+        except (BrokenPipeError, ConnectionResetError, RuntimeError) as exc:
+            if written is not None and not written.done():
+                written.set_exception(HookError(f"cannot write to the hook: {exc}"))
+            return
+        if written is not None and not written.done():
+            written.set_result(None)
+        transport = stdin.transport
+        if transport.get_write_buffer_size() > WRITE_BUFFER_HIGH:
+            self._outbox.put_nowait((b"", None))  # let the writer wait for the pipe
+
     async def _write_loop(self, stdin: asyncio.StreamWriter) -> None:
         outbox = self._outbox
         while True:
             data, written = await outbox.get()
+            self._writer_busy = True
             batch = [data]
             done = [written]
             while not outbox.empty():  # write what queued up meanwhile in one go
@@ -285,52 +319,53 @@ class HookProcess:
             try:
                 stdin.write(b"".join(batch) if len(batch) > 1 else batch[0])
                 await stdin.drain()
-            except (BrokenPipeError, ConnectionResetError) as exc:
+            except (BrokenPipeError, ConnectionResetError, RuntimeError) as exc:
                 for future in done:
                     if future is not None and not future.done():
                         future.set_exception(HookError(f"cannot write to the hook: {exc}"))
                 return  # _watch reports the exit
+            finally:
+                self._writer_busy = False
             for future in done:
                 if future is not None and not future.done():
                     future.set_result(None)
 
-    async def _read_stdout(self, stdout: asyncio.StreamReader) -> None:
-        buffer = bytearray()
-        skipping = False  # inside a line that went over MAX_LINE
+    def _on_stdout(self, chunk: bytes) -> None:
+        """Split stdout into lines as it arrives; ``b""`` is EOF."""
+        if not chunk:
+            if self._stdout_done is not None and not self._stdout_done.done():
+                self._stdout_done.set_result(None)
+            if self.state in ("running", "starting") and self.pid is not None:
+                # stdout closed while the process lives on: it can no longer answer.
+                kill_group(self.pid)
+            return
+        buffer = self._line
+        start = 0
         while True:
-            chunk = await stdout.read(CHUNK)
-            if not chunk:
-                break
-            start = 0
-            while True:
-                end = chunk.find(b"\n", start)
-                if end < 0:
-                    if not skipping:
-                        buffer += chunk[start:]
-                        if len(buffer) > MAX_LINE:
-                            self._oversized()
-                            buffer.clear()
-                            skipping = True
-                    break
-                if skipping:
-                    skipping = False
-                elif buffer:
-                    buffer += chunk[start:end]
-                    line = bytes(buffer)
-                    buffer.clear()
-                    if len(line) > MAX_LINE:
+            end = chunk.find(b"\n", start)
+            if end < 0:
+                if not self._skipping:
+                    buffer += chunk[start:]
+                    if len(buffer) > MAX_LINE:
                         self._oversized()
-                    else:
-                        self._on_line(line)
+                        buffer.clear()
+                        self._skipping = True
+                return
+            if self._skipping:
+                self._skipping = False
+            elif buffer:
+                buffer += chunk[start:end]
+                line = bytes(buffer)
+                buffer.clear()
+                if len(line) > MAX_LINE:
+                    self._oversized()
                 else:
-                    if end - start > MAX_LINE:
-                        self._oversized()
-                    else:
-                        self._on_line(chunk[start:end])
-                start = end + 1
-        if self.state in ("running", "starting") and self._proc is not None:
-            # stdout closed while the process lives on: it can no longer answer.
-            kill_group(self._proc.pid)
+                    self._on_line(line)
+            elif end - start > MAX_LINE:
+                self._oversized()
+            else:
+                self._on_line(chunk[start:end])
+            start = end + 1
 
     def _oversized(self) -> None:
         self.dropped_lines += 1
@@ -396,10 +431,12 @@ class HookProcess:
         if self.state not in ("running", "starting"):
             return  # closing, or a failed start already reported why
         kill_group(proc.pid)  # leftovers that still hold our pipes
-        # Let the reader deliver answers the child wrote before it died.
-        readers = [task for task in self._tasks[1:3] if not task.done()]
-        if readers:
-            await asyncio.wait(readers, timeout=1.0)
+        # Let the readers deliver what the child wrote before it died.
+        pending: list[asyncio.Future[Any]] = [t for t in self._tasks[1:2] if not t.done()]
+        if self._stdout_done is not None and not self._stdout_done.done():
+            pending.append(self._stdout_done)
+        if pending:
+            await asyncio.wait(pending, timeout=1.0)
         last = self.stderr_tail[-1] if self.stderr_tail else ""
         status = f"signal {-code}" if code < 0 else f"status {code}"
         self._died(
@@ -407,5 +444,8 @@ class HookProcess:
         )
 
 
+_ENCODER: Final = json.JSONEncoder(default=str, separators=(",", ":"))
+
+
 def _encode(message: dict[str, Any]) -> bytes:
-    return json.dumps(message, default=str, separators=(",", ":")).encode() + b"\n"
+    return _ENCODER.encode(message).encode() + b"\n"

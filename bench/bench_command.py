@@ -1,0 +1,85 @@
+"""Command hooks: one ``pre_tool_use`` round trip through ``sh -c`` and a hook script.
+
+Compared with a bare ``asyncio.create_subprocess_exec`` of the same ``sh -c`` command
+line, writing the same event JSON to stdin and reading stdout/stderr (``communicate``).
+hookgate adds the chain, a new process group, the environment allowlist, capped reads and
+the group kill. Goal: at most 1.15x. The two take turns call by call (so machine noise hits
+them alike); the median per-call time is reported.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import statistics
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+from bench.harness import Row
+from hookgate import Engine
+
+PAYLOAD = {"tool_name": "exec", "tool_input": {"cmd": "ls -la /tmp"}, "session_id": "bench"}
+SCRIPT = """#!/bin/sh
+# Reads the event, answers allow with a line of context.
+cat > /dev/null
+echo '{"decision": "allow", "additional_context": "checked"}'
+"""
+
+
+async def _interleaved(
+    calls: dict[str, Callable[[], Awaitable[object]]], rounds: int
+) -> dict[str, float]:
+    """Median µs per call of each candidate, taking turns (order rotated each round)."""
+    samples: dict[str, list[float]] = {name: [] for name in calls}
+    names = list(calls)
+    perf = time.perf_counter
+    for index in range(rounds):
+        shift = index % len(names)
+        for name in names[shift:] + names[:shift]:
+            call = calls[name]
+            start = perf()
+            await call()
+            samples[name].append((perf() - start) * 1e6)
+    return {name: statistics.median(values) for name, values in samples.items()}
+
+
+async def _measure(quick: bool, script: Path) -> dict[str, float]:
+    command = f"sh {script}"
+    rounds = 150 if quick else 1500
+    engine = Engine([{"event": "pre_tool_use", "handler_type": "command", "name": "script",
+                      "config": {"command": command}}])
+    stdin = json.dumps({"hook_event": "pre_tool_use", **PAYLOAD}).encode()
+
+    async def hook() -> object:
+        outcome = await engine.fire("pre_tool_use", PAYLOAD)
+        assert outcome.additional_context == ["checked"], outcome.to_dict()
+        return outcome
+
+    async def bare() -> object:
+        proc = await asyncio.create_subprocess_exec(
+            "/bin/sh", "-c", command, stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        )
+        out, _ = await proc.communicate(stdin)
+        json.loads(out)
+        return out
+
+    try:
+        await _interleaved({"hook": hook, "bare": bare}, 20)  # warm up
+        return await _interleaved({"hook": hook, "bare": bare}, rounds)
+    finally:
+        await engine.aclose()
+
+
+def run(quick: bool = False) -> list[Row]:
+    with tempfile.TemporaryDirectory() as directory:
+        script = Path(directory) / "hook.sh"
+        script.write_text(SCRIPT)
+        us = asyncio.run(_measure(quick, script))
+    return [
+        Row("command", "command hook round trip (engine.fire)", us["hook"], "µs",
+            "bare create_subprocess_exec of the same sh -c", us["bare"], "<= 1.15x",
+            us["hook"] <= 1.15 * us["bare"]),
+    ]

@@ -1,0 +1,113 @@
+"""Process hooks: one ``pre_tool_use`` round trip through a long-lived JSON-RPC child.
+
+Measured in one event loop; the candidates take turns call by call (so machine noise hits
+them alike) and the median per-call time is reported:
+
+* hookgate: ``engine.fire`` with one ``process`` hook (chain, JSON-RPC encode/decode, the
+  writer task and the reader included);
+* bare echo, same child: the same request line written to the same kind of child over a
+  pipe and its answer line read back, no hookgate (goal: at most 1.5x);
+* bare echo, ``cat``: a line written to ``cat`` and read back (the floor of a pipe round
+  trip; reported for reference, the child itself is not doing JSON work);
+* a fresh Python interpreter per call, which is what a per-call command hook costs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import statistics
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+from bench.harness import Row
+from hookgate import Engine
+
+SCRIPT = str(Path(__file__).parent / "scripts" / "jsonrpc_echo_hook.py")
+PAYLOAD = {"tool_name": "exec", "tool_input": {"cmd": "ls -la /tmp", "timeout": 30}}
+REQUEST = json.dumps(
+    {"jsonrpc": "2.0", "id": 1, "method": "hook.before_tool",
+     "params": {"tool": "exec", "arguments": PAYLOAD["tool_input"]}}
+).encode() + b"\n"
+
+
+async def _interleaved(
+    calls: dict[str, Callable[[], Awaitable[object]]], rounds: int
+) -> dict[str, float]:
+    """Median µs per call of each candidate, taking turns (order rotated each round)."""
+    samples: dict[str, list[float]] = {name: [] for name in calls}
+    names = list(calls)
+    perf = time.perf_counter
+    for index in range(rounds):
+        shift = index % len(names)
+        for name in names[shift:] + names[:shift]:
+            call = calls[name]
+            start = perf()
+            await call()
+            samples[name].append((perf() - start) * 1e6)
+    return {name: statistics.median(values) for name, values in samples.items()}
+
+
+async def _pipe(*argv: str) -> tuple[asyncio.subprocess.Process, Callable[[], Awaitable[bytes]]]:
+    proc = await asyncio.create_subprocess_exec(
+        *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    stdin, stdout = proc.stdin, proc.stdout
+
+    async def round_trip() -> bytes:
+        stdin.write(REQUEST)
+        await stdin.drain()
+        return await stdout.readline()
+
+    return proc, round_trip
+
+
+async def _fresh_interpreter() -> bytes:
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, SCRIPT, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE
+    )
+    out, _ = await proc.communicate(REQUEST)
+    return out
+
+
+async def _measure(quick: bool) -> dict[str, float]:
+    rounds = 1000 if quick else 10000
+    engine = Engine([{"event": "pre_tool_use", "handler_type": "process", "name": "echo",
+                      "config": {"command": [sys.executable, SCRIPT]}}])
+    same_proc, same_child = await _pipe(sys.executable, SCRIPT)
+    cat_proc, cat = await _pipe("cat")
+
+    async def hook() -> object:
+        outcome = await engine.fire("pre_tool_use", PAYLOAD)
+        assert outcome.decision == "allow", outcome.reason
+        return outcome
+
+    try:
+        await _interleaved({"hook": hook, "same": same_child, "cat": cat}, 200)  # warm up
+        us = await _interleaved({"hook": hook, "same": same_child, "cat": cat}, rounds)
+        fresh = await _interleaved({"fresh": _fresh_interpreter}, 10 if quick else 40)
+        us.update(fresh)
+    finally:
+        await engine.aclose()
+        for proc in (same_proc, cat_proc):
+            assert proc.stdin is not None
+            proc.stdin.close()
+            await proc.wait()
+    return us
+
+
+def run(quick: bool = False) -> list[Row]:
+    us = asyncio.run(_measure(quick))
+    hook = us["hook"]
+    return [
+        Row("process", "process hook round trip (engine.fire)", hook, "µs",
+            "bare line echo over a pipe, same child", us["same"], "<= 1.5x",
+            hook <= 1.5 * us["same"]),
+        Row("process", "process hook round trip (engine.fire)", hook, "µs",
+            "bare line echo over a pipe, cat", us["cat"]),
+        Row("process", "fresh python interpreter per call", us["fresh"], "µs",
+            "process hook round trip", hook),
+    ]
