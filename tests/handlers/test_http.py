@@ -62,11 +62,12 @@ async def fire(engine: Engine, event: str = "pre_tool_use", **payload: Any) -> O
 
 async def test_event_is_posted_as_json(engine: Engine, server: WebhookServer) -> None:
     engine.add(webhook(server.url(), config={"headers": {"X-Team": "infra"}}))
-    outcome = await fire(engine)
+    outcome = await fire(engine, extra={1: {"x"}})
     assert outcome.decision == "allow"
     seen = server.requests[0]
     assert seen.json["event"] == "pre_tool_use"
     assert seen.json["tool_name"] == "exec" and seen.json["tool_input"] == {"cmd": "ls -la"}
+    assert seen.json["extra"] == {"1": "{'x'}"}  # not JSON-native: stringified, not dropped
     assert seen.headers["X-Team"] == "infra"
     assert seen.headers["Content-Type"] == "application/json"
     assert outcome.trace[0].details["http_status"] == 200
@@ -145,12 +146,13 @@ async def test_non_json_2xx_allows(engine: Engine, server: WebhookServer, reply:
         ({"decision": "allow", "continue": "no"}, "continue"),
         ([{"decision": "allow"}], "expected an object"),
         ("true", "expected an object"),
+        (b'{"decision": "block", "score": NaN}', "unknown key"),
     ],
 )
 async def test_malformed_answers_fail_closed_even_with_on_error_allow(
     engine: Engine, server: WebhookServer, body: Any, message: str
 ) -> None:
-    server.script(Reply(200, json.dumps(body)))
+    server.script(Reply(200, body if isinstance(body, bytes) else json.dumps(body)))
     engine.add(webhook(server.url(), on_error="allow"))
     outcome = await fire(engine)
     assert outcome.decision == "block"

@@ -34,6 +34,8 @@ import json
 from collections.abc import Mapping
 from typing import Any, ClassVar, Final
 
+import orjson
+
 from hookgate.handlers.base import Handler, Invocation
 from hookgate.header_secrets import open_headers, secret_header_names
 from hookgate.log import log_event
@@ -121,7 +123,9 @@ class HttpHandler(Handler):
         hook = call.hook
         url = str(hook.config.get("url", ""))
         headers, secrets = self._headers(call)
-        body = json.dumps({**call.payload, "event": call.event.name}, default=str).encode()
+        body = orjson.dumps(
+            {**call.payload, "event": call.event.name}, default=str, option=orjson.OPT_NON_STR_KEYS
+        )
         client = shared_client(self.services)
         response: OutboundResponse | None = None
         attempts = 0
