@@ -9,14 +9,18 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import socket
 import sys
+from pathlib import Path
 from typing import Any
 
 import click
 
 from hookgate.cli.store_options import store_options
+from hookgate.secrets import Keyring, SecretError
 from hookgate.store import Caller, StoreError, open_store
+from hookgate.store.location import DATA_DIR_ENV, DATABASE_URL_ENV, default_data_dir
 
 __all__ = ["register"]
 
@@ -44,6 +48,23 @@ async def _bootstrap(data_dir: str | None, database_url: str | None) -> tuple[st
         return token, where
     finally:
         await store.close()
+
+
+def _keyring(data_dir: str | None, database_url: str | None) -> Keyring | None:
+    """The key that seals secret header values: HOOKGATE_SECRET_KEY(_FILE), else a key file
+    in the SQLite data directory (made on first start). With PostgreSQL and no key given there
+    is none, and the gateway refuses secret header values rather than store them in clear."""
+    key_dir: str | Path | None = None
+    if not (database_url or os.environ.get(DATABASE_URL_ENV)):
+        key_dir = data_dir or os.environ.get(DATA_DIR_ENV) or default_data_dir()
+    env_keys = ("HOOKGATE_SECRET_KEY", "HOOKGATE_SECRET_KEY_FILE")
+    has_env_key = any(os.environ.get(k) for k in env_keys)
+    if key_dir is None and not has_env_key:
+        return None
+    try:
+        return Keyring.from_env(data_dir=key_dir, create=True)
+    except SecretError as exc:
+        raise click.ClickException(str(exc)) from None
 
 
 def _bind(host: str, port: int) -> socket.socket:
@@ -119,15 +140,23 @@ def serve(
         edition=edition, max_frame_bytes=max_frame_bytes, callable_modules=callable_modules
     )
 
+    keyring = _keyring(data_dir, database_url)
+
     async def make_gateway() -> Gateway:
+        from hookgate.handlers import Services
+
         store = await open_store(data_dir=data_dir, database_url=database_url)
         settings = Settings.from_env()
+        # The http handler opens sealed header values with the same keyring.
+        services = Services(settings=settings, extras={"keyring": keyring}) if keyring else None
         return Gateway(
             store,
             options=options,
             settings=settings,
             audit=open_audit(store, audit_mode),
             tracer_provider=provider,
+            keyring=keyring,
+            services=services,
         )
 
     if token is not None:
@@ -148,6 +177,8 @@ def serve(
         log_level="warning",
         access_log=False,
         ws_max_size=max(16 << 20, 4 * max_frame_bytes),
+        # Frames are small JSON: compressing each costs more CPU than it saves on loopback.
+        ws_per_message_deflate=False,
         timeout_graceful_shutdown=30,
     )
     server: Any = uvicorn.Server(config)

@@ -9,7 +9,7 @@ between scrapes.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Final
+from typing import Any, Final
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
@@ -139,18 +139,42 @@ class GatewayMetrics:
             "hookgate_ws_connections", "WebSocket connections accepted.", registry=self.registry
         )
         self.registry.register(_StateCollector(breakers, engine_stats, audit_stats))
+        self._execution_children: dict[tuple[str, str, str], tuple[Any, Any]] = {}
+        self._dispatch_children: dict[tuple[str, str], tuple[Any, Any]] = {}
+        self._request_children: dict[tuple[str, str, str], Any] = {}
 
     def observe_records(self, records: Sequence[ExecutionRecord]) -> None:
         """Engine listener: count and time each execution."""
+        children = self._execution_children
         for record in records:
-            self.executions.labels(record.event, record.handler_type, record.decision).inc()
-            self.hook_latency.labels(record.event, record.handler_type).observe(
-                record.duration_ms / 1000.0
-            )
+            key = (record.event, record.handler_type, record.decision)
+            pair = children.get(key)
+            if pair is None:
+                # labels() takes a lock and builds a tuple each call: resolve each label set once.
+                pair = children[key] = (
+                    self.executions.labels(*key),
+                    self.hook_latency.labels(record.event, record.handler_type),
+                )
+            pair[0].inc()
+            pair[1].observe(record.duration_ms / 1000.0)
 
     def observe_dispatch(self, event: str, decision: str, seconds: float) -> None:
-        self.dispatches.labels(event, decision).inc()
-        self.dispatch_latency.labels(event).observe(seconds)
+        key = (event, decision)
+        pair = self._dispatch_children.get(key)
+        if pair is None:
+            pair = self._dispatch_children[key] = (
+                self.dispatches.labels(event, decision),
+                self.dispatch_latency.labels(event),
+            )
+        pair[0].inc()
+        pair[1].observe(seconds)
+
+    def count_request(self, method: str, transport: str, result: str) -> None:
+        key = (method, transport, result)
+        child = self._request_children.get(key)
+        if child is None:
+            child = self._request_children[key] = self.requests.labels(*key)
+        child.inc()
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

@@ -108,18 +108,18 @@ def _endpoint(method: Method) -> Callable[[Request], Awaitable[Response]]:
             finally:
                 gateway.leave()
         except ApiError as exc:
-            gateway.metrics.requests.labels(method.name, "rest", exc.code).inc()
+            gateway.metrics.count_request(method.name, "rest", exc.code)
             return error_response(exc)
         except Exception as exc:
             incident = uuid.uuid4().hex[:12]
             log_event(
                 "hookgate.request_failed", method=method.name, incident=incident, error=repr(exc)
             )
-            gateway.metrics.requests.labels(method.name, "rest", "INTERNAL").inc()
+            gateway.metrics.count_request(method.name, "rest", "INTERNAL")
             return error_response(
                 ApiError("INTERNAL", f"internal error (incident {incident}); see the log")
             )
-        gateway.metrics.requests.labels(method.name, "rest", "ok").inc()
+        gateway.metrics.count_request(method.name, "rest", "ok")
         status = 201 if method.name == "hooks.create" else 200
         return json_response(payload, status)
 

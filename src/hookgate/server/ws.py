@@ -219,13 +219,13 @@ class _Connection:
             finally:
                 gateway.leave()
         except ApiError as exc:
-            gateway.metrics.requests.labels(name, "ws", exc.code).inc()
+            gateway.metrics.count_request(name, "ws", exc.code)
             await self.send(error_frame(frame_id, exc))
             return
         except Exception as exc:
             incident = uuid.uuid4().hex[:12]
             log_event("hookgate.request_failed", method=name, incident=incident, error=repr(exc))
-            gateway.metrics.requests.labels(name, "ws", "INTERNAL").inc()
+            gateway.metrics.count_request(name, "ws", "INTERNAL")
             await self.send(
                 error_frame(
                     frame_id,
@@ -233,7 +233,7 @@ class _Connection:
                 )
             )
             return
-        gateway.metrics.requests.labels(name, "ws", "ok").inc()
+        gateway.metrics.count_request(name, "ws", "ok")
         await self.send({"type": "res", "id": frame_id, "ok": True, "payload": payload})
 
 
