@@ -117,7 +117,7 @@ def serve(
     import uvicorn
 
     from hookgate.server.app import create_app
-    from hookgate.server.gateway import Gateway, GatewayOptions, open_audit
+    from hookgate.server.gateway import Gateway, GatewayOptions
     from hookgate.server.logs import configure_logging
     from hookgate.server.tracing import TraceSetupError, configure_tracing
     from hookgate.settings import Settings
@@ -137,26 +137,24 @@ def serve(
     shown_host = f"[{host}]" if ":" in host else host
     base = f"http://{shown_host}:{bound_port}"
     options = GatewayOptions(
-        edition=edition, max_frame_bytes=max_frame_bytes, callable_modules=callable_modules
+        edition=edition,
+        max_frame_bytes=max_frame_bytes,
+        callable_modules=callable_modules,
+        audit_mode=audit_mode,
     )
 
     keyring = _keyring(data_dir, database_url)
 
     async def make_gateway() -> Gateway:
-        from hookgate.handlers import Services
-
         store = await open_store(data_dir=data_dir, database_url=database_url)
-        settings = Settings.from_env()
-        # The http handler opens sealed header values with the same keyring.
-        services = Services(settings=settings, extras={"keyring": keyring}) if keyring else None
+        # The keyring seals secret header values and execution error details, and opens
+        # them again (http hooks at dispatch, admins reading history).
         return Gateway(
             store,
             options=options,
-            settings=settings,
-            audit=open_audit(store, audit_mode),
-            tracer_provider=provider,
+            settings=Settings.from_env(),
             keyring=keyring,
-            services=services,
+            tracer_provider=provider,
         )
 
     if token is not None:

@@ -14,32 +14,29 @@ import time
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final, Protocol
+from typing import Any, Final
 
 from hookgate import __version__
-from hookgate.audit import AuditSink
 from hookgate.definition import HookDefinition
 from hookgate.engine import Engine
 from hookgate.handlers import Services, available_handler_types
 from hookgate.log import log_event
 from hookgate.safeguards import BreakerStatus
+from hookgate.secrets import Keyring
 from hookgate.server.auth import Authenticator, Principal
 from hookgate.server.errors import ApiError
-from hookgate.server.hook_cache import StoreHookSource
 from hookgate.server.metrics import GatewayMetrics
 from hookgate.server.tracing import HookTracer
 from hookgate.settings import Settings
-from hookgate.store import BreakerSnapshot, Caller, ExecutionRow, Store, StoreError
+from hookgate.store import ExecutionRow, Store
+from hookgate.store.audit_writer import AuditWriter, open_error_detail
+from hookgate.store.breakers import BreakerRecorder
+from hookgate.store.budget import SqlBudgetStore
+from hookgate.store.resolver import StoreHookSource
 
-__all__ = ["ClosableAudit", "Gateway", "GatewayOptions", "open_audit"]
+__all__ = ["Gateway", "GatewayOptions"]
 
 DEFAULT_MAX_FRAME_BYTES: Final = 1 << 20
-
-
-class ClosableAudit(AuditSink, Protocol):
-    """An audit sink the gateway can flush and close on shutdown."""
-
-    async def aclose(self) -> None: ...
 
 
 @dataclass(slots=True)
@@ -53,6 +50,9 @@ class GatewayOptions:
     callable_modules: tuple[str, ...] = ()
     #: Seconds a browser has to send its ``connect`` frame.
     connect_timeout_s: float = 10.0
+    #: ``async``: execution rows are committed in batches at least every 100 ms;
+    #: ``sync``: a decision is answered only once its rows are committed.
+    audit_mode: str = "async"
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -63,9 +63,8 @@ class Gateway:
         *,
         options: GatewayOptions | None = None,
         settings: Settings | None = None,
-        audit: ClosableAudit | None = None,
         services: Services | None = None,
-        keyring: Any = None,
+        keyring: Keyring | None = None,
         tracing: bool | None = None,
         tracer_provider: Any = None,
     ) -> None:
@@ -75,12 +74,21 @@ class Gateway:
         self.store = store
         self.keyring = keyring
         self.source = StoreHookSource(store)
-        self.audit = audit
+        self.audit = AuditWriter(
+            store,
+            keyring=keyring,
+            mode="sync" if self.options.audit_mode == "sync" else "async",
+        )
+        services = services or Services(settings=self.settings)
+        if keyring is not None:
+            services.extras.setdefault("keyring", keyring)  # http hooks open sealed headers
+        services.extras.setdefault("budget_store", SqlBudgetStore(store))
         self.engine = Engine(
-            settings=self.settings, source=self.source, audit=audit, services=services
+            settings=self.settings, source=self.source, audit=self.audit, services=services
         )
         self.auth = Authenticator(store)
         self._breaker_states: dict[str, str] = {}
+        self._audit_progress = (0, time.monotonic())
         self.metrics = GatewayMetrics(
             breakers=self._breaker_states_view,
             engine_stats=self.engine.stats.to_dict,
@@ -92,6 +100,7 @@ class Gateway:
         self._tracer_provider = tracer_provider
         if self.tracer is not None:
             self.engine.listeners.append(self.tracer.observe_records)
+        self._breaker_recorder = BreakerRecorder(store)
         self.engine.breakers.on_change = self._breaker_changed
         self._event_prefix = uuid.uuid4().hex[:12]
         self._event_counter = 0
@@ -99,7 +108,6 @@ class Gateway:
         self._inflight = 0
         self._idle = asyncio.Event()
         self._idle.set()
-        self._background: set[asyncio.Task[Any]] = set()
         self.started_at = time.time()
 
     @property
@@ -109,13 +117,13 @@ class Gateway:
     # -- lifecycle ------------------------------------------------------------------------------
 
     async def start(self) -> None:
-        await self.source.reload()
-        self.source.start_polling()
+        await self.audit.start()
+        await self.source.start()
         log_event(
             "hookgate.gateway.started",
             level=logging.INFO,
             edition=self.edition,
-            hooks=len(self.source.hook_ids()),
+            hooks=len(self.source.snapshot()),
             backend=getattr(self.store, "backend", "?"),
         )
 
@@ -128,12 +136,10 @@ class Gateway:
             await asyncio.wait_for(self._idle.wait(), timeout=drain_timeout_s)
         except TimeoutError:
             log_event("hookgate.gateway.drain_timeout", inflight=self._inflight)
-        await self.source.stop_polling()
+        await self.source.close()
         await self.engine.aclose()  # runs every queued non-blocking event
-        if self._background:
-            await asyncio.gather(*self._background, return_exceptions=True)
-        if self.audit is not None:
-            await self.audit.aclose()  # flushes every accepted row
+        await self._breaker_recorder.drain()
+        await self.audit.close()  # commits every accepted row
         await self.store.close()
         if self._tracer_provider is not None:
             # Flush spans here: uvicorn re-raises SIGTERM once the app has shut down.
@@ -163,7 +169,8 @@ class Gateway:
         return f"{self._event_prefix}-{self._event_counter}"
 
     async def hooks_changed(self) -> None:
-        await self.source.reload()
+        """Read-your-writes: the next dispatch sees a change this gateway just made."""
+        await self.source.refresh()
 
     def forget_hook(self, definition: HookDefinition) -> None:
         """Drop per-hook handler state of a hook that changed or went away."""
@@ -220,55 +227,35 @@ class Gateway:
 
     def open_error_detail(self, row: ExecutionRow) -> str | None:
         """The decrypted full error of an execution (admins only; None when unavailable)."""
-        if row.error_detail is None:
-            return None
-        opener = getattr(self.store, "open_error_detail", None)
-        if opener is None:
+        if row.error_detail is None or self.keyring is None:
             return None
         try:
-            text = opener(row)
-        except Exception as exc:
+            return open_error_detail(self.keyring, row)
+        except Exception as exc:  # a rotated-away key: say so in the log, show nothing
             log_event("hookgate.error_detail_unreadable", execution_id=row.id, error=str(exc))
             return None
-        return text if isinstance(text, str) else None
 
     # -- breakers and audit state ------------------------------------------------------------
 
     def _breaker_changed(self, hook_id: str, status: BreakerStatus) -> None:
         self._breaker_states[hook_id] = status.state
-        snapshot = BreakerSnapshot(
-            state=status.state,
-            recent_faults=len(status.faults),
-            last_fault=status.last_fault,
-            changed_at=time.time(),
-        )
-        try:
-            task = asyncio.get_running_loop().create_task(self._save_breaker(hook_id, snapshot))
-        except RuntimeError:
-            return
-        self._background.add(task)
-        task.add_done_callback(self._background.discard)
-
-    async def _save_breaker(self, hook_id: str, snapshot: BreakerSnapshot) -> None:
-        try:
-            await self.store.save_breaker_state(Caller.system(), hook_id, snapshot)
-        except StoreError as exc:
-            log_event("hookgate.breaker_save_failed", hook_id=hook_id, error=str(exc))
+        self._breaker_recorder(hook_id, status)  # persisted for the panel and other replicas
 
     def _breaker_states_view(self) -> Mapping[str, str]:
         return self._breaker_states
 
     def _audit_stats(self) -> Mapping[str, float]:
-        stats = getattr(self.audit, "stats", None)
-        if callable(stats):
-            value = stats()
-            if isinstance(value, Mapping):
-                return value
-        return {}
-
-
-def open_audit(store: Store, mode: str = "async") -> ClosableAudit:
-    """The audit writer for ``store`` in ``mode`` (``async`` or ``sync``)."""
-    from hookgate.server.audit_bridge import StoreAudit
-
-    return StoreAudit(store, sync=mode == "sync")
+        stats = self.audit.stats
+        now = time.monotonic()
+        committed, since = self._audit_progress
+        if stats.committed != committed or stats.queued == 0:
+            self._audit_progress = (stats.committed, now)
+            since = now
+        return {
+            "pending": float(stats.queued),
+            # Seconds the writer has made no progress while rows wait (0 when none wait).
+            "lag_seconds": now - since if stats.queued else 0.0,
+            "written": float(stats.committed),
+            "dropped": 0.0,
+            "failures": float(stats.failures),
+        }
