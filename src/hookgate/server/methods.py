@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final
 
@@ -22,6 +22,7 @@ from hookgate.secrets import is_sealed_text
 from hookgate.server import schemas
 from hookgate.server.auth import Principal, require_role
 from hookgate.server.errors import ApiError
+from hookgate.server.hook_secrets import prepare_secret_headers
 from hookgate.server.tracing import parse_traceparent
 from hookgate.store import (
     ExecutionQuery,
@@ -254,6 +255,10 @@ async def hooks_create(gateway: Gateway, who: Principal, p: Any) -> dict[str, An
     if definition.scope == "global" and not who.master:
         raise ApiError("UNAUTHORIZED", MASTER_MESSAGE)
     gateway.check_allowed(definition)
+    definition = replace(
+        definition,
+        config=prepare_secret_headers(definition.config, definition.id, gateway.keyring),
+    )
     record = await gateway.store.create_hook(who.caller, definition)
     await gateway.hooks_changed()
     return {"hookId": record.id}
@@ -263,6 +268,11 @@ async def hooks_update(gateway: Gateway, who: Principal, p: schemas.UpdateParams
     updates = _writable(p.updates)
     updates.pop("tenant_id", None)
     current = await gateway.store.get_hook(who.caller, p.hook_id)
+    if "config" in updates:
+        # Secret headers sent back as null keep their stored value; new ones are sealed.
+        updates["config"] = prepare_secret_headers(
+            updates["config"], current.id, gateway.keyring, current.definition.config
+        )
     merged = {**current.definition.to_dict(), **updates}
     if "global" in (merged.get("scope"), current.definition.scope) and not who.master:
         raise ApiError("UNAUTHORIZED", MASTER_MESSAGE)
