@@ -1,7 +1,7 @@
 """Claude Code's hook contract, both ways.
 
 Inbound (``hookgate claude-code`` run by Claude Code as its hook): Claude Code's stdin JSON
-becomes a hookgate event (:func:`hookgate_input`), the engine (or, later, a gateway) decides
+becomes a hookgate event (:func:`hookgate_input`), the engine (or a gateway) decides
 (:data:`Evaluate`), and the :class:`~hookgate.outcome.Outcome` goes back as Claude Code's
 JSON and exit code (:func:`claude_answer`). :func:`answer_claude_code` is the seam that ties
 the three together; it takes any ``Evaluate`` function.
@@ -31,6 +31,7 @@ from hookgate.outcome import HookError, HookResult, MalformedAnswer, Outcome
 from hookgate.subprocesses import shorten
 
 if TYPE_CHECKING:
+    from hookgate.client import AsyncGatewayClient
     from hookgate.engine import Engine
     from hookgate.settings import Settings
 
@@ -45,9 +46,11 @@ __all__ = [
     "default_config_path",
     "engine_evaluator",
     "failure_answer",
+    "gateway_evaluator",
     "hookgate_input",
     "parse_command_answer",
     "run_bridge",
+    "run_gateway_bridge",
 ]
 
 #: hookgate's canonical event → Claude Code's event name.
@@ -438,3 +441,41 @@ async def run_bridge(
         return await answer_claude_code(data, engine_evaluator(engine))
     finally:
         await engine.aclose()
+
+
+# -- asking a gateway instead (a fleet shares one set of hooks and one audit log) -----------
+
+
+def gateway_evaluator(client: AsyncGatewayClient) -> Evaluate:
+    """Decide through a gateway's ``hooks.dispatch`` (non-blocking events run now too)."""
+    from hookgate.client import outcome_from_payload
+
+    async def evaluate(event: str, payload: dict[str, Any]) -> Outcome:
+        return outcome_from_payload(await client.dispatch(event, payload, wait=True))
+
+    return evaluate
+
+
+async def run_gateway_bridge(
+    stdin_text: str, url: str, api_key: str | None, *, timeout_s: float = 30.0
+) -> ClaudeAnswer:
+    """One ``hookgate claude-code --gateway URL`` run. An unreachable gateway, a refused key
+    or a bad answer fails closed where Claude Code can be stopped (see :func:`failure_answer`).
+    """
+    from hookgate.client import AsyncGatewayClient, GatewayError
+
+    try:
+        data = json.loads(stdin_text)
+    except json.JSONDecodeError as exc:
+        return failure_answer(None, f"stdin is not Claude Code hook JSON: {exc.msg}")
+    if not isinstance(data, dict):
+        return failure_answer(None, "stdin is not a Claude Code hook input object")
+    event = data.get("hook_event_name")
+    event_name = event if isinstance(event, str) else None
+    if not api_key:
+        return failure_answer(event_name, "--gateway needs an API key in HOOKGATE_API_KEY")
+    try:
+        async with AsyncGatewayClient(url, api_key, timeout=timeout_s) as client:
+            return await answer_claude_code(data, gateway_evaluator(client))
+    except GatewayError as exc:
+        return failure_answer(event_name, f"gateway {url}: {exc}")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,7 @@ import click
 import yaml
 
 from hookgate.bridges import claude_code_settings as cc_settings
-from hookgate.bridges.claude_code import CLAUDE_EVENTS, run_bridge
+from hookgate.bridges.claude_code import CLAUDE_EVENTS, run_bridge, run_gateway_bridge
 from hookgate.config import ConfigError, read_document
 from hookgate.settings import Settings
 
@@ -43,12 +44,27 @@ def register(main: click.Group) -> None:
     help="Hooks file (default: $HOOKGATE_CLAUDE_CODE_CONFIG, .claude/hookgate.yaml in the "
     "project, then ~/.claude/hookgate.yaml).",
 )
+@click.option(
+    "--gateway",
+    "gateway_url",
+    envvar="HOOKGATE_GATEWAY_URL",
+    default=None,
+    help="Ask this hookgate gateway (http://host:port) instead of a local hooks file; the "
+    "API key comes from HOOKGATE_API_KEY.",
+)
 @click.pass_context
-def claude_code(ctx: click.Context, config_path: str | None) -> None:
+def claude_code(ctx: click.Context, config_path: str | None, gateway_url: str | None) -> None:
     """Run as Claude Code's hook: Claude Code's JSON on stdin, its JSON answer on stdout."""
     if ctx.invoked_subcommand is not None:
         return
-    answer = asyncio.run(run_bridge(sys.stdin.read(), config_path, settings=Settings.from_env()))
+    if gateway_url:
+        answer = asyncio.run(
+            run_gateway_bridge(sys.stdin.read(), gateway_url, os.environ.get("HOOKGATE_API_KEY"))
+        )
+    else:
+        answer = asyncio.run(
+            run_bridge(sys.stdin.read(), config_path, settings=Settings.from_env())
+        )
     if answer.stdout is not None:
         click.echo(answer.stdout_text())
     if answer.stderr:

@@ -8,6 +8,13 @@ Both speak the WebSocket protocol with ``Authorization: Bearer <key>`` and offer
 
 from hookgate.client.aio import AsyncGatewayClient
 from hookgate.client.errors import GatewayConnectionError, GatewayError
+from hookgate.client.outcome import outcome_from_payload
 from hookgate.client.sync import GatewayClient
 
-__all__ = ["AsyncGatewayClient", "GatewayClient", "GatewayConnectionError", "GatewayError"]
+__all__ = [
+    "AsyncGatewayClient",
+    "GatewayClient",
+    "GatewayConnectionError",
+    "GatewayError",
+    "outcome_from_payload",
+]
