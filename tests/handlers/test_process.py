@@ -395,3 +395,17 @@ def test_bad_process_config_is_refused(config: dict[str, Any], message: str) -> 
     with pytest.raises(DefinitionError, match=message):
         validate_definition({"event": "pre_tool_use", "handler_type": "process",
                              "config": config}, default_scope="global")
+
+
+async def test_large_messages_go_through_the_writer_in_order() -> None:
+    big = "x" * 400_000  # several pipe buffers: the writer task has to wait for the pipe
+    async with Engine([process_hook()]) as engine:
+        await engine.fire("pre_tool_use", TOOL)
+        outcomes = await asyncio.gather(
+            engine.fire("pre_tool_use", {**TOOL, "tool_input": {"_echo": 1, "blob": big}}),
+            engine.fire("pre_tool_use", {**TOOL, "tool_input": {"_echo": 2}}),
+            engine.fire("pre_tool_use", {**TOOL, "tool_input": {"_echo": 3, "blob": big}}),
+        )
+    assert [o.updated_input["_echo"] for o in outcomes] == [1, 2, 3]
+    assert outcomes[0].updated_input["blob"] == big
+    assert outcomes[2].updated_input["blob"] == big
