@@ -37,7 +37,7 @@ export function renderOverview(panel, hook, ctx) {
           row("Source", hook.source),
           row("Created", who(hook.created_by, hook.created_at) && h("span", { title: formatTime(hook.created_at), text: who(hook.created_by, hook.created_at) })),
           row("Last changed", who(hook.updated_by, hook.updated_at) && h("span", { title: formatTime(hook.updated_at), text: who(hook.updated_by, hook.updated_at) })),
-          row("Breaker", h("span", {}, breakerBadge(hook.breaker), hook.breaker?.last_fault ? h("span", { class: "fault", text: ` ${hook.breaker.last_fault}` }) : null)),
+          row("Breaker", h("span", {}, breakerBadge(hook.breaker), hook.breaker?.last_fault && hook.breaker.state !== "closed" ? h("span", { class: "fault", text: ` ${hook.breaker.last_fault}` }) : null)),
           row("Id", code(hook.id)),
         ),
       ),
