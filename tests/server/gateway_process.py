@@ -54,6 +54,8 @@ class GatewayProcess:
     master_key: str | None = None
     stdout_lines: list[str] = field(default_factory=list)
     log_path: Path | None = None
+    #: PostgreSQL instead of SQLite in ``data_dir`` (which then only holds the log).
+    database_url: str | None = None
 
     @property
     def url(self) -> str:
@@ -65,7 +67,13 @@ class GatewayProcess:
 
     def start(self, timeout: float = 20.0) -> GatewayProcess:
         self.port = free_port()
+        self.data_dir.parent.mkdir(parents=True, exist_ok=True)
         self.log_path = self.data_dir.parent / f"{self.data_dir.name}-{self.port}.log"
+        where = (
+            ["--database-url", self.database_url]
+            if self.database_url
+            else ["--data-dir", str(self.data_dir)]
+        )
         log = open(self.log_path, "w")  # noqa: SIM115 - lives as long as the process
         self.proc = subprocess.Popen(
             [
@@ -73,8 +81,7 @@ class GatewayProcess:
                 "serve",
                 "--port",
                 str(self.port),
-                "--data-dir",
-                str(self.data_dir),
+                *where,
                 "--log-format",
                 "json",
                 *self.args,

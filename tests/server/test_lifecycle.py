@@ -168,3 +168,73 @@ def test_graceful_shutdown_loses_no_row(tmp_path: Path) -> None:
     finally:
         served.stop()
     assert count_rows(served.data_dir, session_id="shut") == sent
+
+
+def test_sync_audit_mode_and_error_detail(tmp_path: Path) -> None:
+    """--audit-mode sync: the row is committed before the answer; admins read the full
+    (decrypted) error of a failed execution, viewers do not."""
+    served = start_gateway(tmp_path, "--audit-mode", "sync")
+    try:
+        viewer = served.create_key("default", "viewer")
+        with open_ws(served.ws_url, served.master_key) as ws:
+            hook_id = ok(ws, "hooks.create", {
+                "event": "user_prompt_submit", "handler_type": "callable", "scope": "tenant",
+                "name": "faulty", "config": {"callable": "tests.server.hookfns:fail"},
+            })["hookId"]
+            outcome = ok(ws, "hooks.dispatch",
+                         {"event": "user_prompt_submit", "input": {"prompt": "hi"}})
+            assert outcome["decision"] == "block"
+            # No waiting: in sync mode the answer came after the commit.
+            rows = ok(ws, "hooks.history", {"hookId": hook_id})["executions"]
+            assert len(rows) == 1 and rows[0]["decision"] == "error"
+            assert "failed on purpose" in rows[0]["error_detail"]
+        with open_ws(served.ws_url, viewer) as ws:
+            rows = ok(ws, "hooks.history", {"hookId": hook_id})["executions"]
+            assert rows[0]["error_detail"] is None and rows[0]["error"]
+    finally:
+        served.stop()
+
+
+def test_postgres_backend(tmp_path: Path) -> None:
+    """hookgate serve --database-url runs on PostgreSQL: hooks, dispatch and history."""
+    import uuid
+
+    import asyncpg
+    from tests.store.conftest import PG_URL, need_postgres
+
+    need_postgres()
+    name = f"hg_gateway_{uuid.uuid4().hex[:10]}"
+
+    async def admin(sql: str) -> None:
+        conn = await asyncpg.connect(PG_URL)
+        try:
+            await conn.execute(sql)
+        finally:
+            await conn.close()
+
+    asyncio.run(admin(f'CREATE DATABASE "{name}"'))
+    url = PG_URL.rsplit("/", 1)[0] + "/" + name
+    served = GatewayProcess(
+        tmp_path / "pg", args=("--allow-callable", "tests.server.hookfns"), database_url=url
+    )
+    try:
+        served.start()
+        assert served.master_key is not None
+        assert any("PostgresStore" in line for line in served.stdout_lines)
+        with open_ws(served.ws_url, served.master_key) as ws:
+            hook_id = ok(ws, "hooks.create", {
+                "event": "pre_tool_use", "handler_type": "callable", "scope": "tenant",
+                "name": "pg", "config": {"callable": "tests.server.hookfns:block"},
+            })["hookId"]
+            assert ok(ws, "hooks.dispatch", {"event": "pre_tool_use", "input": {}})[
+                "decision"
+            ] == "block"
+            deadline = time.monotonic() + 10
+            rows: list = []
+            while not rows and time.monotonic() < deadline:
+                rows = ok(ws, "hooks.history", {"hookId": hook_id})["executions"]
+                time.sleep(0.05)
+            assert [r["decision"] for r in rows] == ["block"]
+    finally:
+        served.stop()
+        asyncio.run(admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
