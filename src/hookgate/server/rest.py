@@ -86,6 +86,9 @@ async def params_for(method: Method, request: Request) -> dict[str, Any]:
                 params["expectedVersion"] = expected
         elif isinstance(body, dict):
             params = body
+            header = request.headers.get("traceparent")
+            if method.name == "hooks.dispatch" and header and "traceparent" not in params:
+                params["traceparent"] = header  # W3C trace context, the usual way over HTTP
         else:
             raise ApiError("INVALID_REQUEST", "the body must be a JSON object")
     elif method.name != "connect":
