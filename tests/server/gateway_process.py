@@ -146,6 +146,5 @@ class GatewayProcess:
         return {"Authorization": f"Bearer {key or self.master_key}"}
 
     def rest(self, method: str, path: str, key: str | None = None, **kwargs: Any) -> httpx.Response:
-        return httpx.request(
-            method, self.url + path, headers=self.headers(key), timeout=30, **kwargs
-        )
+        kwargs.setdefault("headers", self.headers(key))
+        return httpx.request(method, self.url + path, timeout=30, **kwargs)

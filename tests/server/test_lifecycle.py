@@ -119,6 +119,12 @@ def test_spans_and_structured_logs(tmp_path: Path) -> None:
                 "traceparent": f"00-{trace_id}-{parent}-01",
             })
             assert outcome["decision"] == "block"
+            over_rest = served.rest(
+                "POST", "/api/v1/dispatch",
+                json={"event": "pre_tool_use", "input": {"tool_name": "exec"}},
+                headers={**served.headers(), "traceparent": f"00-{'1' * 32}-{'2' * 16}-01"},
+            )
+            assert over_rest.json()["decision"] == "block"
             for _ in range(5):
                 ok(ws, "hooks.dispatch", {"event": "user_prompt_submit", "input": {"prompt": "x"}})
     finally:
@@ -126,8 +132,10 @@ def test_spans_and_structured_logs(tmp_path: Path) -> None:
     assert served.stopped_gracefully()
     spans = [json.loads(line) for line in spans_path.read_text().splitlines()]
     traced = [s for s in spans if s["name"] == "hook.callable.pre_tool_use"]
-    assert len(traced) == 1
-    span = traced[0]
+    assert len(traced) == 2
+    span, rest_span = sorted(traced, key=lambda s: s["context"]["trace_id"] != "0x" + trace_id)
+    assert rest_span["context"]["trace_id"] == "0x" + "1" * 32
+    assert rest_span["parent_id"] == "0x" + "2" * 16
     assert span["context"]["trace_id"] == "0x" + trace_id
     assert span["parent_id"] == "0x" + parent
     attributes = span["attributes"]
