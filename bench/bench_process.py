@@ -4,7 +4,8 @@ Measured in one event loop; the candidates take turns call by call (so machine n
 them alike) and the median per-call time is reported:
 
 * hookgate: ``engine.fire`` with one ``process`` hook (chain, JSON-RPC encode/decode, the
-  writer task and the reader included);
+  writer and the reader included);
+* the JSON-RPC channel alone (``HookProcess.call``, no engine), to show where time goes;
 * bare echo, same child: the same request line written to the same kind of child over a
   pipe and its answer line read back, no hookgate (goal: at most 1.5x);
 * bare echo, ``cat``: a line written to ``cat`` and read back (the floor of a pipe round
@@ -24,6 +25,9 @@ from pathlib import Path
 
 from bench.harness import Row
 from hookgate import Engine
+from hookgate.handlers.process.protocol import build_params
+from hookgate.handlers.process.rpc import HookProcess
+from hookgate.handlers.process.spec import parse_spec
 
 SCRIPT = str(Path(__file__).parent / "scripts" / "jsonrpc_echo_hook.py")
 PAYLOAD = {"tool_name": "exec", "tool_input": {"cmd": "ls -la /tmp", "timeout": 30}}
@@ -79,6 +83,12 @@ async def _measure(quick: bool) -> dict[str, float]:
                       "config": {"command": [sys.executable, SCRIPT]}}])
     same_proc, same_child = await _pipe(sys.executable, SCRIPT)
     cat_proc, cat = await _pipe("cat")
+    channel = HookProcess(parse_spec({"command": [sys.executable, SCRIPT]}), label="bench",
+                          modes=["tool"])
+    params = build_params("pre_tool_use", PAYLOAD)
+
+    async def rpc() -> object:
+        return await channel.call("hook.before_tool", params)
 
     async def hook() -> object:
         outcome = await engine.fire("pre_tool_use", PAYLOAD)
@@ -86,12 +96,14 @@ async def _measure(quick: bool) -> dict[str, float]:
         return outcome
 
     try:
-        await _interleaved({"hook": hook, "same": same_child, "cat": cat}, 200)  # warm up
-        us = await _interleaved({"hook": hook, "same": same_child, "cat": cat}, rounds)
+        candidates = {"hook": hook, "rpc": rpc, "same": same_child, "cat": cat}
+        await _interleaved(candidates, 200)  # warm up
+        us = await _interleaved(candidates, rounds)
         fresh = await _interleaved({"fresh": _fresh_interpreter}, 10 if quick else 40)
         us.update(fresh)
     finally:
         await engine.aclose()
+        await channel.aclose()
         for proc in (same_proc, cat_proc):
             assert proc.stdin is not None
             proc.stdin.close()
@@ -108,6 +120,8 @@ def run(quick: bool = False) -> list[Row]:
             hook <= 1.5 * us["same"]),
         Row("process", "process hook round trip (engine.fire)", hook, "µs",
             "bare line echo over a pipe, cat", us["cat"]),
+        Row("process", "JSON-RPC channel alone (HookProcess.call)", us["rpc"], "µs",
+            "bare line echo over a pipe, same child", us["same"]),
         Row("process", "fresh python interpreter per call", us["fresh"], "µs",
             "process hook round trip", hook),
     ]
