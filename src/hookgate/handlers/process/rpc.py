@@ -281,10 +281,16 @@ class HookProcess:
             self._pending.pop(message_id, None)
 
     def _fail_pending(self, message: str) -> None:
+        """Fail every call waiting for an answer and every message not yet written."""
         pending, self._pending = self._pending, {}
         for future in pending.values():
             if not future.done():
                 future.set_exception(HookError(message))
+        self._stdin = None  # later messages queue until a new process takes them
+        while not self._outbox.empty():
+            _, written = self._outbox.get_nowait()
+            if written is not None and not written.done():
+                written.set_exception(HookError(message))
 
     def _send(self, data: bytes, written: asyncio.Future[None] | None) -> None:
         """Hand a message to the one writer, keeping the order messages were sent in."""
