@@ -409,3 +409,12 @@ async def test_large_messages_go_through_the_writer_in_order() -> None:
     assert [o.updated_input["_echo"] for o in outcomes] == [1, 2, 3]
     assert outcomes[0].updated_input["blob"] == big
     assert outcomes[2].updated_input["blob"] == big
+
+
+def test_fire_sync_runs_process_hooks_on_the_engine_loop() -> None:
+    engine = Engine([process_hook()])
+    outcome = engine.fire_sync("pre_tool_use", {**TOOL, "tool_input": {"_echo": 7}})
+    assert outcome.updated_input == {"_echo": 7, "echoed": True}
+    pid = handler_of(engine).status(outcome.trace[0].hook_id)["pid"]  # type: ignore[index]
+    engine.close()
+    assert wait_for(lambda: not pid_alive(pid))
