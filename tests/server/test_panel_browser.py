@@ -433,6 +433,10 @@ def test_viewer_sees_no_write_controls(page: Any, lite: dict[str, Any]) -> None:
     expect(page.get_by_role("tab", name="Test")).to_have_attribute("aria-disabled", "true")
     expect(page.get_by_role("tab", name="History")).to_be_visible()
     shot(page, "viewer-detail")
+    # A hook that does not exist (or another tenant's): a clear state, not a broken page.
+    page.goto(f"{gateway.url}/#/hooks/00000000-0000-0000-0000-000000000000")
+    expect(page.get_by_role("heading", level=1, name="Hook not found")).to_be_visible()
+    expect(page.get_by_role("link", name="Back to hooks")).to_be_visible()
 
 
 def test_keyboard_and_phone_width(browser: Any, lite: dict[str, Any]) -> None:
