@@ -60,7 +60,6 @@ class _Connection:
         self.principal = principal
         self.slots = asyncio.Semaphore(MAX_INFLIGHT)
         self.tasks: set[asyncio.Task[None]] = set()
-        self.send_lock = asyncio.Lock()
         self.closed = False
 
     async def send(self, frame: dict[str, Any]) -> None:
@@ -68,8 +67,8 @@ class _Connection:
             return
         text = encode(frame)
         try:
-            async with self.send_lock:
-                await self.ws.send_text(text)
+            # No lock: the server writes each frame whole once the transport is writable.
+            await self.ws.send_text(text)
         except (WebSocketDisconnect, RuntimeError, OSError):
             self.closed = True  # the client went away; the work it asked for still finished
 
