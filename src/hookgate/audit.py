@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import time
 import uuid
@@ -26,6 +27,7 @@ __all__ = [
     "dedup_key",
     "input_hash",
     "redact",
+    "time_ordered_id",
     "truncate",
 ]
 
@@ -62,6 +64,15 @@ def input_hash(event: str, payload: Mapping[str, Any], input_field: str | None) 
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+def time_ordered_id() -> str:
+    """A UUIDv7-layout id (millisecond time first, then random bits): stores index execution
+    ids, and time-ordered keys append to the index instead of splitting random pages."""
+    millis = time.time_ns() // 1_000_000
+    rand = int.from_bytes(os.urandom(10), "big")
+    value = (millis & 0xFFFF_FFFF_FFFF) << 80 | 0x7 << 76 | (rand >> 62 & 0xFFF) << 64
+    return str(uuid.UUID(int=value | 0b10 << 62 | rand & 0x3FFF_FFFF_FFFF_FFFF))
+
+
 def dedup_key(hook_id: str, event_id: str) -> str:
     """One row per (hook, event): a retried write of the same execution is a no-op."""
     return f"{hook_id}:{event_id}"
@@ -85,7 +96,7 @@ class ExecutionRecord:
     #: into ``error_detail``.
     error: str | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
-    id: str = field(default_factory=lambda: str(uuid.uuid4()))
+    id: str = field(default_factory=time_ordered_id)
     created_at: float = field(default_factory=time.time)
 
     @property

@@ -245,26 +245,44 @@ class AuditWriter:
             with contextlib.suppress(RuntimeError):  # the loop is closed: nothing to wake
                 loop.call_soon_threadsafe(self._wake.set)
 
+    def _take(self, offset: int) -> list[ExecutionRecord]:
+        with self._lock:
+            return self._pending[offset : offset + self.max_batch]
+
+    def _write(self, rows: list[ExecutionRow]) -> asyncio.Task[int]:
+        return asyncio.get_running_loop().create_task(self.store.write_executions(rows))
+
     async def _run(self) -> None:
         backoff = _BACKOFF_START_S
+        # The batch being written, its rows, and the write; while it is in flight the next
+        # batch is converted, so conversion and the database overlap.
+        inflight: tuple[list[ExecutionRecord], list[ExecutionRow], asyncio.Task[int]] | None
+        inflight = None
         while True:
-            if not self._pending and not self._closing:
-                if self.mode == "sync":
-                    await self._wake.wait()
-                else:
-                    with contextlib.suppress(TimeoutError):
-                        async with asyncio.timeout(self.flush_interval_s):
-                            await self._wake.wait()
-            # Clear before taking the batch: a record() after this point sets it again.
+            if inflight is None:
+                if not self._pending and not self._closing:
+                    if self.mode == "sync":
+                        await self._wake.wait()
+                    else:
+                        with contextlib.suppress(TimeoutError):
+                            async with asyncio.timeout(self.flush_interval_s):
+                                await self._wake.wait()
+                # Clear before taking the batch: a record() after this point sets it again.
+                self._wake.clear()
+                batch = self._take(0)
+                if not batch:
+                    if self._closing:
+                        return
+                    continue
+                rows = [self._row(r) for r in batch]
+                inflight = (batch, rows, self._write(rows))
+            batch, rows, task = inflight
+            await asyncio.sleep(0)  # let the write reach its thread or socket
             self._wake.clear()
-            with self._lock:
-                batch = self._pending[: self.max_batch]
-            if not batch:
-                if self._closing:
-                    return
-                continue
+            following = self._take(len(batch))
+            prepared = [self._row(r) for r in following]
             try:
-                inserted = await self.store.write_executions([self._row(r) for r in batch])
+                inserted = await task
             except Exception as exc:
                 self.stats.failures += 1
                 log_event(
@@ -276,9 +294,11 @@ class AuditWriter:
                 )
                 await asyncio.sleep(backoff)
                 backoff = min(backoff * 2, _BACKOFF_MAX_S)
+                inflight = (batch, rows, self._write(rows))
                 continue
             backoff = _BACKOFF_START_S
             self._committed(batch, inserted)
+            inflight = (following, prepared, self._write(prepared)) if following else None
 
     def _committed(self, batch: list[ExecutionRecord], inserted: int) -> None:
         with self._lock:

@@ -193,10 +193,12 @@ class SeedReport:
 # --- executions -----------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ExecutionRow:
     """One ``hook_executions`` row as stored: ``error`` already redacted and truncated,
-    ``error_detail`` the sealed full error (or None)."""
+    ``error_detail`` the sealed full error (or None). Not frozen: the audit writer builds
+    one per execution on the hot path, and a plain slots dataclass builds faster; treat it
+    as read-only all the same."""
 
     id: str
     hook_id: str | None
@@ -455,7 +457,9 @@ class Store(Protocol):
 
     async def prune_executions(self, caller: Caller, older_than: float) -> int:
         """Delete rows created before ``older_than`` (epoch seconds); master scope prunes all
-        tenants, a tenant its own. Returns the number deleted."""
+        tenants, a tenant its own. Returns the number deleted. Rows are found along the
+        insertion order: one written out of time order, behind a younger row, is kept until
+        a later prune reaches it."""
         ...
 
     # budgets

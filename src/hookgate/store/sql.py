@@ -20,6 +20,8 @@ from dataclasses import replace
 from datetime import date
 from typing import Any, ClassVar, Final, Literal, Protocol, cast
 
+import orjson
+
 from hookgate.budget import BudgetStatus, month_start, utc_now
 from hookgate.chain import sort_key
 from hookgate.definition import GLOBAL_TENANT, HookDefinition, validate_definition
@@ -84,7 +86,7 @@ EXECUTION_COLUMNS: Final = (
     "error_detail, metadata, created_at"
 )
 # A row for a hook deleted meanwhile gets hook_id NULL, like the rows the delete touched.
-_EXECUTION_INSERT: Final = (
+EXECUTION_INSERT: Final = (
     f"INSERT INTO hook_executions ({EXECUTION_COLUMNS}) VALUES "
     "(?, (SELECT h.id FROM agent_hooks h WHERE h.id = ?), "
     "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
@@ -113,6 +115,10 @@ class Sql(Protocol):
 
 
 def _json(value: Any, what: str) -> str:
+    try:
+        return orjson.dumps(value).decode()
+    except TypeError:
+        pass  # orjson refuses some valid JSON (integers beyond 64 bits): ask json
     try:
         return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
     except (TypeError, ValueError) as exc:
@@ -167,7 +173,7 @@ def _update_params(d: HookDefinition, now: float) -> tuple[Any, ...]:
 
 def _loads(value: Any) -> Any:
     # SQLite gives JSON text; asyncpg gives jsonb as text too (no codec registered).
-    return json.loads(value) if isinstance(value, str | bytes) else value
+    return orjson.loads(value) if isinstance(value, str | bytes) else value
 
 
 def hook_from_row(row: Row) -> HookRecord:
@@ -203,7 +209,10 @@ def hook_from_row(row: Row) -> HookRecord:
 def _metadata_json(metadata: Mapping[str, Any]) -> str:
     # str() for anything exotic a handler left in its details, and no NUL escapes (jsonb
     # refuses them): an execution row is never refused for its metadata.
-    text = json.dumps(metadata, separators=(",", ":"), ensure_ascii=False, default=str)
+    try:
+        text = orjson.dumps(metadata, default=str, option=orjson.OPT_NON_STR_KEYS).decode()
+    except TypeError:  # e.g. an integer beyond 64 bits, which orjson refuses
+        text = json.dumps(metadata, separators=(",", ":"), ensure_ascii=False, default=str)
     return text.replace("\\u0000", "\\\\0") if "\\u0000" in text else text
 
 
@@ -646,7 +655,7 @@ class SqlStore(ABC, Store):
         if not rows:
             return 0
         async with self._write() as sql:
-            return await sql.executemany(_EXECUTION_INSERT, [execution_params(r) for r in rows])
+            return await sql.executemany(EXECUTION_INSERT, [execution_params(r) for r in rows])
 
     async def query_executions(self, caller: Caller, query: ExecutionQuery) -> ExecutionPage:
         where: list[str] = []
@@ -688,7 +697,13 @@ class SqlStore(ABC, Store):
 
     async def get_execution(self, caller: Caller, execution_id: str) -> ExecutionRow:
         async with self._read() as sql:
+            # Rows with an error detail are indexed by id; the rest need a scan (they hold
+            # nothing the history pages do not already show).
             row = await sql.fetchrow(
+                f"SELECT seq, {EXECUTION_COLUMNS} FROM hook_executions "
+                "WHERE id = ? AND error_detail IS NOT NULL",
+                execution_id,
+            ) or await sql.fetchrow(
                 f"SELECT seq, {EXECUTION_COLUMNS} FROM hook_executions WHERE id = ?",
                 execution_id,
             )
@@ -697,15 +712,26 @@ class SqlStore(ABC, Store):
         return execution_from_row(row)
 
     async def prune_executions(self, caller: Caller, older_than: float) -> int:
+        cutoff = float(older_than)
+        tenant = "" if caller.master else " AND tenant_id = ?"
+        scope: list[Any] = [] if caller.master else [caller.tenant_id]
         async with self._write() as sql:
-            if caller.master:
+            # Rows arrive in time order, so the oldest row young enough to keep bounds the
+            # range to delete along the primary key (a walk over the rows being deleted,
+            # not the table). A row written out of order is kept until the bound passes it.
+            bound = await sql.fetchval(
+                "SELECT seq FROM hook_executions WHERE created_at >= ? ORDER BY seq LIMIT 1",
+                cutoff,
+            )
+            if bound is None:
                 return await sql.execute(
-                    "DELETE FROM hook_executions WHERE created_at < ?", float(older_than)
+                    f"DELETE FROM hook_executions WHERE created_at < ?{tenant}", cutoff, *scope
                 )
             return await sql.execute(
-                "DELETE FROM hook_executions WHERE created_at < ? AND tenant_id = ?",
-                float(older_than),
-                caller.tenant_id,
+                f"DELETE FROM hook_executions WHERE seq < ? AND created_at < ?{tenant}",
+                int(bound),
+                cutoff,
+                *scope,
             )
 
     # -- budgets ----------------------------------------------------------------------------

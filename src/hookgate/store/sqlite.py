@@ -11,10 +11,12 @@ the last commits (set ``synchronous="full"`` to trade throughput for that).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import sqlite3
 import time
 from collections.abc import AsyncIterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from datetime import date
 from pathlib import Path
@@ -23,14 +25,17 @@ from typing import Any, Final, Literal, cast
 import aiosqlite
 
 from hookgate.log import log_event
-from hookgate.store.base import StoreError
+from hookgate.store.base import ExecutionRow, StoreError
 from hookgate.store.location import SQLITE_FILE_NAME
 from hookgate.store.migrations import load_migrations, split_statements
-from hookgate.store.sql import Row, SqlStore
+from hookgate.store.sql import EXECUTION_INSERT, Row, SqlStore, execution_params
 
 __all__ = ["SqliteStore"]
 
 BUSY_TIMEOUT_MS: Final = 10_000
+# Page cache of the execution-batch connection: keeps the history indexes in memory.
+BATCH_CACHE_KIB: Final = 65_536
+CHECKPOINT_INTERVAL_S: Final = 0.5
 
 
 def _dict_row(cursor: sqlite3.Cursor, row: tuple[Any, ...]) -> dict[str, Any]:
@@ -87,6 +92,16 @@ class SqliteStore(SqlStore):
         self._writer: aiosqlite.Connection | None = None
         self._reader: aiosqlite.Connection | None = None
         self._write_lock = asyncio.Lock()
+        # Execution batches: a plain sqlite3 connection owned by one worker thread, so a
+        # whole batch (rows to parameters, BEGIN, insert, COMMIT) is one hop off the loop.
+        self._batch_pool: ThreadPoolExecutor | None = None
+        self._batch_conn: sqlite3.Connection | None = None
+        # Checkpoints (WAL into the database file, with an fsync) run on their own thread,
+        # so no commit waits for one; see _checkpoints().
+        self._checkpoint_pool: ThreadPoolExecutor | None = None
+        self._checkpoint_conn: sqlite3.Connection | None = None
+        self._checkpointer: asyncio.Task[None] | None = None
+        self._wrote = False
 
     def __repr__(self) -> str:
         return f"SqliteStore({str(self.path)!r})"
@@ -116,6 +131,14 @@ class SqliteStore(SqlStore):
             # WAL is a property of the file, set once; busy_timeout covers a concurrent start.
             await _run(self._writer, "PRAGMA journal_mode = WAL")
             self._reader = await self._connect()
+            self._batch_pool = ThreadPoolExecutor(1, thread_name_prefix="hookgate-sqlite-audit")
+            loop = asyncio.get_running_loop()
+            self._batch_conn = await loop.run_in_executor(self._batch_pool, self._connect_batch)
+            self._checkpoint_pool = ThreadPoolExecutor(1, thread_name_prefix="hookgate-sqlite-wal")
+            self._checkpoint_conn = await loop.run_in_executor(
+                self._checkpoint_pool, self._connect_checkpointer
+            )
+            self._checkpointer = loop.create_task(self._checkpoints(), name="hookgate-sqlite-wal")
         except sqlite3.Error as exc:
             await self.close()
             raise StoreError(f"cannot open SQLite database {self.path}: {exc}") from None
@@ -125,6 +148,92 @@ class SqliteStore(SqlStore):
             if conn is not None:
                 await conn.close()
         self._reader = self._writer = None
+        loop = asyncio.get_running_loop()
+        if self._batch_pool is not None:
+            batch_conn, self._batch_conn = self._batch_conn, None
+            if batch_conn is not None:
+                await loop.run_in_executor(self._batch_pool, batch_conn.close)
+            self._batch_pool.shutdown(wait=True)
+            self._batch_pool = None
+        if self._checkpointer is not None:
+            self._checkpointer.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._checkpointer
+            self._checkpointer = None
+        if self._checkpoint_pool is not None:
+            wal_conn, self._checkpoint_conn = self._checkpoint_conn, None
+            if wal_conn is not None:
+                await loop.run_in_executor(self._checkpoint_pool, self._final_checkpoint, wal_conn)
+            self._checkpoint_pool.shutdown(wait=True)
+            self._checkpoint_pool = None
+
+    def _connect_batch(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(self.path, isolation_level=None)
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        conn.execute("PRAGMA foreign_keys = ON")
+        conn.execute(f"PRAGMA synchronous = {self.synchronous.upper()}")
+        conn.execute(f"PRAGMA cache_size = -{BATCH_CACHE_KIB}")
+        # The checkpoint thread does this connection's checkpoints (an automatic one would
+        # fsync inside a commit and stall the batch behind it).
+        conn.execute("PRAGMA wal_autocheckpoint = 0")
+        return conn
+
+    def _connect_checkpointer(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(self.path, isolation_level=None)
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        return conn
+
+    @staticmethod
+    def _checkpoint(conn: sqlite3.Connection) -> None:
+        # PASSIVE: copies what it can without waiting for (or blocking) readers and writers.
+        conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+
+    @staticmethod
+    def _final_checkpoint(conn: sqlite3.Connection) -> None:
+        try:
+            conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+        finally:
+            conn.close()
+
+    async def _checkpoints(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            await asyncio.sleep(CHECKPOINT_INTERVAL_S)
+            if not self._wrote or self._checkpoint_conn is None:
+                continue
+            self._wrote = False
+            try:
+                await loop.run_in_executor(
+                    self._checkpoint_pool, self._checkpoint, self._checkpoint_conn
+                )
+            except sqlite3.Error as exc:  # busy or I/O: the next round tries again
+                log_event("hookgate.store.checkpoint_failed", error=str(exc))
+
+    def _insert_batch(self, rows: Sequence[ExecutionRow]) -> int:
+        conn = self._batch_conn
+        if conn is None:
+            raise StoreError("the store is not open")
+        params = [execution_params(row) for row in rows]
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            changed = conn.executemany(EXECUTION_INSERT, params).rowcount
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+        return changed
+
+    async def write_executions(self, rows: Sequence[ExecutionRow]) -> int:
+        if not rows:
+            return 0
+        if self._batch_pool is None:
+            raise StoreError("the store is not open")
+        loop = asyncio.get_running_loop()
+        # The lock keeps this process's own writers from meeting in SQLite's busy handler
+        # (which sleeps in steps of up to 100 ms); other processes still wait there.
+        async with self._write_lock:
+            self._wrote = True
+            return await loop.run_in_executor(self._batch_pool, self._insert_batch, rows)
 
     @asynccontextmanager
     async def _write(self) -> AsyncIterator[_Connection]:
