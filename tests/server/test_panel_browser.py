@@ -253,6 +253,30 @@ def test_create_http_hook_keeps_the_secret_header_write_only(
     assert saved["priority"] == 60 and saved["version"] == 2
 
 
+def test_prompt_form_places_handler_rules_at_their_fields(page: Any, lite: dict[str, Any]) -> None:
+    from playwright.sync_api import expect
+
+    gateway: GatewayProcess = lite["gateway"]
+    sign_in(page, gateway.url, lite["keys"]["admin"])
+    page.get_by_role("link", name="New hook").click()
+    page.get_by_role("radio", name=re.compile(r"^prompt")).check()
+    expect(page.get_by_label("Per-turn cap")).to_be_visible()
+    page.get_by_label("Prompt template").fill("Is this tool call safe?")
+    page.get_by_label("Model").fill("haiku")
+    page.get_by_label("Other settings (JSON)").fill("{not json")
+    page.get_by_role("button", name="Create hook").click()
+    # Caught in the browser: the extra settings box must hold a JSON object.
+    extra_error = page.locator('[data-field="config.extra"] > .field-error')
+    expect(extra_error).to_contain_text("not valid JSON")
+    page.get_by_label("Other settings (JSON)").fill("")
+    page.get_by_role("button", name="Create hook").click()
+    # The gateway's rule: a prompt hook needs a matcher or an if_expr.
+    expect(page.locator('[data-field="matcher"] > .field-error')).to_contain_text("if_expr")
+    assert rest_json(gateway, "GET", "/hooks?handler_type=prompt", lite["keys"]["admin"]) == {
+        "hooks": []
+    }
+
+
 def test_list_filters_and_toggle(page: Any, lite: dict[str, Any]) -> None:
     from playwright.sync_api import expect
 
@@ -398,6 +422,8 @@ def test_history_rows_appear_after_dispatches(
     expect(page.locator('tbody.exec[data-decision="error"]')).to_have_count(1)
     shot(page, "history")
 
+    page.get_by_label("Time").select_option("1h")  # sent as an ISO 8601 `since`
+    expect(rows).to_have_count(4)
     page.get_by_label("Decision").select_option("error")
     expect(rows).to_have_count(1)
     error_row = rows.first
@@ -491,6 +517,10 @@ def test_standard_edition_disables_command(page: Any, tmp_path: Path) -> None:
         # Tenant keys without master scope cannot pick global either.
         expect(page.get_by_role("radio", name=re.compile(r"^Global"))).to_be_disabled()
         shot(page, "standard-edition-form")
+        # The gateway goes away: the panel says so and keeps trying to reconnect.
+        gateway.stop()
+        expect(page.locator(".banner")).to_contain_text("Reconnecting")
+        shot(page, "gateway-lost")
     finally:
         gateway.stop()
 
@@ -506,6 +536,10 @@ def test_diff_and_error_parsing_modules(page: Any, lite: dict[str, Any]) -> None
           const fromDetails = problems.fieldProblems({message: 'x', details: {problems: [
             {field: 'matcher', message: 'bad regex'}, {field: 'config', message: 'need url'},
             {field: 'weird', message: 'elsewhere'}]}});
+          const form = await import('./js/views/hook-form.js');
+          const edit = form.changedFields(
+            {name: 'a', priority: 0, matcher: null, config: {url: 'u', headers: {A: null}}},
+            {name: 'a', priority: 5, matcher: null, config: {url: 'u', headers: {A: null}}});
           const fromText = problems.fieldProblems({message:
             "hook 'n': timeout_ms: must be between 1 and 10000 ms; something else broke"});
           return {
@@ -517,6 +551,7 @@ def test_diff_and_error_parsing_modules(page: Any, lite: dict[str, Any]) -> None
             detailGeneral: fromDetails.general,
             textFields: Object.fromEntries(fromText.fields),
             textGeneral: fromText.general,
+            edit,
           };
         }"""
     )
@@ -529,3 +564,5 @@ def test_diff_and_error_parsing_modules(page: Any, lite: dict[str, Any]) -> None
     assert got["detailGeneral"] == ["weird: elsewhere"]
     assert got["textFields"] == {"timeout_ms": ["must be between 1 and 10000 ms"]}
     assert got["textGeneral"] == ["something else broke"]
+    # An edit sends only what changed: an untouched config (with its kept secrets) stays out.
+    assert got["edit"] == {"priority": 5}

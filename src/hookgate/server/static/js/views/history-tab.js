@@ -20,15 +20,15 @@ export function renderHistory(panel, hook, ctx) {
   const results = h("div", { class: "history-results" });
   const decision = h(
     "select",
-    { name: "decision" },
+    { name: "decision", id: "history-decision" },
     [["", "All decisions"], ["allow", "allow"], ["block", "block"], ["error", "error"], ["timeout", "timeout"]].map(([v, t]) => h("option", { value: v, text: t })),
   );
-  const range = h("select", { name: "range" }, RANGES.map(([v, t]) => h("option", { value: v, text: t })));
+  const range = h("select", { name: "range", id: "history-range" }, RANGES.map(([v, t]) => h("option", { value: v, text: t })));
   const filters = h(
     "form",
     { class: "filters history-filters", "aria-label": "Filter executions" },
-    h("label", { class: "filter" }, h("span", { class: "filter-label", text: "Decision" }), decision),
-    h("label", { class: "filter" }, h("span", { class: "filter-label", text: "Time" }), range),
+    h("div", { class: "filter" }, h("label", { class: "filter-label", for: "history-decision", text: "Decision" }), decision),
+    h("div", { class: "filter" }, h("label", { class: "filter-label", for: "history-range", text: "Time" }), range),
     h("button", { type: "submit", class: "btn", text: "Refresh" }),
   );
   const restart = () => {

@@ -92,12 +92,12 @@ function countText(shown, total, filtered) {
 function filterBar(filters) {
   const select = (name, label, options) =>
     h(
-      "label",
+      "div",
       { class: "filter" },
-      h("span", { class: "filter-label", text: label }),
+      h("label", { class: "filter-label", for: `filter-${name}`, text: label }),
       h(
         "select",
-        { name, "data-filter": name },
+        { name, id: `filter-${name}`, "data-filter": name },
         h("option", { value: "", text: "All" }),
         options.map(([value, text]) => h("option", { value, text, selected: filters[name] === value })),
       ),
@@ -106,11 +106,12 @@ function filterBar(filters) {
     "form",
     { class: "filters", role: "search", "aria-label": "Filter hooks" },
     h(
-      "label",
+      "div",
       { class: "filter filter-search" },
-      h("span", { class: "filter-label", text: "Search" }),
+      h("label", { class: "filter-label", for: "filter-q", text: "Search" }),
       h("input", {
         type: "search",
+        id: "filter-q",
         name: "q",
         value: filters.q,
         placeholder: "Name, matcher, id…",
