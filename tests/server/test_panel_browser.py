@@ -10,6 +10,7 @@ also copied to ``docs/screenshots/`` for the README.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import re
@@ -52,6 +53,11 @@ def _chromium() -> str:
         "Chromium",
         path is not None,
         "install Debian's chromium (scripts/ensure-chromium does it as root)",
+    )
+    require_service(
+        "Chromium",
+        importlib.util.find_spec("playwright") is not None,
+        "the playwright driver is missing: pip install -e '.[dev]'",
     )
     assert path is not None
     return path
