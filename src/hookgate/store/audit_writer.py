@@ -34,7 +34,7 @@ import contextlib
 import threading
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Any, Final, Literal
+from typing import Final, Literal
 
 from hookgate.audit import ExecutionRecord, redact, truncate
 from hookgate.definition import GLOBAL_TENANT
@@ -316,33 +316,44 @@ class AuditWriter:
             _resolve(future)
 
     def _row(self, record: ExecutionRecord) -> ExecutionRow:
-        error = _clean(record.error)
+        # On the hot path of every execution: one NUL test over the free-text fields, and
+        # positional construction.
+        error = record.error
+        hook_name: str | None = record.hook_name
+        event_id: str | None = record.event_id
+        tenant_id, agent_id, session_id = record.tenant_id, record.agent_id, record.session_id
+        if "\x00" in f"{error}{hook_name}{event_id}{tenant_id}{agent_id}{session_id}":
+            error, hook_name, event_id = _clean(error), _clean(hook_name), _clean(event_id)
+            tenant_id, agent_id, session_id = (
+                _clean(tenant_id),
+                _clean(agent_id),
+                _clean(session_id),
+            )
         detail: bytes | None = None
         short: str | None = None
         if error:
             short = truncate(redact(error))
             if self.keyring is not None:
                 detail = self.keyring.seal(error.encode(), _aad(record.id))
-        metadata: dict[str, Any] = record.metadata
         return ExecutionRow(
-            id=record.id,
-            hook_id=record.hook_id,
-            hook_version=record.hook_version,
-            hook_name=_clean(record.hook_name) or "",
-            handler_type=record.handler_type,
-            event=record.event,
-            event_id=_clean(record.event_id) or "",
-            decision=record.decision,
-            duration_ms=float(record.duration_ms),
-            tenant_id=_clean(record.tenant_id) or GLOBAL_TENANT,
-            agent_id=_clean(record.agent_id),
-            session_id=_clean(record.session_id),
-            input_hash=record.input_hash,
-            dedup_key=_clean(record.dedup_key) or record.id,
-            error=short,
-            error_detail=detail,
-            metadata=metadata,
-            created_at=record.created_at,
+            record.id,
+            record.hook_id,
+            record.hook_version,
+            hook_name or "",
+            record.handler_type,
+            record.event,
+            event_id or "",
+            record.decision,
+            record.duration_ms,
+            tenant_id or GLOBAL_TENANT,
+            agent_id,
+            session_id,
+            record.input_hash,
+            f"{record.hook_id}:{event_id}",
+            short,
+            detail,
+            record.metadata,
+            record.created_at,
         )
 
 

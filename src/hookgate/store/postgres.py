@@ -51,6 +51,10 @@ _BATCH_INSERT: Final = (
 _BATCH_COLUMNS: Final = ("ord", *(c.strip() for c in EXECUTION_COLUMNS.split(",")))
 
 
+async def _create_batch_table(conn: asyncpg.Connection) -> None:
+    await conn.execute(_BATCH_TABLE)
+
+
 @functools.lru_cache(maxsize=512)
 def _numbered(sql: str) -> str:
     """``?`` placeholders to asyncpg's ``$1, $2, …`` (our SQL has no ``?`` in literals)."""
@@ -107,6 +111,7 @@ class PostgresStore(SqlStore):
         schema: str | None = None,
         min_pool: int = 1,
         max_pool: int = 10,
+        audit_synchronous_commit: bool = False,
     ) -> None:
         super().__init__()
         if schema is not None and not _SCHEMA_NAME.match(schema):
@@ -115,7 +120,12 @@ class PostgresStore(SqlStore):
         self.schema = schema
         self.min_pool = min_pool
         self.max_pool = max_pool
+        self.audit_synchronous_commit = audit_synchronous_commit
         self._pool: asyncpg.Pool | None = None
+        # Execution batches use a pool of their own: each connection keeps the COPY staging
+        # table, and commits without waiting for the WAL flush unless
+        # audit_synchronous_commit (see docs/storage.md, "Durability").
+        self._audit_pool: asyncpg.Pool | None = None
         self._listener: asyncpg.Connection | None = None
 
     def __repr__(self) -> str:
@@ -147,6 +157,16 @@ class PostgresStore(SqlStore):
                 max_size=self.max_pool,
                 server_settings=self._server_settings(),
             )
+            audit_settings = self._server_settings()
+            if not self.audit_synchronous_commit:
+                audit_settings["synchronous_commit"] = "off"
+            self._audit_pool = await asyncpg.create_pool(
+                self.database_url,
+                min_size=1,
+                max_size=2,
+                server_settings=audit_settings,
+                init=_create_batch_table,
+            )
         except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
             raise StoreError(f"cannot connect to PostgreSQL at {self!r}: {exc}") from None
 
@@ -154,9 +174,10 @@ class PostgresStore(SqlStore):
         if self._listener is not None:
             await self._listener.close()
             self._listener = None
-        if self._pool is not None:
-            await self._pool.close()
-            self._pool = None
+        for pool in (self._audit_pool, self._pool):
+            if pool is not None:
+                await pool.close()
+        self._pool = self._audit_pool = None
 
     def _require_pool(self) -> asyncpg.Pool:
         if self._pool is None:
@@ -252,10 +273,11 @@ class PostgresStore(SqlStore):
     async def write_executions(self, rows: Sequence[ExecutionRow]) -> int:
         if not rows:
             return 0
+        if self._audit_pool is None:
+            raise StoreError("the store is not open")
         records = [(index, *execution_params(row)) for index, row in enumerate(rows)]
-        async with self._write() as sql:
-            await sql.conn.execute(_BATCH_TABLE)
-            await sql.conn.copy_records_to_table(
+        async with self._audit_pool.acquire() as conn, conn.transaction():
+            await conn.copy_records_to_table(
                 "hookgate_execution_batch", records=records, columns=_BATCH_COLUMNS
             )
-            return _rowcount(await sql.conn.execute(_BATCH_INSERT))
+            return _rowcount(await conn.execute(_BATCH_INSERT))
