@@ -103,7 +103,7 @@ def test_schemathesis_finds_no_server_error(tmp_path: Path) -> None:
                 "not_a_server_error,status_code_conformance,content_type_conformance,"
                 "response_schema_conformance",
                 "--max-examples",
-                "10",
+                "6",
                 "--seed",
                 "1",
                 "--workers",

@@ -4,6 +4,7 @@ every method, and every kind of bad input (after which the connection keeps work
 from __future__ import annotations
 
 import json
+import time
 import uuid
 
 import pytest
@@ -21,6 +22,15 @@ SEED_CREATE = """{
 "name": "Safety webhook",
 "matcher": "^exec$",
 "config": { "url": "https://safety.internal/check" }
+}
+}"""
+
+SEED_TEST = """{
+"type": "req", "id": "3", "method": "hooks.test",
+"params": {
+"config": { "event": "pre_tool_use", "handler_type": "command",
+"scope": "tenant", "config": { "command": "cat" } },
+"sampleEvent": { "toolName": "exec", "toolInput": { "cmd": "ls" } }
 }
 }"""
 
@@ -64,6 +74,22 @@ class TestSeedExamples:
                 "payload": {"hookId": hook_id, "enabled": False},
             }
             assert ok(ws, "hooks.get", {"hookId": hook_id})["hook"]["enabled"] is False
+
+    def test_dry_run_example_verbatim(self, gateway: GatewayProcess, keys: Keys) -> None:
+        """The seed's hooks.test frame runs `cat` on the camelCase sample event: decision,
+        duration and stdout come back, and no execution row is written."""
+        with open_ws(gateway.ws_url, keys.master) as ws:
+            before = ok(ws, "hooks.history", {"limit": 500})["executions"]
+            answer = send_raw(ws, SEED_TEST)
+            assert answer["id"] == "3" and answer["ok"] is True, answer
+            result = answer["payload"]["result"]
+            assert result["decision"] == "allow" and result["matched"] is True
+            assert result["durationMs"] > 0 and result["stderr"] == ""
+            echoed = json.loads(result["stdout"])
+            assert echoed["tool_name"] == "exec" and echoed["tool_input"] == {"cmd": "ls"}
+            time.sleep(0.3)  # longer than the audit flush interval
+            after = ok(ws, "hooks.history", {"limit": 500})["executions"]
+            assert [r["id"] for r in after] == [r["id"] for r in before]
 
     def test_missing_fields_message(self, gateway: GatewayProcess, keys: Keys) -> None:
         """A create without handler_type, event or scope gets the seed's exact message."""
