@@ -5,9 +5,8 @@ Every request carries a key (``Authorization: Bearer <key>``, or the browser's f
 ordered: a *viewer* reads, an *operator* also tests hooks and dispatches events, an *admin*
 also writes. Global hooks need master scope on top of the role.
 
-Keys are random, so the store keeps only their SHA-256; a verified key is cached for a
-couple of seconds, which bounds how long a key revoked by another process (``hookgate keys
-revoke``) keeps working. A key revoked through this gateway stops at once.
+Keys are random, so the store keeps only their SHA-256; a verified key is cached for two
+seconds, which bounds how long a revoked key (``hookgate keys revoke``) keeps working.
 """
 
 from __future__ import annotations
@@ -116,9 +115,3 @@ class Authenticator:
     async def still_valid(self, principal: Principal) -> bool:
         """For long-lived WebSocket connections: is the key behind them still active?"""
         return await self.check_hash(principal.key_hash) is not None
-
-    def forget(self, key_id: str) -> None:
-        """Drop a revoked key from the cache at once."""
-        for key_hash, (principal, _) in list(self._cache.items()):
-            if principal.key_id == key_id:
-                del self._cache[key_hash]

@@ -13,7 +13,7 @@ import logging
 import time
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Final
 
 from hookgate import __version__
@@ -53,7 +53,6 @@ class GatewayOptions:
     #: ``async``: execution rows are committed in batches at least every 100 ms;
     #: ``sync``: a decision is answered only once its rows are committed.
     audit_mode: str = "async"
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 class Gateway:
@@ -108,7 +107,6 @@ class Gateway:
         self._inflight = 0
         self._idle = asyncio.Event()
         self._idle.set()
-        self.started_at = time.time()
 
     @property
     def edition(self) -> str:
