@@ -173,3 +173,36 @@ def fails_or_ok(ws) -> dict | None:  # type: ignore[no-untyped-def]
 
     answer = request(ws, "hooks.list", {})
     return None if answer["ok"] else answer["error"]
+
+
+def test_builtin_hooks_are_read_only_except_enabled(gateway: GatewayProcess, keys: Keys) -> None:
+    """A builtin hook (seeded by the store) refuses updates and deletion with READ_ONLY;
+    toggling it works."""
+    import asyncio
+
+    from hookgate.definition import validate_definition
+    from hookgate.store import open_store
+
+    builtin = validate_definition({
+        "event": "pre_tool_use", "handler_type": "callable", "scope": "global",
+        "name": "builtin guard", "source": "builtin", "matcher": "^never$",
+        "config": {"callable": "tests.server.hookfns:allow"},
+    })
+
+    async def seed() -> None:
+        store = await open_store(data_dir=gateway.data_dir)
+        try:
+            await store.seed_builtins([builtin])
+        finally:
+            await store.close()
+
+    asyncio.run(seed())
+    with open_ws(gateway.ws_url, keys.master) as ws:
+        hook = ok(ws, "hooks.get", {"hookId": builtin.id})["hook"]
+        assert hook["source"] == "builtin"
+        error = fails(ws, "hooks.update", {"hookId": builtin.id, "updates": {"priority": 9}},
+                      "READ_ONLY")
+        assert "builtin" in error["message"]
+        fails(ws, "hooks.delete", {"hookId": builtin.id}, "READ_ONLY")
+        assert ok(ws, "hooks.toggle", {"hookId": builtin.id, "enabled": False})["enabled"] is False
+        assert ok(ws, "hooks.get", {"hookId": builtin.id})["hook"]["enabled"] is False
