@@ -10,7 +10,7 @@ import pytest
 from tests.server.conftest import Keys
 from tests.server.gateway_process import GatewayProcess
 from tests.server.test_ws_protocol import BLOCKER
-from tests.server.wsutil import ok, open_ws
+from tests.server.wsutil import ok, open_ws, request
 
 from hookgate.events import BLOCK, CATALOGUE
 
@@ -146,6 +146,13 @@ class TestHistory:
             assert len(history_until(ws, 0, hookId=hook_id)) == 7
             blocked = ok(ws, "hooks.history", {"hookId": hook_id, "decision": "allow"})
             assert blocked["executions"] == []
+            later = ok(ws, "hooks.history", {"hookId": hook_id, "since": "2999-01-01T00:00:00Z"})
+            assert later["executions"] == []
+            earlier = ok(ws, "hooks.history",
+                         {"hookId": hook_id, "until": "2999-01-01T00:00:00Z", "limit": 50})
+            assert len(earlier["executions"]) == 7
+            bad = request(ws, "hooks.history", {"hookId": hook_id, "since": "yesterday"})
+            assert bad["ok"] is False and "since" in bad["error"]["message"]
             ok(ws, "hooks.delete", {"hookId": hook_id})
             # History survives the hook's deletion.
             assert len(history_until(ws, 7, sessionId=session)) == 7
