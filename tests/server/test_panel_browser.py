@@ -282,6 +282,25 @@ def test_prompt_form_places_handler_rules_at_their_fields(page: Any, lite: dict[
         "hooks": []
     }
 
+    # The agent reviewer's sub-form writes the keys the agent handler accepts.
+    page.get_by_role("radio", name=re.compile(r"^agent")).check()
+    page.get_by_label("Event").select_option("subagent_stop")
+    page.get_by_label("Name").fill("Review delegated work")
+    page.get_by_role("textbox", name="Reviewer agent").fill("reviewer")
+    page.get_by_label("Reviewer model").fill("sonnet")
+    page.get_by_label("Reviewer instructions").fill("Approve only finished work.")
+    page.get_by_role("button", name="Create hook").click()
+    expect(page.get_by_role("heading", level=1, name="Review delegated work")).to_be_visible()
+    agent_hook = rest_json(gateway, "GET", f"/hooks/{hook_id_from(page)}", lite["keys"]["admin"])
+    assert agent_hook["hook"]["config"] == {
+        "agent": "reviewer",
+        "model": "sonnet",
+        "prompt": "Approve only finished work.",
+    }
+    page.get_by_role("button", name="Delete").click()
+    page.get_by_role("dialog").get_by_role("button", name="Delete").click()
+    expect(page.get_by_role("heading", level=1, name="Hooks")).to_be_visible()
+
 
 def test_list_filters_and_toggle(page: Any, lite: dict[str, Any]) -> None:
     from playwright.sync_api import expect

@@ -145,25 +145,21 @@ function promptForm(config) {
 }
 
 function agentForm(config) {
+  const agent = text("agent", config.agent, { placeholder: "reviewer" });
   const model = text("model", config.model, { placeholder: "sonnet" });
-  const prompt = area("prompt", config.prompt ?? config.prompt_template, 4);
-  const retries = number("max_retries", config.max_retries);
-  const blockBox = h("input", { type: "checkbox", name: "block_on_failure", checked: config.block_on_failure !== false });
-  const promptKey = config.prompt_template !== undefined && config.prompt === undefined ? "prompt_template" : "prompt";
+  const prompt = area("prompt", config.prompt, 4);
   return {
-    keys: ["model", "prompt", "prompt_template", "max_retries", "block_on_failure"],
+    keys: ["agent", "model", "prompt"],
     element: [
-      field({ name: "config.model", label: "Reviewer model", control: model }),
-      field({ name: `config.${promptKey}`, label: "Reviewer instructions", hint: "The reviewer answers APPROVED or REJECTED: <feedback>.", control: prompt, wide: true }),
-      field({ name: "config.max_retries", label: "Max retries", hint: "Times the sub-agent may retry with the feedback.", control: retries }),
-      field({ name: "config.block_on_failure", label: "Block on failure", control: blockBox }),
+      field({ name: "config.agent", label: "Reviewer agent", hint: "The reviewer's agent id in the quality-gate prompt.", control: agent }),
+      field({ name: "config.model", label: "Reviewer model", hint: "An alias (haiku, sonnet, gpt-4o-mini) or a provider model name.", control: model }),
+      field({ name: "config.prompt", label: "Reviewer instructions", hint: "The reviewer answers APPROVED or REJECTED: <feedback>.", control: prompt, wide: true }),
     ],
     read: () => {
       const out = {};
+      if (agent.value.trim()) out.agent = agent.value.trim();
       if (model.value.trim()) out.model = model.value.trim();
-      if (prompt.value.trim()) out[promptKey] = prompt.value;
-      if (retries.value !== "") out.max_retries = Number(retries.value);
-      out.block_on_failure = blockBox.checked;
+      if (prompt.value.trim()) out.prompt = prompt.value;
       return out;
     },
   };

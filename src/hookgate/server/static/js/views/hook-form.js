@@ -29,7 +29,7 @@ const HANDLER_HINTS = {
   command: "Shell command on the gateway host",
   http: "POST to a webhook",
   prompt: "LLM evaluator",
-  agent: "Reviewer agent",
+  agent: "LLM reviewer: APPROVED or REJECTED",
   process: "Long-lived JSON-RPC process",
   quality_gate: "Legacy delegation quality gate",
   callable: "Python function in the gateway",
