@@ -182,3 +182,17 @@ def test_probe_runs_even_when_an_earlier_hook_answers() -> None:
     assert outcome.decision == "allow" and len(calls) == 6
     assert [t.name for t in outcome.trace] == ["context", "flaky"]
     assert tester.engine.breakers.status(flaky_id).state == "closed"
+
+
+def test_last_fault_is_redacted() -> None:
+    tester = HookTester()
+
+    @tester.hook("pre_tool_use", name="leaky")
+    def leaky(event: HookEvent) -> None:
+        raise RuntimeError("login failed for ops@example.com with Bearer abc.def.ghi " + "x" * 400)
+
+    tester.fire("pre_tool_use", EXEC)
+    hook_id = tester.engine.registry.definitions()[0].id
+    fault = tester.engine.breakers.status(hook_id).last_fault or ""
+    assert "ops@example.com" not in fault and "abc.def.ghi" not in fault
+    assert "[REDACTED]" in fault and len(fault) <= 256

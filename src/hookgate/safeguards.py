@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
+from hookgate.audit import redact, truncate
 from hookgate.log import log_event
 
 __all__ = ["BreakerBoard", "BreakerState", "BreakerStatus"]
@@ -83,7 +84,8 @@ class BreakerBoard:
     def fault(self, hook_id: str, message: str) -> None:
         now = self.clock()
         status = self._status.setdefault(hook_id, BreakerStatus())
-        status.last_fault = message
+        # Every role can see a hook's status: keep only the redacted, truncated form.
+        status.last_fault = truncate(redact(message))
         if status.state == "half_open":
             self._open(hook_id, status, now, reason="probe failed")
             return
