@@ -388,7 +388,7 @@ class SqlStore(ABC, Store):
             raise Forbidden(f"cannot create hooks for tenant {tenant!r}")
         return tenant
 
-    def _name_taken(self, exc: BaseException, definition: HookDefinition) -> StoreError:
+    def _name_taken(self, definition: HookDefinition) -> StoreError:
         return StoreError(
             f"a hook named {definition.name!r} already exists for this tenant; "
             "names are unique within a tenant"
@@ -408,7 +408,7 @@ class SqlStore(ABC, Store):
             if self._is_unique_violation(exc):
                 if await self._hook_exists(definition.id):
                     raise StoreError(f"a hook with id {definition.id} already exists") from None
-                raise self._name_taken(exc, definition) from None
+                raise self._name_taken(definition) from None
             raise
         self._changed(version)
         return HookRecord(stored, now, now)
@@ -536,7 +536,7 @@ class SqlStore(ABC, Store):
                 version = await self._bump(sql)
         except Exception as exc:
             if self._is_unique_violation(exc):
-                raise self._name_taken(exc, current.definition) from None
+                raise self._name_taken(current.definition) from None
             raise
         self._changed(version)
         return HookRecord(updated, current.created_at, now, breaker)

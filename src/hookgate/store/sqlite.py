@@ -36,6 +36,8 @@ BUSY_TIMEOUT_MS: Final = 10_000
 # Page cache of the execution-batch connection: keeps the history indexes in memory.
 BATCH_CACHE_KIB: Final = 65_536
 CHECKPOINT_INTERVAL_S: Final = 0.5
+# Batches up to this size are written on the event loop's thread (about a millisecond at most).
+INLINE_MAX_ROWS: Final = 200
 
 
 def _dict_row(cursor: sqlite3.Cursor, row: tuple[Any, ...]) -> dict[str, Any]:
@@ -96,6 +98,7 @@ class SqliteStore(SqlStore):
         # whole batch (rows to parameters, BEGIN, insert, COMMIT) is one hop off the loop.
         self._batch_pool: ThreadPoolExecutor | None = None
         self._batch_conn: sqlite3.Connection | None = None
+        self._inline_conn: sqlite3.Connection | None = None
         # Checkpoints (WAL into the database file, with an fsync) run on their own thread,
         # so no commit waits for one; see _checkpoints().
         self._checkpoint_pool: ThreadPoolExecutor | None = None
@@ -134,6 +137,7 @@ class SqliteStore(SqlStore):
             self._batch_pool = ThreadPoolExecutor(1, thread_name_prefix="hookgate-sqlite-audit")
             loop = asyncio.get_running_loop()
             self._batch_conn = await loop.run_in_executor(self._batch_pool, self._connect_batch)
+            self._inline_conn = self._connect_batch(busy_timeout_ms=0)
             self._checkpoint_pool = ThreadPoolExecutor(1, thread_name_prefix="hookgate-sqlite-wal")
             self._checkpoint_conn = await loop.run_in_executor(
                 self._checkpoint_pool, self._connect_checkpointer
@@ -149,6 +153,9 @@ class SqliteStore(SqlStore):
                 await conn.close()
         self._reader = self._writer = None
         loop = asyncio.get_running_loop()
+        if self._inline_conn is not None:
+            self._inline_conn.close()
+            self._inline_conn = None
         if self._batch_pool is not None:
             batch_conn, self._batch_conn = self._batch_conn, None
             if batch_conn is not None:
@@ -167,9 +174,9 @@ class SqliteStore(SqlStore):
             self._checkpoint_pool.shutdown(wait=True)
             self._checkpoint_pool = None
 
-    def _connect_batch(self) -> sqlite3.Connection:
+    def _connect_batch(self, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> sqlite3.Connection:
         conn = sqlite3.connect(self.path, isolation_level=None)
-        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        conn.execute(f"PRAGMA busy_timeout = {busy_timeout_ms}")
         conn.execute("PRAGMA foreign_keys = ON")
         conn.execute(f"PRAGMA synchronous = {self.synchronous.upper()}")
         conn.execute(f"PRAGMA cache_size = -{BATCH_CACHE_KIB}")
@@ -209,8 +216,8 @@ class SqliteStore(SqlStore):
             except sqlite3.Error as exc:  # busy or I/O: the next round tries again
                 log_event("hookgate.store.checkpoint_failed", error=str(exc))
 
-    def _insert_batch(self, rows: Sequence[ExecutionRow]) -> int:
-        conn = self._batch_conn
+    @staticmethod
+    def _insert_batch(conn: sqlite3.Connection | None, rows: Sequence[ExecutionRow]) -> int:
         if conn is None:
             raise StoreError("the store is not open")
         params = [execution_params(row) for row in rows]
@@ -233,7 +240,18 @@ class SqliteStore(SqlStore):
         # (which sleeps in steps of up to 100 ms); other processes still wait there.
         async with self._write_lock:
             self._wrote = True
-            return await loop.run_in_executor(self._batch_pool, self._insert_batch, rows)
+            if len(rows) <= INLINE_MAX_ROWS and self._inline_conn is not None:
+                # A small batch (sync mode under light load) is cheaper written right here
+                # than handed to a thread that must win the GIL back from a busy loop. Its
+                # connection never waits: if another process holds the lock, use the thread.
+                try:
+                    return self._insert_batch(self._inline_conn, rows)
+                except sqlite3.OperationalError as exc:
+                    if "locked" not in str(exc) and "busy" not in str(exc):
+                        raise
+            return await loop.run_in_executor(
+                self._batch_pool, self._insert_batch, self._batch_conn, rows
+            )
 
     @asynccontextmanager
     async def _write(self) -> AsyncIterator[_Connection]:
