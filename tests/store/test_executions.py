@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 import time
+from pathlib import Path
 
 import pytest
 from tests.store.conftest import StoreFactory, hook
@@ -12,6 +14,7 @@ from tests.store.helpers import row
 from hookgate.store import Caller, ExecutionQuery, NotFound, StoreError
 from hookgate.store.base import Store
 from hookgate.store.retention import prune, retention_days
+from hookgate.store.sqlite import SqliteStore
 
 MASTER = Caller.master_scope()
 A = Caller.for_tenant("tenant-a")
@@ -158,3 +161,28 @@ def test_retention_setting_from_the_environment() -> None:
         retention_days({"HOOKGATE_RETENTION_DAYS": "week"})
     with pytest.raises(StoreError, match="negative"):
         retention_days({"HOOKGATE_RETENTION_DAYS": "-1"})
+
+
+async def test_sqlite_batches_wait_for_another_process_lock(tmp_path: Path) -> None:
+    store = SqliteStore(tmp_path)
+    await store.open()
+    await store.migrate()
+    other = sqlite3.connect(tmp_path / "hookgate.db", isolation_level=None)
+    try:
+        other.execute("BEGIN IMMEDIATE")  # another process is writing
+
+        async def release_later() -> None:
+            await asyncio.sleep(0.3)
+            other.execute("COMMIT")
+
+        releaser = asyncio.create_task(release_later())
+        started = time.perf_counter()
+        # small enough for the loop-thread path, which must not wait: the thread path does
+        assert await store.write_executions([row(1), row(2)]) == 2
+        assert time.perf_counter() - started >= 0.25
+        await releaser
+        page = await store.query_executions(MASTER, ExecutionQuery())
+        assert [r.event_id for r in page.items] == ["ev-2", "ev-1"]
+    finally:
+        other.close()
+        await store.close()
