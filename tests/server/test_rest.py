@@ -110,6 +110,8 @@ def test_schemathesis_finds_no_server_error(tmp_path: Path) -> None:
                 "1",
                 "--request-timeout",
                 "20",
+                "--phases",
+                "examples,coverage,fuzzing",
                 "--suppress-health-check",
                 "all",
             ],
