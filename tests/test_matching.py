@@ -48,3 +48,20 @@ def test_cel_sees_depth_and_other_fields() -> None:
     assert condition is not None
     assert condition.evaluate(cel_activation("user_prompt_submit", {"depth": 2,
                                                                    "prompt": "deploy now"}))
+
+
+@pytest.mark.parametrize(
+    ("pattern", "subjects"),
+    [
+        ("^(exec|shell)$", ["exec", "shell", "shell2", "", "exe"]),
+        ("mcp__.*__create", ["mcp__github__create_issue", "mcp_x", "create"]),
+        ("(?i)^write", ["Write_file", "rewrite"]),
+        ("é+x", ["caféx", "cafex", "ééx"]),
+        ("^$", ["", "a"]),
+    ],
+)
+def test_fast_path_agrees_with_the_public_search(pattern: str, subjects: list[str]) -> None:
+    matcher = compile_matcher(pattern)
+    assert matcher is not None
+    for subject in subjects:
+        assert matcher.matches(subject) == (matcher._search(subject) is not None), subject

@@ -24,7 +24,16 @@ from hookgate.events import CATALOGUE, KNOWN_FIELDS, EventSpec, get_event, norma
 from hookgate.handlers import Handler, Invocation, Services, handler_class
 from hookgate.hook_event import HookEvent
 from hookgate.log import log_event
-from hookgate.outcome import HookError, Outcome
+from hookgate.outcome import (
+    ROW_DECISION,
+    ROW_DETAILS,
+    ROW_DURATION,
+    ROW_ERROR,
+    ROW_HOOK,
+    ROW_MATCHED,
+    HookError,
+    Outcome,
+)
 from hookgate.registry import CompiledHook, HookRegistry, HookSource, compile_hook
 from hookgate.safeguards import BreakerBoard
 from hookgate.settings import Settings
@@ -544,32 +553,37 @@ class Engine:
         return functions
 
     def _record(self, spec: EventSpec, data: Mapping[str, Any], outcome: Outcome) -> None:
-        executed = [entry for entry in outcome.trace if entry.matched and entry.decision]
+        # Built from the chain's rows, so the trace need not be materialised for the audit.
+        executed = [row for row in outcome._rows or () if row[ROW_MATCHED] and row[ROW_DECISION]]
         if not executed:
             return
         digest = input_hash(spec.name, data, spec.input_field)
         event_id = self._event_id(data)
         trace_id = data.get("trace_id")
+        tenant_id, agent_id = data.get("tenant_id"), data.get("agent_id")
+        session_id = data.get("session_id")
         records = []
-        for entry in executed:
-            metadata = {k: v for k, v in entry.details.items() if k != "reason"}
+        for row in executed:
+            definition = row[ROW_HOOK].definition
+            details = row[ROW_DETAILS]
+            metadata = {k: v for k, v in details.items() if k != "reason"} if details else {}
             if trace_id:
                 metadata.setdefault("trace_id", trace_id)
             records.append(
                 ExecutionRecord(
-                    hook_id=entry.hook_id,
-                    hook_version=entry.version,
-                    hook_name=entry.name,
-                    handler_type=entry.handler_type,
+                    hook_id=definition.id,
+                    hook_version=definition.version,
+                    hook_name=definition.name,
+                    handler_type=definition.handler_type,
                     event=spec.name,
                     event_id=event_id,
-                    decision=entry.decision or "abstain",
-                    duration_ms=round(entry.duration_ms, 3),
-                    tenant_id=data.get("tenant_id"),
-                    agent_id=data.get("agent_id"),
-                    session_id=data.get("session_id"),
+                    decision=row[ROW_DECISION],
+                    duration_ms=round(row[ROW_DURATION], 3),
+                    tenant_id=tenant_id,
+                    agent_id=agent_id,
+                    session_id=session_id,
                     input_hash=digest,
-                    error=entry.error,
+                    error=row[ROW_ERROR],
                     metadata=metadata,
                 )
             )

@@ -38,7 +38,7 @@ _RE2_OPTIONS.log_errors = False  # errors are reported to the user, not to stder
 class Matcher:
     """An unanchored RE2 search over one event field (the tool name for tool events)."""
 
-    __slots__ = ("_search", "pattern")
+    __slots__ = ("_anchor", "_native", "_search", "pattern")
 
     def __init__(self, pattern: str) -> None:
         if len(pattern) > MAX_PATTERN_LENGTH:
@@ -52,8 +52,18 @@ class Matcher:
             raise FilterError(f"matcher does not compile: {message}") from None
         self.pattern = pattern
         self._search = compiled.search
+        # google-re2's search() wraps the C matcher in Python that maps byte offsets back to
+        # characters and builds a match object; a yes/no answer needs only the C call.
+        native = getattr(getattr(compiled, "_regexp", None), "Match", None)
+        anchor = getattr(getattr(re2, "_Anchor", None), "UNANCHORED", None)
+        self._native = native if anchor is not None else None
+        self._anchor = anchor
 
     def matches(self, subject: str) -> bool:
+        if self._native is not None:
+            encoded = subject.encode()
+            spans = self._native(self._anchor, encoded, 0, len(encoded))
+            return bool(spans[0][0] != -1)
         return self._search(subject) is not None
 
 
