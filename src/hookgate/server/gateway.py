@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from hookgate import __version__
+from hookgate.builtins import builtin_definitions
 from hookgate.definition import HookDefinition
 from hookgate.engine import Engine
 from hookgate.handlers import Services, available_handler_types
@@ -116,6 +117,15 @@ class Gateway:
 
     async def start(self) -> None:
         await self.audit.start()
+        # Builtins first, so the resolver's first snapshot has them (seeding is idempotent).
+        seeded = await self.store.seed_builtins(builtin_definitions())
+        if seeded.created or seeded.updated:
+            log_event(
+                "hookgate.builtins.seeded",
+                level=logging.INFO,
+                created=list(seeded.created),
+                updated=list(seeded.updated),
+            )
         await self.source.start()
         log_event(
             "hookgate.gateway.started",

@@ -1,0 +1,48 @@
+"""Builtin hooks: shipped with hookgate, seeded into the gateway's store at start.
+
+A builtin is a global hook with ``source: builtin``, one definition per event, with a stable
+id (UUIDv5 of ``"<name>/<event>"``) and a ``version`` that is its release: a newer release
+updates the stored row but keeps the operator's ``enabled`` toggle. Builtins are read-only
+except for ``enabled``; they ship disabled unless said otherwise.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Final
+
+from hookgate.definition import GLOBAL_TENANT, HookDefinition
+
+__all__ = ["BUILTIN_NAMESPACE", "builtin_definitions"]
+
+BUILTIN_NAMESPACE: Final = uuid.UUID("6f1c2a4e-4b7d-5c3a-9e8f-2d1b0a9c8e7f")
+
+
+def _builtin(name: str, event: str, **fields: object) -> HookDefinition:
+    return HookDefinition(
+        id=str(uuid.uuid5(BUILTIN_NAMESPACE, f"{name}/{event}")),
+        name=name if event == "pre_tool_use" else f"{name} ({event})",
+        event=event,
+        scope="global",
+        tenant_id=GLOBAL_TENANT,
+        source="builtin",
+        **fields,  # type: ignore[arg-type]
+    )
+
+
+def builtin_definitions() -> list[HookDefinition]:
+    """Every builtin hook, one definition per event it handles."""
+    pii = {
+        "handler_type": "callable",
+        "priority": 900,
+        "timeout_ms": 2000,
+        "on_timeout": "allow",
+        "enabled": False,
+        "version": 1,
+    }
+    return [
+        _builtin("pii-redactor", "pre_tool_use",
+                 config={"callable": "hookgate.builtins.pii_redactor:redact_tool_input"}, **pii),
+        _builtin("pii-redactor", "user_prompt_submit",
+                 config={"callable": "hookgate.builtins.pii_redactor:redact_prompt"}, **pii),
+    ]
