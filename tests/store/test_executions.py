@@ -12,7 +12,7 @@ from tests.store.conftest import StoreFactory, hook
 from tests.store.helpers import row
 
 from hookgate.store import Caller, ExecutionQuery, NotFound, StoreError
-from hookgate.store.base import Store
+from hookgate.store.base import ExecutionRow, Store
 from hookgate.store.retention import prune, retention_days
 from hookgate.store.sqlite import SqliteStore
 
@@ -186,3 +186,24 @@ async def test_sqlite_batches_wait_for_another_process_lock(tmp_path: Path) -> N
     finally:
         other.close()
         await store.close()
+
+
+async def test_large_batches_dedup_and_null_deleted_hooks_too(store: Store) -> None:
+    # Past 500 rows PostgreSQL switches from one INSERT … unnest to COPY: same rules.
+    gone = await store.create_hook(A, hook(name="gone"))
+    await store.delete_hook(A, gone.id)
+    rows = [row(n, hook_id=gone.id if n % 2 else None) for n in range(1200)]
+    assert await store.write_executions(rows) == 1200
+    assert await store.write_executions(rows[:700] + [row(5000)]) == 1
+    seen: list[ExecutionRow] = []
+    cursor = None
+    while True:
+        page = await store.query_executions(A, ExecutionQuery(limit=1000, cursor=cursor))
+        seen.extend(page.items)
+        if page.next_cursor is None:
+            break
+        cursor = page.next_cursor
+    assert len(seen) == 1201
+    assert all(r.hook_id is None for r in seen)
+    # insertion order is kept within a batch
+    assert [r.event_id for r in seen[-3:]] == ["ev-2", "ev-1", "ev-0"]

@@ -2,8 +2,9 @@
 
 Writes run in transactions from a connection pool; a hook change locks its row
 (``SELECT … FOR UPDATE``) so concurrent updates each get their own version. Execution
-batches go in with binary ``COPY`` into a per-connection temporary table and one
-``INSERT … SELECT … ON CONFLICT (dedup_key) DO NOTHING``. Every hook change also sends
+batches go in as one ``INSERT … SELECT … ON CONFLICT (dedup_key) DO NOTHING``: from
+``unnest`` of per-column arrays for small batches (one round trip), from a temporary table
+filled by binary ``COPY`` for large ones. Every hook change also sends
 ``NOTIFY hookgate_hooks`` so other replicas' resolvers reload at once.
 """
 
@@ -30,8 +31,49 @@ __all__ = ["NOTIFY_CHANNEL", "PostgresStore"]
 NOTIFY_CHANNEL: Final = "hookgate_hooks"
 # pg_advisory_xact_lock key for migrations: any fixed number ("hookgate" in ASCII).
 _MIGRATION_LOCK: Final = 0x686F6F6B67617465
+# Execution batches up to this size go in as one INSERT … SELECT FROM unnest(arrays) (one
+# round trip); larger ones by binary COPY (fewer bytes per row).
+UNNEST_MAX_ROWS: Final = 500
 _SCHEMA_NAME: Final = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 
+# One statement, one round trip, atomic on its own: the batch arrives as one array per
+# column (binary-encoded by asyncpg) and is unnested into rows. A row whose hook was deleted
+# meanwhile gets hook_id NULL through the join, like the rows the delete touched.
+_ARRAY_TYPES: Final = (
+    "text[]",  # id
+    "text[]",  # hook_id
+    "integer[]",  # hook_version
+    "text[]",  # hook_name
+    "text[]",  # handler_type
+    "text[]",  # event
+    "text[]",  # event_id
+    "text[]",  # decision
+    "float8[]",  # duration_ms
+    "text[]",  # tenant_id
+    "text[]",  # agent_id
+    "text[]",  # session_id
+    "text[]",  # input_hash
+    "text[]",  # dedup_key
+    "text[]",  # error
+    "bytea[]",  # error_detail
+    "jsonb[]",  # metadata
+    "float8[]",  # created_at
+)
+_BATCH_NAMES: Final = tuple(c.strip() for c in EXECUTION_COLUMNS.split(","))
+_UNNEST_INSERT: Final = (
+    f"INSERT INTO hook_executions ({EXECUTION_COLUMNS}) "
+    "SELECT b.id, h.id, b.hook_version, b.hook_name, b.handler_type, b.event, b.event_id, "
+    "b.decision, b.duration_ms, b.tenant_id, b.agent_id, b.session_id, b.input_hash, "
+    "b.dedup_key, b.error, b.error_detail, b.metadata, b.created_at "
+    "FROM unnest("
+    + ", ".join(f"${n}::{t}" for n, t in enumerate(_ARRAY_TYPES, start=1))
+    + f") WITH ORDINALITY AS b({', '.join(_BATCH_NAMES)}, ord) "
+    "LEFT JOIN agent_hooks h ON h.id = b.hook_id "
+    "ORDER BY b.ord ON CONFLICT (dedup_key) DO NOTHING"
+)
+
+
+# Large batches: binary COPY into a per-connection staging table, then one INSERT.
 _BATCH_TABLE: Final = (
     "CREATE TEMP TABLE IF NOT EXISTS hookgate_execution_batch ("
     "ord integer, id text, hook_id text, hook_version integer, hook_name text, "
@@ -40,7 +82,7 @@ _BATCH_TABLE: Final = (
     "input_hash text, dedup_key text, error text, error_detail bytea, metadata jsonb, "
     "created_at double precision) ON COMMIT DELETE ROWS"
 )
-_BATCH_INSERT: Final = (
+_COPY_INSERT: Final = (
     f"INSERT INTO hook_executions ({EXECUTION_COLUMNS}) "
     "SELECT b.id, h.id, b.hook_version, b.hook_name, b.handler_type, b.event, b.event_id, "
     "b.decision, b.duration_ms, b.tenant_id, b.agent_id, b.session_id, b.input_hash, "
@@ -48,7 +90,7 @@ _BATCH_INSERT: Final = (
     "FROM hookgate_execution_batch b LEFT JOIN agent_hooks h ON h.id = b.hook_id "
     "ORDER BY b.ord ON CONFLICT (dedup_key) DO NOTHING"
 )
-_BATCH_COLUMNS: Final = ("ord", *(c.strip() for c in EXECUTION_COLUMNS.split(",")))
+_COPY_COLUMNS: Final = ("ord", *(c.strip() for c in EXECUTION_COLUMNS.split(",")))
 
 
 async def _create_batch_table(conn: asyncpg.Connection) -> None:
@@ -122,9 +164,8 @@ class PostgresStore(SqlStore):
         self.max_pool = max_pool
         self.audit_synchronous_commit = audit_synchronous_commit
         self._pool: asyncpg.Pool | None = None
-        # Execution batches use a pool of their own: each connection keeps the COPY staging
-        # table, and commits without waiting for the WAL flush unless
-        # audit_synchronous_commit (see docs/storage.md, "Durability").
+        # Execution batches use a pool of their own, which commits without waiting for the
+        # WAL flush unless audit_synchronous_commit (see docs/storage.md, "Durability").
         self._audit_pool: asyncpg.Pool | None = None
         self._listener: asyncpg.Connection | None = None
 
@@ -275,9 +316,13 @@ class PostgresStore(SqlStore):
             return 0
         if self._audit_pool is None:
             raise StoreError("the store is not open")
-        records = [(index, *execution_params(row)) for index, row in enumerate(rows)]
-        async with self._audit_pool.acquire() as conn, conn.transaction():
-            await conn.copy_records_to_table(
-                "hookgate_execution_batch", records=records, columns=_BATCH_COLUMNS
-            )
-            return _rowcount(await conn.execute(_BATCH_INSERT))
+        async with self._audit_pool.acquire() as conn:
+            if len(rows) <= UNNEST_MAX_ROWS:  # one round trip: what sync mode waits for
+                columns = list(zip(*(execution_params(row) for row in rows), strict=True))
+                return _rowcount(await conn.execute(_UNNEST_INSERT, *columns))
+            records = [(index, *execution_params(row)) for index, row in enumerate(rows)]
+            async with conn.transaction():
+                await conn.copy_records_to_table(
+                    "hookgate_execution_batch", records=records, columns=_COPY_COLUMNS
+                )
+                return _rowcount(await conn.execute(_COPY_INSERT))
