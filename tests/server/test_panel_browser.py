@@ -32,6 +32,8 @@ from tests.server.panel_support import (
 )
 from tests.support.webhook_server import Reply, Seen, WebhookServer
 
+from hookgate.builtins import builtin_definitions
+
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(90)]
 
 LAPTOP = {"width": 1280, "height": 860}
@@ -45,6 +47,9 @@ REWRITE_COMMAND = (
     '"updatedInput": {"cmd": "ls -la /workspace", "color": "never"}}\''
 )
 SECRET_TOKEN = "Bearer panel-test-secret-7f3a"
+
+# Hooks every fresh gateway seeds (hookgate.builtins): one pii-redactor row per event.
+BUILTINS = len(builtin_definitions())
 
 
 def _chromium() -> str:
@@ -166,8 +171,11 @@ def test_sign_in_shows_the_gateway_error_then_the_role(page: Any, lite: dict[str
     expect(page.locator(".chip-role")).to_have_text("admin")
     expect(page.locator(".chip-master")).to_be_visible()
     expect(page.locator(".chip-edition")).to_have_text("lite edition")
-    expect(page.get_by_text("No hooks yet")).to_be_visible()
-    shot(page, "hooks-empty")
+    # A fresh gateway holds only the seeded builtins: read-only, marked, and switched off.
+    builtin_rows = page.locator("tr[data-hook-id]").filter(has=page.locator(".badge-builtin"))
+    expect(builtin_rows).to_have_count(BUILTINS)
+    expect(builtin_rows.first).to_contain_text("pii-redactor")
+    shot(page, "hooks-builtins-only")
 
 
 def test_create_command_hook_shows_field_errors_then_saves(page: Any, lite: dict[str, Any]) -> None:
@@ -193,7 +201,8 @@ def test_create_command_hook_shows_field_errors_then_saves(page: Any, lite: dict
     expect(page.locator('[data-field="timeout_ms"] > .field-error')).to_contain_text("10000")
     expect(page.get_by_label("Matcher")).to_have_attribute("aria-invalid", "true")
     # Nothing was created.
-    assert rest_json(gateway, "GET", "/hooks", lite["keys"]["admin"])["hooks"] == []
+    listed = rest_json(gateway, "GET", "/hooks", lite["keys"]["admin"])["hooks"]
+    assert [h for h in listed if h["source"] != "builtin"] == []
     shot(page, "hook-form-errors")
 
     page.get_by_label("Matcher").fill("^exec$")
@@ -309,7 +318,7 @@ def test_list_filters_and_toggle(page: Any, lite: dict[str, Any]) -> None:
     key = lite["keys"]["admin"]
     sign_in(page, gateway.url, key)
     rows = page.locator("tbody tr[data-hook-id]")
-    expect(rows).to_have_count(2)
+    expect(rows).to_have_count(2 + BUILTINS)
     http_row = page.locator(f'tr[data-hook-id="{lite["hooks"]["http"]}"]')
     expect(http_row.locator(".badge-handler")).to_have_text("http")
     expect(http_row.locator(".badge-event")).to_have_text("pre_tool_use")
@@ -324,7 +333,7 @@ def test_list_filters_and_toggle(page: Any, lite: dict[str, Any]) -> None:
     expect(rows).to_have_count(1)
     expect(rows.first).to_contain_text("Guard /etc writes")
     page.get_by_label("Search").fill("")
-    expect(rows).to_have_count(2)
+    expect(rows).to_have_count(2 + BUILTINS)
 
     switch = http_row.get_by_role("switch")
     expect(switch).to_have_attribute("aria-checked", "true")
@@ -336,7 +345,7 @@ def test_list_filters_and_toggle(page: Any, lite: dict[str, Any]) -> None:
         is False
     )
     page.get_by_label("Enabled").select_option("off")
-    expect(rows).to_have_count(1)
+    expect(rows).to_have_count(1 + BUILTINS)  # builtins ship switched off
     shot(page, "hooks-list-disabled-filter")
     page.get_by_label("Enabled").select_option("")
     http_row.get_by_role("switch").click()
@@ -476,7 +485,7 @@ def test_viewer_sees_no_write_controls(page: Any, lite: dict[str, Any]) -> None:
     expect(page.locator(".chip-role")).to_have_text("viewer")
     expect(page.get_by_role("link", name="New hook")).to_have_count(0)
     switches = page.get_by_role("switch")
-    expect(switches).to_have_count(2)
+    expect(switches).to_have_count(2 + BUILTINS)
     for i in range(2):
         expect(switches.nth(i)).to_be_disabled()
     expect(page.get_by_role("link", name="Edit")).to_have_count(0)
