@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from pathlib import Path
 from typing import Any
@@ -174,3 +175,36 @@ async def test_unknown_event_is_refused() -> None:
 
     with pytest.raises(UnknownEventError):
         await Engine().fire("pre_tool")
+
+
+async def test_cancelling_the_caller_is_not_a_hook_timeout() -> None:
+    engine = Engine()
+    started = asyncio.Event()
+
+    @engine.hook("pre_tool_use", timeout_ms=5000)
+    async def slow(event: HookEvent) -> None:
+        started.set()
+        await asyncio.sleep(10)
+
+    task = asyncio.ensure_future(engine.fire("pre_tool_use", EXEC))
+    await started.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+
+
+async def test_a_hook_that_swallows_its_cancellation_still_times_out() -> None:
+    engine = Engine()
+
+    @engine.hook("pre_tool_use", timeout_ms=50, name="stubborn")
+    async def stubborn(event: HookEvent) -> dict[str, Any]:
+        with contextlib.suppress(asyncio.CancelledError):  # ignores the engine, answers late
+            await asyncio.sleep(1)
+        return {"decision": "allow"}
+
+    outcome = await engine.fire("pre_tool_use", EXEC)
+    assert outcome.decision == "block" and outcome.trace[0].decision == "timeout"
+    # The caller's task is left in a normal state: it can still await things.
+    await asyncio.sleep(0)
+    current = asyncio.current_task()
+    assert current is not None and current.cancelling() == 0
