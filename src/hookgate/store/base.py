@@ -40,6 +40,7 @@ __all__ = [
     "ReadOnlyHook",
     "SeedReport",
     "Store",
+    "SYSTEM_ACTOR",
     "StoreError",
     "TenantBudget",
     "VersionConflict",
@@ -52,6 +53,8 @@ DEFAULT_BUDGET_TOKENS: Final = 1_000_000
 API_KEY_PREFIX: Final = "hg-"
 ApiKeyRole = Literal["viewer", "operator", "admin"]
 API_KEY_ROLES: Final = ("viewer", "operator", "admin")
+#: The actor recorded for changes hookgate makes itself (builtin seeding).
+SYSTEM_ACTOR: Final = "system"
 
 
 # --- errors ---------------------------------------------------------------------------------
@@ -151,6 +154,10 @@ class HookRecord:
     created_at: float
     updated_at: float
     breaker: BreakerSnapshot = field(default_factory=BreakerSnapshot)
+    #: Who created the hook and who last changed it: an API key's name and id prefix,
+    #: :data:`SYSTEM_ACTOR` for builtins, None when not recorded (rows older than schema 2).
+    created_by: str | None = None
+    updated_by: str | None = None
 
     @property
     def id(self) -> str:
@@ -164,6 +171,8 @@ class HookRecord:
         data = self.definition.to_dict()
         data["created_at"] = self.created_at
         data["updated_at"] = self.updated_at
+        data["created_by"] = self.created_by
+        data["updated_by"] = self.updated_by
         data["breaker"] = self.breaker.to_dict()
         return data
 
@@ -374,10 +383,13 @@ class Store(Protocol):
     async def __aexit__(self, *exc_info: object) -> None: ...
 
     # hooks
-    async def create_hook(self, caller: Caller, definition: HookDefinition) -> HookRecord:
+    async def create_hook(
+        self, caller: Caller, definition: HookDefinition, *, actor: str | None = None
+    ) -> HookRecord:
         """Store a validated definition. A tenant caller's hook belongs to its tenant; only
         master scope creates global hooks (stored under :data:`GLOBAL_TENANT`). Version 1,
-        ``order`` from the creation sequence."""
+        ``order`` from the creation sequence. ``actor`` (who asked: a key's name or id,
+        never the key) is recorded as both ``created_by`` and ``updated_by``."""
         ...
 
     async def get_hook(self, caller: Caller, hook_id: str) -> HookRecord:
@@ -398,18 +410,23 @@ class Store(Protocol):
         *,
         expected_version: int | None = None,
         edition: str = "lite",
+        actor: str | None = None,
     ) -> HookRecord:
         """Merge ``patch`` into the hook, re-validate, bump the version (atomically, so two
         concurrent updates give two versions). Identity fields (id, tenant_id, source,
-        version) cannot be patched. Builtin hooks accept only ``enabled``."""
+        version) cannot be patched. Builtin hooks accept only ``enabled``. ``actor`` becomes
+        ``updated_by`` (None records that the changer is unknown)."""
         ...
 
     async def delete_hook(self, caller: Caller, hook_id: str) -> None:
         """Remove a hook; its executions stay with ``hook_id`` set to NULL."""
         ...
 
-    async def set_enabled(self, caller: Caller, hook_id: str, enabled: bool) -> HookRecord:
-        """Toggle a hook (version bump) and reset its breaker state to closed."""
+    async def set_enabled(
+        self, caller: Caller, hook_id: str, enabled: bool, *, actor: str | None = None
+    ) -> HookRecord:
+        """Toggle a hook (version bump) and reset its breaker state to closed; ``actor``
+        becomes ``updated_by``."""
         ...
 
     async def save_breaker_state(
@@ -421,7 +438,8 @@ class Store(Protocol):
     async def seed_builtins(self, definitions: Sequence[HookDefinition]) -> SeedReport:
         """Insert missing builtin hooks (global, source=builtin), matched by name. A builtin
         whose ``version`` (its release) is newer than the one seeded before replaces the
-        definition but keeps the row's ``enabled`` toggle; the row version is bumped."""
+        definition but keeps the row's ``enabled`` toggle; the row version is bumped. Both
+        record :data:`SYSTEM_ACTOR` as the actor."""
         ...
 
     async def hooks_version(self) -> int:

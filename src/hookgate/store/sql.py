@@ -30,6 +30,7 @@ from hookgate.registry import applies_to
 from hookgate.store.base import (
     API_KEY_ROLES,
     DEFAULT_BUDGET_TOKENS,
+    SYSTEM_ACTOR,
     ApiKey,
     ApiKeyRole,
     BreakerSnapshot,
@@ -62,19 +63,20 @@ _HOOK_COLUMNS: Final = (
     "id, tenant_id, agent_ids, event, handler_type, scope, config, name, matcher, if_expr, "
     "timeout_ms, on_timeout, on_error, priority, enabled, version, source, sort_order, "
     "created_at, updated_at, breaker_state, breaker_faults, breaker_last_fault, "
-    "breaker_changed_at"
+    "breaker_changed_at, created_by, updated_by"
 )
 _HOOK_INSERT: Final = (
     "INSERT INTO agent_hooks (id, tenant_id, agent_ids, event, handler_type, scope, config, "
     "name, matcher, if_expr, timeout_ms, on_timeout, on_error, priority, enabled, version, "
-    "source, sort_order, created_at, updated_at) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    "source, sort_order, created_at, updated_at, created_by, updated_by) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 # Everything a definition change rewrites (not id, tenant, source, order, created_at).
 _HOOK_UPDATE: Final = (
     "UPDATE agent_hooks SET agent_ids = ?, event = ?, handler_type = ?, scope = ?, "
     "config = ?, name = ?, matcher = ?, if_expr = ?, timeout_ms = ?, on_timeout = ?, "
-    "on_error = ?, priority = ?, enabled = ?, version = ?, updated_at = ? WHERE id = ?"
+    "on_error = ?, priority = ?, enabled = ?, version = ?, updated_at = ?, updated_by = ? "
+    "WHERE id = ?"
 )
 _RESET_BREAKER: Final = (
     "UPDATE agent_hooks SET breaker_state = 'closed', breaker_faults = 0, "
@@ -125,7 +127,7 @@ def _json(value: Any, what: str) -> str:
         raise StoreError(f"{what} must be plain JSON to be stored: {exc}") from None
 
 
-def _hook_params(d: HookDefinition, now: float) -> tuple[Any, ...]:
+def _hook_params(d: HookDefinition, now: float, actor: str | None) -> tuple[Any, ...]:
     return (
         d.id,
         d.tenant_id,
@@ -147,10 +149,12 @@ def _hook_params(d: HookDefinition, now: float) -> tuple[Any, ...]:
         d.order,
         now,
         now,
+        actor,
+        actor,
     )
 
 
-def _update_params(d: HookDefinition, now: float) -> tuple[Any, ...]:
+def _update_params(d: HookDefinition, now: float, actor: str | None) -> tuple[Any, ...]:
     return (
         _json(list(d.agent_ids), "agent_ids"),
         d.event,
@@ -167,6 +171,7 @@ def _update_params(d: HookDefinition, now: float) -> tuple[Any, ...]:
         d.enabled,
         d.version,
         now,
+        actor,
         d.id,
     )
 
@@ -203,7 +208,14 @@ def hook_from_row(row: Row) -> HookRecord:
         last_fault=row["breaker_last_fault"],
         changed_at=row["breaker_changed_at"],
     )
-    return HookRecord(definition, row["created_at"], row["updated_at"], breaker)
+    return HookRecord(
+        definition,
+        row["created_at"],
+        row["updated_at"],
+        breaker,
+        created_by=row["created_by"],
+        updated_by=row["updated_by"],
+    )
 
 
 def _metadata_json(metadata: Mapping[str, Any]) -> str:
@@ -394,7 +406,9 @@ class SqlStore(ABC, Store):
             "names are unique within a tenant"
         )
 
-    async def create_hook(self, caller: Caller, definition: HookDefinition) -> HookRecord:
+    async def create_hook(
+        self, caller: Caller, definition: HookDefinition, *, actor: str | None = None
+    ) -> HookRecord:
         if definition.source == "builtin":
             raise Forbidden("builtin hooks are seeded by hookgate, not created")
         tenant = self._owner(caller, definition)
@@ -403,7 +417,7 @@ class SqlStore(ABC, Store):
             async with self._write() as sql:
                 version = await self._bump(sql)
                 stored = replace(definition, tenant_id=tenant, version=1, order=version)
-                await sql.execute(_HOOK_INSERT, *_hook_params(stored, now))
+                await sql.execute(_HOOK_INSERT, *_hook_params(stored, now, actor))
         except Exception as exc:
             if self._is_unique_violation(exc):
                 if await self._hook_exists(definition.id):
@@ -411,7 +425,7 @@ class SqlStore(ABC, Store):
                 raise self._name_taken(definition) from None
             raise
         self._changed(version)
-        return HookRecord(stored, now, now)
+        return HookRecord(stored, now, now, created_by=actor, updated_by=actor)
 
     async def _hook_exists(self, hook_id: str) -> bool:
         async with self._read() as sql:
@@ -520,6 +534,7 @@ class SqlStore(ABC, Store):
         *,
         expected_version: int | None = None,
         edition: str = "lite",
+        actor: str | None = None,
     ) -> HookRecord:
         now = time.time()
         try:
@@ -528,7 +543,7 @@ class SqlStore(ABC, Store):
                 if expected_version is not None and current.version != expected_version:
                     raise VersionConflict(hook_id, expected_version, current.version)
                 updated = self._merge(current.definition, patch, edition)
-                await sql.execute(_HOOK_UPDATE, *_update_params(updated, now))
+                await sql.execute(_HOOK_UPDATE, *_update_params(updated, now, actor))
                 breaker = current.breaker
                 if updated.enabled and not current.definition.enabled:
                     await sql.execute(_RESET_BREAKER, now, hook_id)
@@ -539,7 +554,9 @@ class SqlStore(ABC, Store):
                 raise self._name_taken(current.definition) from None
             raise
         self._changed(version)
-        return HookRecord(updated, current.created_at, now, breaker)
+        return HookRecord(
+            updated, current.created_at, now, breaker, current.created_by, updated_by=actor
+        )
 
     async def delete_hook(self, caller: Caller, hook_id: str) -> None:
         async with self._write() as sql:
@@ -552,22 +569,33 @@ class SqlStore(ABC, Store):
             version = await self._bump(sql)
         self._changed(version)
 
-    async def set_enabled(self, caller: Caller, hook_id: str, enabled: bool) -> HookRecord:
+    async def set_enabled(
+        self, caller: Caller, hook_id: str, enabled: bool, *, actor: str | None = None
+    ) -> HookRecord:
         now = time.time()
         async with self._write() as sql:
             current = await self._locked_hook(sql, caller, hook_id)
             updated = current.definition.bumped(enabled=enabled)
             await sql.execute(
-                "UPDATE agent_hooks SET enabled = ?, version = ?, updated_at = ? WHERE id = ?",
+                "UPDATE agent_hooks SET enabled = ?, version = ?, updated_at = ?, updated_by = ? "
+                "WHERE id = ?",
                 enabled,
                 updated.version,
                 now,
+                actor,
                 hook_id,
             )
             await sql.execute(_RESET_BREAKER, now, hook_id)
             version = await self._bump(sql)
         self._changed(version)
-        return HookRecord(updated, current.created_at, now, BreakerSnapshot(changed_at=now))
+        return HookRecord(
+            updated,
+            current.created_at,
+            now,
+            BreakerSnapshot(changed_at=now),
+            current.created_by,
+            updated_by=actor,
+        )
 
     async def save_breaker_state(
         self, caller: Caller, hook_id: str, breaker: BreakerSnapshot
@@ -616,7 +644,7 @@ class SqlStore(ABC, Store):
                         order=version,
                         version=1,
                     )
-                    await sql.execute(_HOOK_INSERT, *_hook_params(fresh, now))
+                    await sql.execute(_HOOK_INSERT, *_hook_params(fresh, now, SYSTEM_ACTOR))
                     await sql.execute(
                         "UPDATE agent_hooks SET metadata = ? WHERE id = ?", release, fresh.id
                     )
@@ -639,7 +667,7 @@ class SqlStore(ABC, Store):
                     enabled=current.enabled,
                     version=current.version + 1,
                 )
-                await sql.execute(_HOOK_UPDATE, *_update_params(newer, now))
+                await sql.execute(_HOOK_UPDATE, *_update_params(newer, now, SYSTEM_ACTOR))
                 await sql.execute(
                     "UPDATE agent_hooks SET metadata = ? WHERE id = ?", release, current.id
                 )
