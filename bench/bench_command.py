@@ -11,13 +11,10 @@ from __future__ import annotations
 
 import asyncio
 import json
-import statistics
 import tempfile
-import time
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from bench.harness import Row
+from bench.harness import Row, interleaved_medians_us
 from hookgate import Engine
 
 PAYLOAD = {"tool_name": "exec", "tool_input": {"cmd": "ls -la /tmp"}, "session_id": "bench"}
@@ -26,23 +23,6 @@ SCRIPT = """#!/bin/sh
 cat > /dev/null
 echo '{"decision": "allow", "additional_context": "checked"}'
 """
-
-
-async def _interleaved(
-    calls: dict[str, Callable[[], Awaitable[object]]], rounds: int
-) -> dict[str, float]:
-    """Median µs per call of each candidate, taking turns (order rotated each round)."""
-    samples: dict[str, list[float]] = {name: [] for name in calls}
-    names = list(calls)
-    perf = time.perf_counter
-    for index in range(rounds):
-        shift = index % len(names)
-        for name in names[shift:] + names[:shift]:
-            call = calls[name]
-            start = perf()
-            await call()
-            samples[name].append((perf() - start) * 1e6)
-    return {name: statistics.median(values) for name, values in samples.items()}
 
 
 async def _measure(quick: bool, script: Path) -> dict[str, float]:
@@ -67,8 +47,8 @@ async def _measure(quick: bool, script: Path) -> dict[str, float]:
         return out
 
     try:
-        await _interleaved({"hook": hook, "bare": bare}, 20)  # warm up
-        return await _interleaved({"hook": hook, "bare": bare}, rounds)
+        await interleaved_medians_us({"hook": hook, "bare": bare}, samples=20)  # warm up
+        return await interleaved_medians_us({"hook": hook, "bare": bare}, samples=rounds)
     finally:
         await engine.aclose()
 

@@ -17,13 +17,11 @@ from __future__ import annotations
 
 import asyncio
 import json
-import statistics
 import sys
-import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from bench.harness import Row
+from bench.harness import Row, interleaved_medians_us
 from hookgate import Engine
 from hookgate.handlers.process.protocol import build_params
 from hookgate.handlers.process.rpc import HookProcess
@@ -35,23 +33,6 @@ REQUEST = json.dumps(
     {"jsonrpc": "2.0", "id": 1, "method": "hook.before_tool",
      "params": {"tool": "exec", "arguments": PAYLOAD["tool_input"]}}
 ).encode() + b"\n"
-
-
-async def _interleaved(
-    calls: dict[str, Callable[[], Awaitable[object]]], rounds: int
-) -> dict[str, float]:
-    """Median µs per call of each candidate, taking turns (order rotated each round)."""
-    samples: dict[str, list[float]] = {name: [] for name in calls}
-    names = list(calls)
-    perf = time.perf_counter
-    for index in range(rounds):
-        shift = index % len(names)
-        for name in names[shift:] + names[:shift]:
-            call = calls[name]
-            start = perf()
-            await call()
-            samples[name].append((perf() - start) * 1e6)
-    return {name: statistics.median(values) for name, values in samples.items()}
 
 
 async def _pipe(*argv: str) -> tuple[asyncio.subprocess.Process, Callable[[], Awaitable[bytes]]]:
@@ -97,9 +78,11 @@ async def _measure(quick: bool) -> dict[str, float]:
 
     try:
         candidates = {"hook": hook, "rpc": rpc, "same": same_child, "cat": cat}
-        await _interleaved(candidates, 200)  # warm up
-        us = await _interleaved(candidates, rounds)
-        fresh = await _interleaved({"fresh": _fresh_interpreter}, 10 if quick else 40)
+        await interleaved_medians_us(candidates, samples=200)  # warm up
+        us = await interleaved_medians_us(candidates, samples=rounds)
+        fresh = await interleaved_medians_us(
+            {"fresh": _fresh_interpreter}, samples=10 if quick else 40
+        )
         us.update(fresh)
     finally:
         await engine.aclose()

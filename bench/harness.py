@@ -96,11 +96,16 @@ async def interleaved_medians_us(
     For I/O operations holding loop-bound resources (sessions, kept-alive connections).
     """
     times: dict[str, list[float]] = {name: [] for name in makes}
-    for _ in range(samples):
-        for name, make in makes.items():
-            start = time.perf_counter()
+    names = list(makes)
+    perf = time.perf_counter
+    for index in range(samples):
+        # Rotate who goes first, so no operation always runs right after the same other one.
+        shift = index % len(names)
+        for name in names[shift:] + names[:shift]:
+            make = makes[name]
+            start = perf()
             await make()
-            times[name].append((time.perf_counter() - start) * 1e6)
+            times[name].append((perf() - start) * 1e6)
     return {name: statistics.median(values) for name, values in times.items()}
 
 
