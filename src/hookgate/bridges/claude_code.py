@@ -382,6 +382,21 @@ async def answer_claude_code(data: Mapping[str, Any], evaluate: Evaluate) -> Cla
 CONFIG_NAMES: Final = ("hookgate.yaml", "hookgate.yml", "hookgate.json")
 
 
+def parse_claude_code_input(
+    stdin_text: str,
+) -> tuple[dict[str, Any] | None, str | None, ClaudeAnswer | None]:
+    """Claude Code's stdin as ``(data, event name, None)``, or ``(None, None, answer)`` with
+    the fail-closed answer for input that is not a hook input object."""
+    try:
+        data = json.loads(stdin_text)
+    except json.JSONDecodeError as exc:
+        return None, None, failure_answer(None, f"stdin is not Claude Code hook JSON: {exc.msg}")
+    if not isinstance(data, dict):
+        return None, None, failure_answer(None, "stdin is not a Claude Code hook input object")
+    event = data.get("hook_event_name")
+    return data, event if isinstance(event, str) else None, None
+
+
 def default_config_path(
     data: Mapping[str, Any],
     environ: Mapping[str, str] | None = None,
@@ -421,14 +436,9 @@ async def run_bridge(
     from hookgate.config import ConfigError
     from hookgate.engine import Engine
 
-    try:
-        data = json.loads(stdin_text)
-    except json.JSONDecodeError as exc:
-        return failure_answer(None, f"stdin is not Claude Code hook JSON: {exc.msg}")
-    if not isinstance(data, dict):
-        return failure_answer(None, "stdin is not a Claude Code hook input object")
-    event = data.get("hook_event_name")
-    event_name = event if isinstance(event, str) else None
+    data, event_name, refused = parse_claude_code_input(stdin_text)
+    if data is None:
+        return refused or ClaudeAnswer()
     path = Path(config_path) if config_path else default_config_path(data, environ, home)
     if path is None:
         return ClaudeAnswer()  # no hooks file anywhere: nothing to enforce
@@ -464,14 +474,9 @@ async def run_gateway_bridge(
     """
     from hookgate.client import AsyncGatewayClient, GatewayError
 
-    try:
-        data = json.loads(stdin_text)
-    except json.JSONDecodeError as exc:
-        return failure_answer(None, f"stdin is not Claude Code hook JSON: {exc.msg}")
-    if not isinstance(data, dict):
-        return failure_answer(None, "stdin is not a Claude Code hook input object")
-    event = data.get("hook_event_name")
-    event_name = event if isinstance(event, str) else None
+    data, event_name, refused = parse_claude_code_input(stdin_text)
+    if data is None:
+        return refused or ClaudeAnswer()
     if not api_key:
         return failure_answer(event_name, "--gateway needs an API key in HOOKGATE_API_KEY")
     try:
