@@ -43,6 +43,13 @@ class Principal:
     def caller(self) -> Caller:
         return Caller(tenant_id=self.tenant_id, master=self.master)
 
+    @property
+    def actor(self) -> str:
+        """Who made a change, as recorded on the hook: the key's name and the start of its id
+        (names need not be unique). Never the key or its hash."""
+        short_id = self.key_id[:8]
+        return f"{self.key_name} ({short_id})" if self.key_name else f"key {short_id}"
+
     def has_role(self, role: str) -> bool:
         return _RANK[self.role] >= _RANK[role]
 

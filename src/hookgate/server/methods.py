@@ -46,7 +46,17 @@ REQUIRED_MESSAGE: Final = "handler_type, event, and scope are required"
 MASTER_MESSAGE: Final = "this action requires master tenant scope"
 #: Fields a client may not set: the server owns a hook's identity and bookkeeping.
 _SERVER_FIELDS: Final = frozenset(
-    {"id", "version", "source", "order", "created_by", "created_at", "updated_at", "breaker"}
+    {
+        "id",
+        "version",
+        "source",
+        "order",
+        "created_by",
+        "updated_by",
+        "created_at",
+        "updated_at",
+        "breaker",
+    }
 )
 #: Handler types that run code on the gateway host: testing one needs the admin role.
 _HOST_CODE: Final = frozenset({"command", "process", "callable"})
@@ -259,7 +269,7 @@ async def hooks_create(gateway: Gateway, who: Principal, p: Any) -> dict[str, An
         definition,
         config=prepare_secret_headers(definition.config, definition.id, gateway.keyring),
     )
-    record = await gateway.store.create_hook(who.caller, definition)
+    record = await gateway.store.create_hook(who.caller, definition, actor=who.actor)
     await gateway.hooks_changed()
     return {"hookId": record.id}
 
@@ -288,6 +298,7 @@ async def hooks_update(gateway: Gateway, who: Principal, p: schemas.UpdateParams
         updates,
         expected_version=p.expected_version,
         edition=gateway.edition,
+        actor=who.actor,
     )
     gateway.forget_hook(current.definition)
     await gateway.hooks_changed()
@@ -308,7 +319,7 @@ async def hooks_toggle(gateway: Gateway, who: Principal, p: schemas.ToggleParams
     current = await gateway.store.get_hook(who.caller, p.hook_id)
     if current.definition.scope == "global" and not who.master:
         raise ApiError("UNAUTHORIZED", MASTER_MESSAGE)
-    record = await gateway.store.set_enabled(who.caller, p.hook_id, p.enabled)
+    record = await gateway.store.set_enabled(who.caller, p.hook_id, p.enabled, actor=who.actor)
     if p.enabled:
         gateway.engine.breakers.reset(p.hook_id)  # re-enabling a hook closes its breaker
     await gateway.hooks_changed()

@@ -173,6 +173,10 @@ class Hook(_Open):
     source: Literal["builtin", "user"]
     created_at: str | None = None
     updated_at: str | None = None
+    #: Who created / last changed the hook: an API key's name and id prefix, "system" for
+    #: builtins; null when not recorded.
+    created_by: str | None = None
+    updated_by: str | None = None
     breaker: Breaker
 
 

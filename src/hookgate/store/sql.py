@@ -97,7 +97,13 @@ EXECUTION_INSERT: Final = (
 _KEY_COLUMNS: Final = "id, tenant_id, role, master, name, prefix, created_at, revoked_at"
 # Fields a patch may repeat (as sent back by a client) but never change.
 _IDENTITY_FIELDS: Final = ("id", "tenant_id", "source", "version", "order")
-_BOOKKEEPING_FIELDS: Final = ("created_at", "updated_at", "breaker")
+_BOOKKEEPING_FIELDS: Final = (
+    "created_at",
+    "updated_at",
+    "created_by",
+    "updated_by",
+    "breaker",
+)
 
 
 class Sql(Protocol):
