@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 from tests.conftest import require_service
-from tests.server.gateway_process import GatewayProcess
+from tests.server.gateway_process import GatewayProcess, run_cli
 from tests.server.panel_support import (
     CHROMIUM_ARGS,
     DOC_SCREENSHOTS,
@@ -221,6 +221,19 @@ def test_create_command_hook_shows_field_errors_then_saves(page: Any, lite: dict
     summary = page.locator(".summary-card")
     expect(summary).to_contain_text("pre_tool_use")
     expect(summary).to_contain_text("^exec$")
+    # The card says who made the hook and who last changed it: another key edits it.
+    editor = run_cli(
+        "keys", "create", "--tenant", "acme", "--role", "admin", "--name", "ops-editor",
+        data_dir=gateway.data_dir,
+    ).stdout.strip().splitlines()[-1]
+    patch = {"priority": stored["priority"]}
+    rest_json(gateway, "PATCH", f"/hooks/{hook_id}", editor, json=patch)
+    changed = rest_json(gateway, "GET", f"/hooks/{hook_id}", editor)["hook"]
+    assert changed["updated_by"].startswith("ops-editor (")
+    page.reload()
+    expect(summary).to_contain_text(
+        f"created by {stored['created_by']} · changed by {changed['updated_by']} at "
+    )
     shot(page, "hook-overview")
 
 

@@ -12,7 +12,6 @@ export function renderOverview(panel, hook, ctx) {
   const chartSlot = h("div", { class: "chart-slot" }, loadingState("Loading recent decisions…"));
   const row = (label, value) => [h("dt", { text: label }), h("dd", {}, value ?? h("span", { class: "muted", text: "—" }))];
   const code = (text) => (text ? h("code", { text }) : null);
-  const who = (by, at) => (at || by ? `${by ? `${by}, ` : ""}${relativeTime(at)}` : null);
   mount(
     panel,
     h(
@@ -35,8 +34,7 @@ export function renderOverview(panel, hook, ctx) {
           row("On error", hook.on_error),
           row("Version", String(hook.version ?? 1)),
           row("Source", hook.source),
-          row("Created", who(hook.created_by, hook.created_at) && h("span", { title: formatTime(hook.created_at), text: who(hook.created_by, hook.created_at) })),
-          row("Last changed", who(hook.updated_by, hook.updated_at) && h("span", { title: formatTime(hook.updated_at), text: who(hook.updated_by, hook.updated_at) })),
+          row("Changed", provenance(hook)),
           row("Breaker", h("span", {}, breakerBadge(hook.breaker), hook.breaker?.last_fault && hook.breaker.state !== "closed" ? h("span", { class: "fault", text: ` ${hook.breaker.last_fault}` }) : null)),
           row("Id", code(hook.id)),
         ),
@@ -71,6 +69,15 @@ async function loadChart(slot, hook, ctx) {
   } catch (err) {
     if (ctx.alive()) mount(slot, errorState(err, () => loadChart(slot, hook, ctx)));
   }
+}
+
+/** "created by A · changed by B at T": who made the hook and who last changed it (the key's
+ * name and id prefix, "system" for builtins); a side the gateway did not record says no name. */
+function provenance(hook) {
+  if (!hook.created_at && !hook.updated_at) return null;
+  const created = hook.created_by ? `created by ${hook.created_by}` : `created ${formatTime(hook.created_at)}`;
+  const changed = `changed${hook.updated_by ? ` by ${hook.updated_by}` : ""} at ${formatTime(hook.updated_at)}`;
+  return h("span", { class: "provenance", title: `created ${formatTime(hook.created_at)} (${relativeTime(hook.created_at)}); changed ${relativeTime(hook.updated_at)}`, text: `${created} · ${changed}` });
 }
 
 /** Secret header values never reach the panel; show that one is stored. */
