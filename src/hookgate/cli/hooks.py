@@ -34,6 +34,8 @@ from hookgate.store import Caller, HookFilter, HookRecord, Store
 __all__ = ["ImportPlan", "plan_import", "register", "render_export"]
 
 MASTER = Caller.master_scope()
+#: Recorded as created_by/updated_by on the hooks an import creates or changes.
+IMPORT_ACTOR = "hookgate hooks import"
 # Compared when deciding whether an imported hook changed (identity fields are not).
 _DEFINITION_FIELDS = (
     "event",
@@ -242,13 +244,15 @@ def import_command(
         lines: list[str] = []
         for definition in plan.create:
             if not dry_run:
-                await store.create_hook(MASTER, definition)
+                await store.create_hook(MASTER, definition, actor=IMPORT_ACTOR)
             lines.append(f"created    {_label(definition)}")
         for record, patch in plan.update:
             version = record.version + 1
             if not dry_run:
                 version = (
-                    await store.update_hook(MASTER, record.id, patch, edition=edition)
+                    await store.update_hook(
+                        MASTER, record.id, patch, edition=edition, actor=IMPORT_ACTOR
+                    )
                 ).version
             lines.append(
                 f"updated    {_label(record.definition)} -> v{version} ({', '.join(sorted(patch))})"
