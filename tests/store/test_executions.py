@@ -207,3 +207,32 @@ async def test_large_batches_dedup_and_null_deleted_hooks_too(store: Store) -> N
     assert all(r.hook_id is None for r in seen)
     # insertion order is kept within a batch
     assert [r.event_id for r in seen[-3:]] == ["ev-2", "ev-1", "ev-0"]
+
+
+async def test_a_large_batch_keeps_order_dedup_and_hook_links(store: Store) -> None:
+    # Larger than one SQLite statement (1,800 rows) and than PostgreSQL's unnest path, so
+    # rows cross statement boundaries: order, dedup and the hook link must hold across them.
+    live = await store.create_hook(A, hook(name="live"))
+    gone = await store.create_hook(A, hook(name="gone"))
+    await store.delete_hook(A, gone.id)
+    rows = [
+        row(
+            n,
+            hook_id=(live.id, gone.id, None)[n % 3],
+            dedup_key=f"key-{n}",
+        )
+        for n in range(4000)
+    ]
+    # a duplicate of row 10 near the end, in a later statement than the original
+    rows.append(row(10_000, dedup_key="key-10"))
+    assert await store.write_executions(rows) == 4000
+    assert await store.write_executions(rows[1790:1810]) == 0
+    page = await store.query_executions(MASTER, ExecutionQuery(limit=500))
+    items = page.items
+    # newest first, in the order given, across the statement boundary at row 3,600
+    assert [r.event_id for r in items] == [f"ev-{n}" for n in range(3999, 3499, -1)]
+    by_event = {r.event_id: r.hook_id for r in items}
+    assert by_event["ev-3999"] == live.id
+    assert by_event["ev-3998"] is None  # its hook was deleted before the write
+    assert by_event["ev-3997"] is None
+    assert by_event["ev-3996"] == live.id

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
+import itertools
 import logging
 import sqlite3
 import time
@@ -28,7 +30,7 @@ from hookgate.log import log_event
 from hookgate.store.base import ExecutionRow, StoreError
 from hookgate.store.location import SQLITE_FILE_NAME
 from hookgate.store.migrations import load_migrations, split_statements
-from hookgate.store.sql import EXECUTION_INSERT, Row, SqlStore, execution_params
+from hookgate.store.sql import EXECUTION_COLUMNS, Row, SqlStore, execution_params
 
 __all__ = ["SqliteStore"]
 
@@ -38,6 +40,21 @@ BATCH_CACHE_KIB: Final = 65_536
 CHECKPOINT_INTERVAL_S: Final = 0.5
 # Batches up to this size are written on the event loop's thread (about a millisecond at most).
 INLINE_MAX_ROWS: Final = 200
+# Rows per multi-row INSERT: 18 parameters each stays under SQLite's 32,766-variable limit.
+# One statement is one sqlite3_step, so the batch thread releases the GIL once per statement
+# instead of once per row (executemany), and a busy event loop cannot stall it row by row.
+ROWS_PER_STATEMENT: Final = 1800
+_EXECUTION_WIDTH: Final = len(EXECUTION_COLUMNS.split(","))
+_ROW_VALUES: Final = "(" + ", ".join("?" * _EXECUTION_WIDTH) + ")"
+
+
+@functools.lru_cache(maxsize=64)
+def _insert_rows(count: int) -> str:
+    return (
+        f"INSERT INTO hook_executions ({EXECUTION_COLUMNS}) VALUES "
+        + ", ".join([_ROW_VALUES] * count)
+        + " ON CONFLICT (dedup_key) DO NOTHING"
+    )
 
 
 def _dict_row(cursor: sqlite3.Cursor, row: tuple[Any, ...]) -> dict[str, Any]:
@@ -217,13 +234,34 @@ class SqliteStore(SqlStore):
                 log_event("hookgate.store.checkpoint_failed", error=str(exc))
 
     @staticmethod
-    def _insert_batch(conn: sqlite3.Connection | None, rows: Sequence[ExecutionRow]) -> int:
+    def _insert_batch(conn: sqlite3.Connection | None, params: list[Any]) -> int:
+        """Insert execution rows given as one flat parameter list (``_EXECUTION_WIDTH`` per
+        row), in one transaction; the number of rows inserted (duplicates are skipped)."""
         if conn is None:
             raise StoreError("the store is not open")
-        params = [execution_params(row) for row in rows]
+        changed = 0
         conn.execute("BEGIN IMMEDIATE")
         try:
-            changed = conn.executemany(EXECUTION_INSERT, params).rowcount
+            # A row for a hook deleted meanwhile gets hook_id NULL, like the rows the delete
+            # touched; the write lock held since BEGIN IMMEDIATE keeps the answer true.
+            hook_ids = {hook for hook in params[1::_EXECUTION_WIDTH] if hook is not None}
+            if hook_ids:
+                marks = ", ".join("?" * len(hook_ids))
+                known = {
+                    found
+                    for (found,) in conn.execute(
+                        f"SELECT id FROM agent_hooks WHERE id IN ({marks})", list(hook_ids)
+                    )
+                }
+                if known != hook_ids:
+                    for index in range(1, len(params), _EXECUTION_WIDTH):
+                        if params[index] is not None and params[index] not in known:
+                            params[index] = None
+            rows = len(params) // _EXECUTION_WIDTH
+            for start in range(0, rows, ROWS_PER_STATEMENT):
+                count = min(ROWS_PER_STATEMENT, rows - start)
+                chunk = params[start * _EXECUTION_WIDTH : (start + count) * _EXECUTION_WIDTH]
+                changed += conn.execute(_insert_rows(count), chunk).rowcount
         except BaseException:
             conn.execute("ROLLBACK")
             raise
@@ -235,6 +273,10 @@ class SqliteStore(SqlStore):
             return 0
         if self._batch_pool is None:
             raise StoreError("the store is not open")
+        # Parameters are built here, on the loop's thread: the batch thread then runs only
+        # C code (bind, step), so it never queues for the GIL behind a busy loop, and the
+        # audit writer's next batch is converted while this one is in SQLite.
+        params = list(itertools.chain.from_iterable(map(execution_params, rows)))
         loop = asyncio.get_running_loop()
         # The lock keeps this process's own writers from meeting in SQLite's busy handler
         # (which sleeps in steps of up to 100 ms); other processes still wait there.
@@ -245,12 +287,12 @@ class SqliteStore(SqlStore):
                 # than handed to a thread that must win the GIL back from a busy loop. Its
                 # connection never waits: if another process holds the lock, use the thread.
                 try:
-                    return self._insert_batch(self._inline_conn, rows)
+                    return self._insert_batch(self._inline_conn, params)
                 except sqlite3.OperationalError as exc:
                     if "locked" not in str(exc) and "busy" not in str(exc):
                         raise
             return await loop.run_in_executor(
-                self._batch_pool, self._insert_batch, self._batch_conn, rows
+                self._batch_pool, self._insert_batch, self._batch_conn, params
             )
 
     @asynccontextmanager
