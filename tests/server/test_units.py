@@ -44,7 +44,9 @@ async def test_revoked_key_is_refused_once_the_cache_expires(tmp_path: Path) -> 
         assert (principal.tenant_id, principal.role, principal.master) == ("t", "viewer", False)
         await store.revoke_api_key(Caller.master_scope(), key.id)
         assert await auth.still_valid(principal)  # cached
+        assert auth.cached(principal.key_hash) == principal  # the WebSocket's per-request check
         clock.advance(KEY_CACHE_TTL_S + 0.1)
+        assert auth.cached(principal.key_hash) is None  # expired: the store must be asked
         assert not await auth.still_valid(principal)
         with pytest.raises(ApiError) as refused:
             await auth.authenticate(token)

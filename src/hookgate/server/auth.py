@@ -103,6 +103,16 @@ class Authenticator:
             raise ApiError.unauthenticated("invalid or revoked API key")
         return principal
 
+    def cached(self, key_hash: str) -> Principal | None:
+        """The principal for a key hash verified less than the cache TTL ago, else None.
+
+        The per-request check on an open WebSocket: no coroutine while the cache is fresh.
+        """
+        cached = self._cache.get(key_hash)
+        if cached is not None and cached[1] > self._clock():
+            return cached[0]
+        return None
+
     async def check_hash(self, key_hash: str) -> Principal | None:
         """The principal for a key hash, re-checked against the store once the cache expires."""
         now = self._clock()

@@ -26,7 +26,7 @@ from hookgate.log import log_event
 from hookgate.server.auth import Principal, bearer_token
 from hookgate.server.errors import ApiError
 from hookgate.server.gateway import Gateway
-from hookgate.server.methods import METHODS, call_method
+from hookgate.server.methods import METHODS, Method, call_method
 
 __all__ = ["MAX_INFLIGHT", "websocket_endpoint"]
 
@@ -65,10 +65,10 @@ class _Connection:
     async def send(self, frame: dict[str, Any]) -> None:
         if self.closed:
             return
-        text = encode(frame)
+        message = {"type": "websocket.send", "text": encode(frame)}
         try:
             # No lock: the server writes each frame whole once the transport is writable.
-            await self.ws.send_text(text)
+            await self.ws.send(message)
         except (WebSocketDisconnect, RuntimeError, OSError):
             self.closed = True  # the client went away; the work it asked for still finished
 
@@ -180,7 +180,7 @@ class _Connection:
             )
             return
         await self.slots.acquire()
-        task = asyncio.get_running_loop().create_task(self.call(frame_id, method.name, params))
+        task = asyncio.get_running_loop().create_task(self.call(frame_id, method, params))
         self.tasks.add(task)
         task.add_done_callback(self._done)
 
@@ -201,12 +201,18 @@ class _Connection:
             return
         await self.send({"type": "res", "id": frame_id, "ok": True, "payload": payload})
 
-    async def call(self, frame_id: Any, name: str, params: Any) -> None:
+    async def call(self, frame_id: Any, method: Method, params: Any) -> None:
         gateway = self.gateway
         principal = self.principal
         assert principal is not None
+        name = method.name
+        auth = gateway.auth
         try:
-            if await gateway.auth.check_hash(principal.key_hash) is None:
+            # The cache answers almost every time; the store is asked once it expires.
+            if (
+                auth.cached(principal.key_hash) is None
+                and await auth.check_hash(principal.key_hash) is None
+            ):
                 await self.send(
                     error_frame(frame_id, ApiError.unauthenticated("API key revoked"))
                 )
@@ -214,7 +220,7 @@ class _Connection:
                 return
             gateway.enter()
             try:
-                payload = await call_method(gateway, METHODS[name], principal, params)
+                payload = await call_method(gateway, method, principal, params)
             finally:
                 gateway.leave()
         except ApiError as exc:
