@@ -94,6 +94,10 @@ _RESULT_KEYS: Final = frozenset(
 )
 
 
+_PLAIN_KEYS: Final = frozenset({"decision", "reason"})
+_PLAIN_DECISIONS: Final = frozenset({"allow", "block", None})
+
+
 def _context_list(value: Any) -> list[str]:
     if value is None:
         return []
@@ -120,6 +124,12 @@ def coerce_result(answer: Any) -> HookResult | None:
         raise MalformedAnswer(
             f"a hook must return a HookResult, a dict or None, not {type(answer).__name__}"
         )
+    if len(answer) <= 2 and _PLAIN_KEYS.issuperset(answer):
+        # The common answer, {"decision": ..., "reason": ...}: no rewriting, no context.
+        decision = answer.get("decision")
+        reason = answer.get("reason")
+        if decision in _PLAIN_DECISIONS and (reason is None or isinstance(reason, str)):
+            return HookResult(decision=decision, reason=reason)
     unknown = set(answer) - _RESULT_KEYS
     if unknown:
         raise MalformedAnswer(f"unknown key(s) in hook answer: {', '.join(sorted(unknown))}")
