@@ -209,18 +209,23 @@ class AuditWriter:
                 return
             if self._task is None:
                 raise StoreError("the audit writer is not running: call await writer.start()")
-            future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            loop = asyncio.get_running_loop()
+            future: asyncio.Future[None] = loop.create_future()
             self._waiters.append((ticket, future))
         self._signal()
+        # A bare timer on the future, not asyncio.timeout(): in sync mode every event waits
+        # here, and the context manager's task-cancelling machinery costs several times more.
+        expiry = loop.call_later(self.sync_timeout_s, _expire, future)
         try:
-            async with asyncio.timeout(self.sync_timeout_s):
-                await future
-        except TimeoutError:
+            await future
+        except _Expired:
             raise AuditUnavailable(
                 f"audit rows not committed within {self.sync_timeout_s:g} s "
                 f"({self.stats.queued} queued, {self.stats.failures} failed writes); "
                 "they stay queued and are retried"
             ) from None
+        finally:
+            expiry.cancel()
 
     async def flush(self) -> None:
         """Wait until everything recorded so far is committed (any mode)."""
@@ -355,6 +360,15 @@ class AuditWriter:
             record.metadata,
             record.created_at,
         )
+
+
+class _Expired(Exception):
+    """A ``sync`` waiter's time ran out (turned into :class:`AuditUnavailable`)."""
+
+
+def _expire(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_exception(_Expired())
 
 
 def _resolve(future: asyncio.Future[None]) -> None:
