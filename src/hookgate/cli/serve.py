@@ -101,6 +101,9 @@ def _bind(host: str, port: int) -> socket.socket:
               show_default=True, help="Spans: none, otlp, console or jsonl:PATH (needs [otel]).")
 @click.option("--log-format", type=click.Choice(["text", "json"]), default="text",
               show_default=True, help="json: one object per line with the seed's keys.")
+@click.option("--redis-url", envvar="HOOKGATE_REDIS_URL", default=None,
+              help="redis://host:port/db: share prompt hooks' decision cache and per-turn "
+              "counters between replicas (needs hookgate[redis]).")
 def serve(
     host: str,
     port: int,
@@ -112,6 +115,7 @@ def serve(
     audit_mode: str,
     trace_exporter: str,
     log_format: str,
+    redis_url: str | None,
 ) -> None:
     """Run the hookgate gateway."""
     import uvicorn
@@ -141,7 +145,15 @@ def serve(
         max_frame_bytes=max_frame_bytes,
         callable_modules=callable_modules,
         audit_mode=audit_mode,
+        redis_url=redis_url,
     )
+    if redis_url:
+        try:
+            import redis  # noqa: F401 - only checks that the extra is installed
+        except ImportError:
+            raise click.ClickException(
+                "--redis-url needs the redis client: pip install 'hookgate[redis]'"
+            ) from None
 
     keyring = _keyring(data_dir, database_url)
 

@@ -54,6 +54,9 @@ class GatewayOptions:
     #: ``async``: execution rows are committed in batches at least every 100 ms;
     #: ``sync``: a decision is answered only once its rows are committed.
     audit_mode: str = "async"
+    #: ``redis://…``: prompt hooks' decision cache and per-turn counters live there, shared by
+    #: every replica (``None``: in this process only).
+    redis_url: str | None = None
 
 
 class Gateway:
@@ -83,6 +86,12 @@ class Gateway:
         if keyring is not None:
             services.extras.setdefault("keyring", keyring)  # http hooks open sealed headers
         services.extras.setdefault("budget_store", SqlBudgetStore(store))
+        if self.options.redis_url:
+            from hookgate.redis_state import RedisDecisionCache, RedisTurnCounter, connect
+
+            redis = connect(self.options.redis_url)
+            services.extras.setdefault("decision_cache", RedisDecisionCache(redis))
+            services.extras.setdefault("turn_counter", RedisTurnCounter(redis))
         self.engine = Engine(
             settings=self.settings, source=self.source, audit=self.audit, services=services
         )
