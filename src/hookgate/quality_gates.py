@@ -40,7 +40,7 @@ from hookgate.handlers.agent import Delegation, review
 from hookgate.handlers.base import Services
 from hookgate.log import log_event
 from hookgate.outcome import HookError
-from hookgate.subprocesses import base_environment, kill_group, read_capped, shorten
+from hookgate.subprocesses import base_environment, run_shell, shorten
 
 __all__ = [
     "DEFAULT_TIMEOUT_S",
@@ -385,44 +385,17 @@ async def _run_command(gate: Gate, delegation: Delegation) -> tuple[bool, str, d
             "HOOK_USER_ID": delegation.user_id,
         },
     )
-    try:
-        process = await asyncio.create_subprocess_exec(
-            "/bin/sh",
-            "-c",
-            gate.command,
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            env=env,
-            cwd=gate.cwd,
-            start_new_session=True,
-        )
-    except OSError as exc:
-        raise HookError(f"cannot start: {exc.strerror or exc}") from None
-    try:
-        _, (stderr, _), _, code = await asyncio.gather(
-            _feed(process.stdin, delegation.output_text.encode()),
-            read_capped(process.stderr, FEEDBACK_CAP),
-            read_capped(process.stdout, 0),  # stdout is not part of the contract: drained
-            process.wait(),
-        )
-    finally:
-        # Whatever happens (timeout, cancel, exit), nothing the gate started keeps running.
-        kill_group(process.pid)
+    # stdout is not part of the gate contract: drained, never kept (stdout_cap=0).
+    code, _, stderr, _ = await run_shell(
+        gate.command,
+        delegation.output_text.encode(),
+        gate.cwd,
+        env,
+        stdout_cap=0,
+        stderr_cap=FEEDBACK_CAP,
+    )
     feedback = shorten(stderr.decode("utf-8", "replace").strip(), FEEDBACK_CHARS)
     details = {"exit_code": code}
     if code == 0:
         return True, feedback, details
     return False, feedback or f"the gate command exited with status {code}", details
-
-
-async def _feed(stdin: asyncio.StreamWriter | None, data: bytes) -> None:
-    if stdin is None:
-        return
-    try:
-        stdin.write(data)
-        await stdin.drain()
-    except (BrokenPipeError, ConnectionResetError):
-        pass  # the gate decided without reading everything: its exit code still counts
-    finally:
-        stdin.close()

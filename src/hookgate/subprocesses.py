@@ -17,12 +17,15 @@ import signal
 from collections.abc import Callable, Iterable, Mapping
 from typing import Final
 
+from hookgate.outcome import HookError
+
 __all__ = [
     "BASE_ENV_KEYS",
     "CHUNK",
     "base_environment",
     "kill_group",
     "read_capped",
+    "run_shell",
     "shorten",
     "spawn",
 ]
@@ -155,3 +158,65 @@ def shorten(text: str, limit: int) -> str:
     if len(text) <= limit:
         return text
     return text[:limit] + f"…[{len(text) - limit} more characters]"
+
+
+async def run_shell(
+    command: str,
+    stdin: bytes,
+    cwd: str | None,
+    env: Mapping[str, str],
+    *,
+    stdout_cap: int,
+    stderr_cap: int,
+) -> tuple[int, bytes, bytes, int]:
+    """Run ``sh -c command`` in a new process group; (exit code, stdout, stderr, stdout size).
+
+    Past ``stdout_cap`` bytes the group is killed (a runaway hook); ``stdout_cap=0`` keeps
+    nothing and kills nothing (stdout only drained). Whatever happens (exit, overflow,
+    timeout, cancel) the group is killed before this returns or raises, and the shell is
+    reaped.
+    """
+    try:
+        proc, exited = await spawn(
+            "/bin/sh", "-c", command, cwd=cwd, env=dict(env), process_group=0
+        )
+    except OSError as exc:
+        where = f" in {cwd!r}" if cwd else ""
+        raise HookError(f"cannot start the command{where}: {exc}") from None
+    pid = proc.pid
+    out_task = asyncio.ensure_future(
+        read_capped(
+            proc.stdout, stdout_cap, on_overflow=(lambda: kill_group(pid)) if stdout_cap else None
+        )
+    )
+    err_task = asyncio.ensure_future(read_capped(proc.stderr, stderr_cap))
+    feed_task = asyncio.ensure_future(_feed(proc.stdin, stdin))
+    try:
+        code = await exited
+        # The shell is done; whatever it left in the background goes too (and our pipes
+        # reach EOF even when a grandchild still held them).
+        kill_group(pid)
+        stdout, stdout_len = await out_task
+        stderr, _ = await err_task
+        await feed_task
+        await proc.wait()
+    except BaseException:
+        kill_group(pid)
+        for task in (out_task, err_task, feed_task):
+            task.cancel()
+        # If cancelled again meanwhile, the child watcher still reaps it.
+        with contextlib.suppress(BaseException):
+            await asyncio.shield(proc.wait())
+        raise
+    return code, stdout, stderr, stdout_len
+
+
+async def _feed(pipe: asyncio.StreamWriter | None, data: bytes) -> None:
+    if pipe is None:
+        return
+    try:
+        pipe.write(data)
+        await pipe.drain()
+        pipe.close()
+    except (BrokenPipeError, ConnectionResetError):
+        pass  # the command did not read its stdin, which it may

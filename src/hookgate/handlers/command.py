@@ -26,8 +26,6 @@ blocks with stderr as the reason. Any other exit is an error (fail-closed on blo
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import json
 import os
 import re
@@ -36,7 +34,7 @@ from typing import Any, ClassVar, Final
 
 from hookgate.handlers.base import Handler, Invocation
 from hookgate.outcome import HookError, HookResult, MalformedAnswer, coerce_result
-from hookgate.subprocesses import base_environment, kill_group, read_capped, shorten, spawn
+from hookgate.subprocesses import base_environment, run_shell, shorten
 
 __all__ = ["FORMATS", "STDERR_CAP", "STDOUT_CAP", "CommandHandler", "parse_goclaw_answer"]
 
@@ -104,7 +102,9 @@ class CommandHandler(Handler):
             document = {"hook_event": call.event.name, **call.payload}
         env = base_environment(config.get("allowed_env_vars", ()), extra)
         stdin = json.dumps(document, default=str).encode()
-        code, stdout, stderr, stdout_len = await run_shell(config["command"], stdin, cwd, env)
+        code, stdout, stderr, stdout_len = await run_shell(
+            config["command"], stdin, cwd, env, stdout_cap=STDOUT_CAP, stderr_cap=STDERR_CAP
+        )
         out_text = stdout.decode("utf-8", "replace")
         err_text = stderr.decode("utf-8", "replace")
         details: dict[str, Any] = {
@@ -183,55 +183,3 @@ def failure_message(code: int, stderr: str) -> str:
     else:
         text = f"command exited with status {code}"
     return f"{text}: {shorten(first, 300)}" if first else text
-
-
-async def run_shell(
-    command: str, stdin: bytes, cwd: str | None, env: Mapping[str, str]
-) -> tuple[int, bytes, bytes, int]:
-    """Run ``sh -c command`` in a new process group; (exit code, stdout, stderr, stdout size).
-
-    Whatever happens (exit, output overflow, timeout, cancel) the group is killed before
-    this returns or raises, and the shell is reaped.
-    """
-    try:
-        proc, exited = await spawn(
-            "/bin/sh", "-c", command, cwd=cwd, env=dict(env), process_group=0
-        )
-    except OSError as exc:
-        where = f" in {cwd!r}" if cwd else ""
-        raise HookError(f"cannot start the command{where}: {exc}") from None
-    pid = proc.pid
-    out_task = asyncio.ensure_future(
-        read_capped(proc.stdout, STDOUT_CAP, on_overflow=lambda: kill_group(pid))
-    )
-    err_task = asyncio.ensure_future(read_capped(proc.stderr, STDERR_CAP))
-    feed_task = asyncio.ensure_future(_feed(proc.stdin, stdin))
-    try:
-        code = await exited
-        # The shell is done; whatever it left in the background goes too (and our pipes
-        # reach EOF even when a grandchild still held them).
-        kill_group(pid)
-        stdout, stdout_len = await out_task
-        stderr, _ = await err_task
-        await feed_task
-        await proc.wait()
-    except BaseException:
-        kill_group(pid)
-        for task in (out_task, err_task, feed_task):
-            task.cancel()
-        # If cancelled again meanwhile, the child watcher still reaps it.
-        with contextlib.suppress(BaseException):
-            await asyncio.shield(proc.wait())
-        raise
-    return code, stdout, stderr, stdout_len
-
-
-async def _feed(pipe: asyncio.StreamWriter | None, data: bytes) -> None:
-    if pipe is None:
-        return
-    try:
-        pipe.write(data)
-        await pipe.drain()
-        pipe.close()
-    except (BrokenPipeError, ConnectionResetError):
-        pass  # the command did not read its stdin, which it may
