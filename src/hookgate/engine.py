@@ -469,11 +469,13 @@ class Engine:
             return data
         return normalize_payload(data)
 
+    def new_event_id(self) -> str:
+        """A fresh event id, unique across processes (random prefix, then a counter)."""
+        return f"{self._event_prefix}-{next(self._event_ids)}"
+
     def _event_id(self, data: Mapping[str, Any]) -> str:
         event_id = data.get("event_id")
-        if event_id:
-            return str(event_id)
-        return f"{self._event_prefix}-{next(self._event_ids)}"
+        return str(event_id) if event_id else self.new_event_id()
 
     async def _run(
         self, spec: EventSpec, data: Mapping[str, Any], hooks: Sequence[CompiledHook]

@@ -40,6 +40,7 @@ import secrets
 from collections.abc import Mapping
 from typing import Any, ClassVar, Final
 
+from hookgate.audit import canonical_json
 from hookgate.events import EventSpec
 from hookgate.handlers.base import Handler, Invocation
 from hookgate.llm.aliases import resolve_model
@@ -132,10 +133,6 @@ def evaluated_data(event: EventSpec, payload: Mapping[str, Any]) -> dict[str, An
     if "tool_name" in fields:
         data.setdefault("tool_input", {})
     return data
-
-
-def _canonical(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
 
 
 def cache_key(hook_id: str, version: int, tenant_id: str, event: str, canonical_input: str) -> str:
@@ -240,7 +237,7 @@ class PromptHandler(Handler):
     async def run(self, call: Invocation) -> HookResult:
         hook, payload = call.hook, call.payload
         data = evaluated_data(call.event, payload)
-        canonical = _canonical(data)
+        canonical = canonical_json(data)
         tenant = str(payload.get("tenant_id") or hook.tenant_id or "")
         key = cache_key(hook.id, hook.version, tenant, call.event.name, canonical)
         if not call.dry_run:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
@@ -111,8 +110,6 @@ class Gateway:
             self.engine.listeners.append(self.tracer.observe_records)
         self._breaker_recorder = BreakerRecorder(store)
         self.engine.breakers.on_change = self._breaker_changed
-        self._event_prefix = uuid.uuid4().hex[:12]
-        self._event_counter = 0
         self._closing = False
         self._inflight = 0
         self._idle = asyncio.Event()
@@ -182,8 +179,7 @@ class Gateway:
     # -- helpers for the methods ---------------------------------------------------------------
 
     def new_event_id(self) -> str:
-        self._event_counter += 1
-        return f"{self._event_prefix}-{self._event_counter}"
+        return self.engine.new_event_id()
 
     async def hooks_changed(self) -> None:
         """Read-your-writes: the next dispatch sees a change this gateway just made."""
