@@ -31,7 +31,6 @@ from hookgate.outcome import (
     ROW_ERROR,
     ROW_HOOK,
     ROW_MATCHED,
-    HookError,
     Outcome,
 )
 from hookgate.registry import CompiledHook, HookRegistry, HookSource, compile_hook
@@ -155,18 +154,16 @@ class _SyncCaller:
     is reported as a timeout afterwards.
     """
 
-    __slots__ = ("_clock", "_event", "_functions", "_refuse")
+    __slots__ = ("_clock", "_event", "_functions")
 
     def __init__(
         self,
         event: str,
         functions: Mapping[CompiledHook, Callable[[HookEvent], Any]],
-        refuse: Callable[[CompiledHook], HookError | None] | None,
         clock: Callable[[], float],
     ) -> None:
         self._event = event
         self._functions = functions
-        self._refuse = refuse
         self._clock = clock
 
     def __call__(self, batch: Batch) -> list[Reply]:
@@ -174,7 +171,6 @@ class _SyncCaller:
         view = HookEvent(self._event, payload)
         functions = self._functions
         clock = self._clock
-        refuse = self._refuse
         perf = time.perf_counter
         replies: list[Reply] = []
         for call in calls:
@@ -185,13 +181,6 @@ class _SyncCaller:
                     break
                 if remaining < timeout_s:
                     timeout_s = remaining
-            if refuse is not None:
-                refused = refuse(hook)
-                if refused is not None:
-                    replies.append((None, refused, False, 0.0))
-                    if deadline is not None:
-                        break
-                    continue
             started = perf()
             try:
                 answer = functions[hook](view)
@@ -503,15 +492,8 @@ class Engine:
         hooks: Sequence[CompiledHook],
         functions: Mapping[CompiledHook, Callable[[HookEvent], Any]],
     ) -> Outcome:
-        refuse = self._gate_refusal if self.settings.edition == "standard" else None
-        caller = _SyncCaller(spec.name, functions, refuse, self._clock)
+        caller = _SyncCaller(spec.name, functions, self._clock)
         return drive_sync(run_chain(hooks, spec, data, self._chain_settings), caller)
-
-    def _gate_refusal(self, hook: CompiledHook) -> HookError | None:
-        # Defence in depth: the edition is checked when a hook is defined and again here.
-        if hook.definition.handler_type == "command" and self.settings.edition == "standard":
-            return HookError("command hooks are disabled on the standard edition")
-        return None
 
     async def _execute(
         self,
@@ -523,9 +505,6 @@ class Engine:
         dry_run: bool = False,
     ) -> Reply:
         hook = call[0]
-        refused = self._gate_refusal(hook)
-        if refused is not None:
-            return (None, refused, False, 0.0)
         started = time.perf_counter()
         try:
             handler = self.handler(hook.definition.handler_type)
