@@ -64,15 +64,12 @@ if TYPE_CHECKING:
     from hookgate.safeguards import BreakerBoard
 
 __all__ = [
-    "CALL_HOOK",
-    "CALL_TIMEOUT",
     "Batch",
     "Call",
     "ChainGen",
     "ChainSettings",
     "Reply",
     "matters",
-    "reply",
     "run_chain",
     "sort_key",
 ]
@@ -81,7 +78,6 @@ __all__ = [
 #: ``timeout_s`` seconds. ``row``, ``hook_index`` and ``rows_after`` are the chain's own
 #: bookkeeping. Plain tuples keep the per-hook cost of the chain low.
 Call = tuple["CompiledHook", float, list[Any], int, int]
-CALL_HOOK, CALL_TIMEOUT = 0, 1
 #: A batch is ``(calls, payload, deadline)``: the payload every call of the batch sees, and the
 #: chain deadline (clock time) for blocking events, ``None`` for non-blocking ones.
 Batch = tuple[tuple[Call, ...], Mapping[str, Any], float | None]
@@ -94,16 +90,6 @@ ChainGen = Generator[Batch, Sequence[Reply], Outcome]
 def matters(reply: Reply) -> bool:
     """Whether a blocking batch stops after this reply (an answer, a failure, a timeout)."""
     return reply[0] is not None or reply[1] is not None or reply[2]
-
-
-def reply(
-    answer: Any = None,
-    error: BaseException | None = None,
-    timed_out: bool = False,
-    duration_ms: float = 0.0,
-) -> Reply:
-    """Build a :data:`Reply` by name (drivers on hot paths build the tuple directly)."""
-    return (answer, error, timed_out, duration_ms)
 
 
 def sort_key(priority: int, order: int, hook_id: str) -> tuple[int, int, str]:
