@@ -101,12 +101,6 @@ class HookRegistry:
         compiled = self._hooks.get(hook_id)
         return compiled.definition if compiled else None
 
-    def find(self, name: str) -> HookDefinition | None:
-        for compiled in self._hooks.values():
-            if compiled.definition.name == name:
-                return compiled.definition
-        return None
-
     def definitions(self) -> list[HookDefinition]:
         ordered = sorted(self._hooks.values(), key=lambda c: (c.definition.event, c.sort_key))
         return [c.definition for c in ordered]

@@ -119,9 +119,6 @@ class Keyring:
         except InvalidTag:
             raise SecretError("sealed value does not decrypt (wrong key or tampered)") from None
 
-    def key_id_of(self, blob: bytes) -> str:
-        return blob[4 : 4 + blob[3]].decode(errors="replace")
-
     def seal_text(self, plaintext: str, aad: str) -> str:
         """Seal to a printable string (for JSON columns and config objects)."""
         return TEXT_PREFIX + base64.b64encode(self.seal(plaintext.encode(), aad.encode())).decode()
