@@ -6,15 +6,14 @@ prints the new key alone on its last line (scripts take ``tail -n 1``); only its
 
 from __future__ import annotations
 
-import asyncio
 import json
 from datetime import UTC, datetime
 from typing import Any
 
 import click
 
-from hookgate.cli.store_options import store_options
-from hookgate.store import ApiKey, Caller, StoreError, open_store
+from hookgate.cli.store_options import run_with_store, store_options
+from hookgate.store import ApiKey, Caller, Store
 
 __all__ = ["register"]
 
@@ -29,17 +28,15 @@ def _when(ts: float | None) -> str:
     return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%d %H:%M:%SZ")
 
 
-async def _with_store(data_dir: str | None, database_url: str | None, action: Any) -> Any:
-    try:
-        store = await open_store(data_dir=data_dir, database_url=database_url)
-    except StoreError as exc:
-        raise click.ClickException(str(exc)) from None
-    try:
+def _with_store(data_dir: str | None, database_url: str | None, action: Any) -> Any:
+    """Run ``action`` on the store ``hookgate serve`` would use with the same options, and
+    say which one it is: a key made in another store would not work on the gateway."""
+
+    async def announced(store: Store) -> Any:
+        click.echo(f"using {store!r}", err=True)
         return await action(store)
-    except StoreError as exc:
-        raise click.ClickException(str(exc)) from None
-    finally:
-        await store.close()
+
+    return run_with_store(data_dir, database_url, announced)
 
 
 @click.group()
@@ -79,7 +76,7 @@ def create(
         )
         return result
 
-    key, token = asyncio.run(_with_store(data_dir, database_url, action))
+    key, token = _with_store(data_dir, database_url, action)
     scope = ", master scope" if key.master else ""
     click.echo(f"created key {key.id} ({key.role}, tenant {key.tenant_id}{scope})", err=True)
     click.echo("the key is shown once; store it now:", err=True)
@@ -96,7 +93,7 @@ def list_keys(as_json: bool, data_dir: str | None, database_url: str | None) -> 
         found: list[ApiKey] = await store.list_api_keys(Caller.master_scope())
         return found
 
-    found = asyncio.run(_with_store(data_dir, database_url, action))
+    found = _with_store(data_dir, database_url, action)
     if as_json:
         for key in found:
             click.echo(json.dumps(key.to_dict()))
@@ -122,5 +119,5 @@ def revoke(key_id: str, data_dir: str | None, database_url: str | None) -> None:
         key: ApiKey = await store.revoke_api_key(Caller.master_scope(), key_id)
         return key
 
-    key = asyncio.run(_with_store(data_dir, database_url, action))
+    key = _with_store(data_dir, database_url, action)
     click.echo(f"revoked key {key.id} ({key.role}, tenant {key.tenant_id})")
