@@ -59,6 +59,10 @@ def test_first_start_prints_key_once(tmp_path: Path) -> None:
     finally:
         served.stop()
         assert served.stopped_gracefully()
+    # The start line counts every loaded hook (the builtins are stored but disabled).
+    started = [json.loads(line) for line in served.log().splitlines()
+               if '"hookgate.gateway.started"' in line]
+    assert started and started[0]["hooks"] >= 2 and started[0]["enabled"] == 0
     again = GatewayProcess(served.data_dir).start()
     try:
         assert again.master_key is None

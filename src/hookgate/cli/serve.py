@@ -80,7 +80,23 @@ def _bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-@click.command()
+ENVIRONMENT_HELP = """\b
+Environment settings:
+  HOOKGATE_HOST, HOOKGATE_PORT, HOOKGATE_DATA_DIR, HOOKGATE_DATABASE_URL,
+  HOOKGATE_EDITION, HOOKGATE_AUDIT_MODE, HOOKGATE_TRACE_EXPORTER,
+  HOOKGATE_REDIS_URL         the options of the same name
+  HOOKGATE_SSRF_ALLOWLIST    comma-separated CIDRs and host names that http and
+                             prompt hooks may reach although private (default: none)
+  HOOKGATE_SECRET_KEY        base64 key that seals secret headers and error details
+  HOOKGATE_SECRET_KEY_FILE   a file holding that key (default with SQLite:
+                             secret.key in the data directory, made on first start)
+  HOOKGATE_RETENTION_DAYS    days of execution history to keep (default 30; 0 keeps all)
+  HOOKGATE_LLM_PROVIDER, HOOKGATE_LLM_MODEL, HOOKGATE_LLM_BASE_URL,
+  HOOKGATE_LLM_API_KEY_ENV   defaults for prompt and agent hooks' model provider
+See docs/gateway.md for every setting."""
+
+
+@click.command(epilog=ENVIRONMENT_HELP)
 @click.option("--host", envvar="HOOKGATE_HOST", default="127.0.0.1", show_default=True,
               help="Address to listen on (keep 127.0.0.1 unless a proxy terminates TLS).")
 @click.option("--port", envvar="HOOKGATE_PORT", type=int, default=DEFAULT_PORT,
@@ -100,7 +116,9 @@ def _bind(host: str, port: int) -> socket.socket:
 @click.option("--trace-exporter", envvar="HOOKGATE_TRACE_EXPORTER", default="none",
               show_default=True, help="Spans: none, otlp, console or jsonl:PATH (needs [otel]).")
 @click.option("--log-format", type=click.Choice(["text", "json"]), default="text",
-              show_default=True, help="json: one object per line with the seed's keys.")
+              show_default=True,
+              help="json: one object per line: key (such as security.hook.circuit_breaker), "
+              "level and the event's fields.")
 @click.option("--redis-url", envvar="HOOKGATE_REDIS_URL", default=None,
               help="redis://host:port/db: share prompt hooks' decision cache and per-turn "
               "counters between replicas (needs hookgate[redis]).")

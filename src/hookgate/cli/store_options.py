@@ -27,15 +27,17 @@ def store_options(fn: F) -> F:
     fn = click.option(
         "--database-url",
         envvar=DATABASE_URL_ENV,
+        show_envvar=True,
         default=None,
-        help=f"PostgreSQL URL (postgresql://…); env {DATABASE_URL_ENV}.",
+        help="PostgreSQL URL (postgresql://…) instead of SQLite.",
     )(fn)
     fn = click.option(
         "--data-dir",
         envvar=DATA_DIR_ENV,
+        show_envvar=True,
         type=click.Path(file_okay=False),
         default=None,
-        help=f"SQLite data directory (default: the per-user data directory); env {DATA_DIR_ENV}.",
+        help="SQLite data directory (default: the per-user data directory).",
     )(fn)
     return fn
 

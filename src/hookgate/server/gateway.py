@@ -28,7 +28,7 @@ from hookgate.server.errors import ApiError
 from hookgate.server.metrics import GatewayMetrics
 from hookgate.server.tracing import HookTracer
 from hookgate.settings import Settings
-from hookgate.store import ExecutionRow, Store
+from hookgate.store import Caller, ExecutionRow, Store
 from hookgate.store.audit_writer import AuditWriter, open_error_detail
 from hookgate.store.breakers import BreakerRecorder
 from hookgate.store.budget import SqlBudgetStore
@@ -133,11 +133,15 @@ class Gateway:
                 updated=list(seeded.updated),
             )
         await self.source.start()
+        # Count every stored hook, not only the served (enabled) ones: a fresh gateway has
+        # disabled builtins, and "hooks=0" would read as "nothing was loaded".
+        stored = await self.store.list_hooks(Caller.system())
         log_event(
             "hookgate.gateway.started",
             level=logging.INFO,
             edition=self.edition,
-            hooks=len(self.source.snapshot()),
+            hooks=len(stored),
+            enabled=len(self.source.snapshot()),
             backend=getattr(self.store, "backend", "?"),
         )
 
