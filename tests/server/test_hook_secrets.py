@@ -31,16 +31,46 @@ def test_secret_values_are_sealed_and_plain_ones_left(keyring: Keyring) -> None:
 
 def test_null_keeps_the_stored_value(keyring: Keyring) -> None:
     stored = prepare_secret_headers(
-        {"url": "https://a.example", "headers": {"Authorization": "Bearer old"}}, "h", keyring
+        {"url": "https://a.example/v1", "headers": {"Authorization": "Bearer old"}}, "h", keyring
     )
     edited = prepare_secret_headers(
-        {"url": "https://b.example", "headers": {"authorization": None}}, "h", keyring, stored
+        {"url": "https://A.example:443/v2", "headers": {"authorization": None}}, "h", keyring,
+        stored,
     )
     assert edited["headers"]["authorization"] == stored["headers"]["Authorization"]
     assert open_headers(edited, "h", keyring)["authorization"] == "Bearer old"
     fresh = {"url": "https://b.example", "headers": {"Authorization": "Bearer new"}}
     replaced = prepare_secret_headers(fresh, "h", keyring, stored)
     assert open_headers(replaced, "h", keyring)["Authorization"] == "Bearer new"
+
+
+def test_a_partial_config_keeps_the_sealed_headers(keyring: Keyring) -> None:
+    stored = prepare_secret_headers(
+        {"url": "https://a.example/v1", "headers": {"X-Key": "k", "X-Trace": "on"},
+         "secret_headers": ["X-Key"]}, "h", keyring,
+    )
+    edited = prepare_secret_headers({"url": "https://a.example/v2"}, "h", keyring, stored)
+    assert edited["headers"] == stored["headers"]
+    assert edited["secret_headers"] == ["X-Key"]
+    assert open_headers(edited, "h", keyring)["X-Key"] == "k"
+
+
+@pytest.mark.parametrize("headers", [None, {"Authorization": None}])
+def test_a_new_host_does_not_take_the_stored_secrets(
+    keyring: Keyring, headers: dict[str, None] | None
+) -> None:
+    stored = prepare_secret_headers(
+        {"url": "https://a.example/hook", "headers": {"Authorization": "Bearer old"}}, "h",
+        keyring,
+    )
+    config: dict[str, object] = {"url": "https://attacker.example/hook"}
+    if headers is not None:
+        config["headers"] = headers
+    with pytest.raises(ApiError) as caught:
+        prepare_secret_headers(config, "h", keyring, stored)
+    message = caught.value.message
+    assert "https://attacker.example:443" in message and "give them again" in message
+    assert "Authorization" in message and "old" not in message
 
 
 def test_null_without_a_stored_value_names_the_header(keyring: Keyring) -> None:

@@ -1,27 +1,35 @@
-"""Secret header values on the way into the store: sealed on every write, kept when omitted.
+"""Sealed values on the way into the store: sealed on every write, kept when omitted, and
+never carried to a new destination.
 
-Reads already hide sealed values (``methods.hook_view`` shows them as ``null``), so a client
-that edits a hook sends ``null`` for a secret header it did not change. Here that ``null``
-becomes the stored ciphertext again, and every plain secret value (``Authorization``,
-``Proxy-Authorization`` and the headers listed in ``secret_headers``) is sealed with the
-gateway's keyring, bound to the hook id, before the definition is validated and stored.
+Reads hide sealed values (``methods.hook_view`` shows them as ``null``), so a client that
+edits a hook sends ``null`` for a secret header it did not change, or leaves ``headers`` out
+of a partial ``config`` update. Here either becomes the stored ciphertext again, and every
+plain secret value (``Authorization``, ``Proxy-Authorization`` and the headers listed in
+``secret_headers``) is sealed with the gateway's keyring, bound to the hook id, before the
+definition is validated and stored.
+
+A stored secret belongs to the destination it was given for. An update that moves the hook
+to another host (an http hook's ``url``) does not take the stored secrets along: they must
+be given again, and the update is refused with a message saying so.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import urlsplit
 
 from hookgate.header_secrets import seal_headers, secret_header_names
 from hookgate.secrets import Keyring, is_sealed_text
 from hookgate.server.errors import ApiError
 
-__all__ = ["prepare_secret_headers"]
+__all__ = ["destination", "prepare_secret_headers"]
 
 NO_KEY_MESSAGE = (
     "secret header values need an encryption key: start the gateway with "
     "HOOKGATE_SECRET_KEY or HOOKGATE_SECRET_KEY_FILE (or a --data-dir, which keeps a key file)"
 )
+_DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
 def _problem(field: str, message: str) -> ApiError:
@@ -32,34 +40,68 @@ def _problem(field: str, message: str) -> ApiError:
     )
 
 
+def destination(config: Mapping[str, Any]) -> str | None:
+    """Where a config's secrets are sent: ``scheme://host:port`` of its ``url`` (http
+    hooks); ``None`` when it names no URL."""
+    url = config.get("url")
+    if not isinstance(url, str):
+        return None
+    try:
+        parts = urlsplit(url.strip())
+        port = parts.port
+    except ValueError:
+        return url.strip().lower()
+    scheme = parts.scheme.lower()
+    host = (parts.hostname or "").lower()
+    return f"{scheme}://{host}:{port or _DEFAULT_PORTS.get(scheme, 0)}"
+
+
+def _sealed_headers(stored: Mapping[str, Any] | None) -> dict[str, str]:
+    headers = stored.get("headers") if stored else None
+    if not isinstance(headers, Mapping):
+        return {}
+    return {str(k): v for k, v in headers.items() if is_sealed_text(v)}
+
+
 def prepare_secret_headers(
     config: Any,
     hook_id: str,
     keyring: Keyring | None,
     stored: Mapping[str, Any] | None = None,
 ) -> Any:
-    """``config`` with ``null`` secret headers restored from ``stored`` and secrets sealed.
+    """``config`` with stored secrets restored where kept, and new secrets sealed.
 
-    Anything that is not a config with a headers object is returned unchanged, for the
-    definition's validation to report.
+    ``stored`` is the hook's current config on an update. A config without ``headers`` keeps
+    the stored headers; a ``null`` secret header keeps its stored value; either is refused
+    when the update changes the destination host. Anything that is not a config mapping is
+    returned unchanged, for the definition's validation to report.
     """
-    if not isinstance(config, Mapping) or not isinstance(config.get("headers"), Mapping):
+    if not isinstance(config, Mapping):
+        return config
+    sealed_before = _sealed_headers(stored)
+    moved = bool(sealed_before) and destination(config) != destination(stored or {})
+    if stored is not None and "headers" not in config and isinstance(stored.get("headers"), Mapping):
+        if moved:
+            raise _moved_problem(stored, config, sorted(sealed_before))
+        # A partial config update: the headers (and which of them are secret) stay.
+        config = {**config, "headers": dict(stored["headers"])}
+        if "secret_headers" in stored and "secret_headers" not in config:
+            config["secret_headers"] = stored["secret_headers"]
+    if not isinstance(config.get("headers"), Mapping):
         return config
     secret = secret_header_names(config)
-    stored_headers = stored.get("headers") if stored else None
-    previous = (
-        {str(k).lower(): v for k, v in stored_headers.items()}
-        if isinstance(stored_headers, Mapping)
-        else {}
-    )
+    previous = {name.lower(): value for name, value in sealed_before.items()}
     headers: dict[str, Any] = {}
+    kept: list[str] = []
     for name, value in config["headers"].items():
         if value is None and str(name).lower() in secret:
-            kept = previous.get(str(name).lower())
-            if not isinstance(kept, str):
+            value = previous.get(str(name).lower())
+            if not isinstance(value, str):
                 raise _problem(f"config.headers.{name}", "no stored value to keep; give the value")
-            value = kept
+            kept.append(str(name))
         headers[name] = value
+    if kept and moved:
+        raise _moved_problem(stored or {}, config, kept)
     prepared = {**config, "headers": headers}
     unsealed = [
         name
@@ -71,3 +113,15 @@ def prepare_secret_headers(
     if keyring is None:
         raise _problem("config.headers", NO_KEY_MESSAGE)
     return seal_headers(prepared, hook_id, keyring)
+
+
+def _moved_problem(
+    stored: Mapping[str, Any], config: Mapping[str, Any], names: list[str]
+) -> ApiError:
+    before, after = destination(stored), destination(config)
+    listed = ", ".join(names)
+    return _problem(
+        "config.headers",
+        f"the hook's destination changes from {before} to {after}; its stored secret "
+        f"header value(s) ({listed}) are not sent to a new host: give them again",
+    )
