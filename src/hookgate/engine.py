@@ -33,11 +33,15 @@ from hookgate.outcome import (
     ROW_MATCHED,
     Outcome,
 )
+from hookgate.payload_limits import payload_problem
 from hookgate.registry import CompiledHook, HookRegistry, HookSource, compile_hook
 from hookgate.safeguards import BreakerBoard
 from hookgate.settings import Settings
 
-__all__ = ["Engine", "EngineStats", "drive_async", "drive_sync"]
+__all__ = ["INPUT_GUARD_ID", "Engine", "EngineStats", "drive_async", "drive_sync"]
+
+#: The hook id audit rows carry when the engine refused an event's input before any hook ran.
+INPUT_GUARD_ID = "hookgate:input-limits"
 
 F = TypeVar("F", bound=Callable[..., Any])
 T = TypeVar("T")
@@ -380,6 +384,9 @@ class Engine:
             if depth is None or (type(depth) is int and depth <= self.settings.max_depth):
                 return Outcome()
         data = self._prepare(data)
+        problem = payload_problem(data)
+        if problem is not None:
+            return self.refuse_input(spec.name, data, problem)
         hooks = self.source.resolve(spec.name, data.get("tenant_id"), data.get("agent_id"))
         if not spec.blocking and not wait:
             self._submit(spec, data, hooks)
@@ -410,6 +417,9 @@ class Engine:
             if depth is None or (type(depth) is int and depth <= self.settings.max_depth):
                 return Outcome()
         data = self._prepare(data)
+        problem = payload_problem(data)
+        if problem is not None:
+            return self.refuse_input(spec.name, data, problem)
         hooks = self.source.resolve(spec.name, data.get("tenant_id"), data.get("agent_id"))
         if not spec.blocking and not wait:
             portal = self._loop_thread()
@@ -448,6 +458,36 @@ class Engine:
             ),
             self._clock,
         )
+
+    def refuse_input(self, event: str, data: Mapping[str, Any], problem: str) -> Outcome:
+        """An event whose input is over the payload limits: no hook runs, one audit row says
+        why, and a blocking event blocks (a non-blocking one is dropped)."""
+        spec = _SPECS.get(event) or get_event(event)
+
+        def text(name: str) -> str | None:
+            value = data.get(name)
+            return value[:256] if isinstance(value, str) and value else None
+
+        log_event("security.hook.invalid_input", hook_event=spec.name, error=problem)
+        record = ExecutionRecord(
+            hook_id=INPUT_GUARD_ID,
+            hook_version=0,
+            hook_name="input limits",
+            handler_type="engine",
+            event=spec.name,
+            event_id=text("event_id") or self.new_event_id(),
+            decision="block" if spec.blocking else "error",
+            duration_ms=0.0,
+            tenant_id=text("tenant_id"),
+            agent_id=text("agent_id"),
+            session_id=text("session_id"),
+            error=problem,
+            metadata={"invalid_input": True},
+        )
+        self._emit([record])
+        if not spec.blocking:
+            return Outcome()
+        return Outcome(decision="block", reason=f"invalid input: {problem}")
 
     # -- internals ------------------------------------------------------------------------
 
@@ -594,6 +634,9 @@ class Engine:
                     metadata=metadata,
                 )
             )
+        self._emit(records)
+
+    def _emit(self, records: list[ExecutionRecord]) -> None:
         self.stats.audit_records += len(records)
         if self.audit is not None:
             try:

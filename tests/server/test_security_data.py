@@ -3,23 +3,39 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
-from pathlib import Path
+from typing import Any
 
 import pytest
 from tests.server.conftest import ALLOW_TEST_HOOKS, Keys
 from tests.server.gateway_process import GatewayProcess
-from tests.server.wsutil import fails, ok, open_ws
+from tests.server.wsutil import fails, ok, open_ws, request, send_raw
 from tests.support.webhook_server import Reply, WebhookServer
 
 LOOPBACK = "127.0.0.0/8"
+SIGN_IN_S = 1.0
+
+
+def nested(levels: int) -> str:
+    """JSON text of objects nested ``levels`` deep (Python's json module cannot write it)."""
+    return '{"a":' * (levels - 1) + "{}" + "}" * (levels - 1)
+
+
+def dispatch_text(tool_input: str, session: str) -> str:
+    return (
+        '{"event": "pre_tool_use", "input": {"tool_name": "deep", "session_id": "'
+        + session + '", "tool_input": ' + tool_input + "}}"
+    )
 
 
 @pytest.fixture(scope="module")
 def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess]:
     data_dir = tmp_path_factory.mktemp("gw-sec") / "data"
     served = GatewayProcess(
-        data_dir, args=ALLOW_TEST_HOOKS, env={"HOOKGATE_SSRF_ALLOWLIST": LOOPBACK}
+        data_dir,
+        args=(*ALLOW_TEST_HOOKS, "--connect-timeout", str(SIGN_IN_S)),
+        env={"HOOKGATE_SSRF_ALLOWLIST": LOOPBACK},
     ).start()
     try:
         yield served
@@ -37,6 +53,20 @@ def keys(gateway: GatewayProcess) -> Keys:
         a_admin=gateway.create_key("tenant-a", "admin"),
         b_admin=gateway.create_key("tenant-b", "admin"),
     )
+
+
+def history(gateway: GatewayProcess, key: str, session: str, count: int) -> list[dict[str, Any]]:
+    """The session's execution rows, once ``count`` of them are committed (async audit)."""
+    deadline = time.monotonic() + 10
+    with open_ws(gateway.ws_url, key) as ws:
+        while True:
+            rows: list[dict[str, Any]] = ok(ws, "hooks.history", {"sessionId": session})[
+                "executions"
+            ]
+            if len(rows) >= count or time.monotonic() > deadline:
+                assert len(rows) == count, rows
+                return rows
+            time.sleep(0.05)
 
 
 class TestSecretHeadersFollowTheirHost:
@@ -81,3 +111,66 @@ class TestSecretHeadersFollowTheirHost:
             ok(ws, "hooks.delete", {"hookId": hook_id})
 
 
+
+
+class TestInputLimits:
+    def test_input_nested_a_thousand_deep_is_invalid_and_audited(
+        self, gateway: GatewayProcess, keys: Keys
+    ) -> None:
+        with open_ws(gateway.ws_url, keys.a_admin) as ws:
+            hook_id = ok(ws, "hooks.create", {
+                "event": "pre_tool_use", "handler_type": "callable", "scope": "tenant",
+                "name": "deep guard", "matcher": "^deep$", "if_expr": "tool_name == 'deep'",
+                "config": {"callable": "tests.server.hookfns:allow"},
+            })["hookId"]
+            session = f"deep-{time.monotonic_ns()}"
+            frame = '{"type": "req", "id": "deep-1", "method": "hooks.dispatch", "params": '
+            answer = send_raw(ws, frame + dispatch_text(nested(1000), session) + "}")
+            assert answer["ok"] is False and answer["error"]["code"] == "INVALID_INPUT", answer
+            assert "nested deeper than 255 levels" in answer["error"]["message"]
+            # Over REST as well, with the same code.
+            reply = gateway.rest("POST", "/api/v1/dispatch", keys.a_operator,
+                                 content=dispatch_text(nested(1000), session),
+                                 headers={**gateway.headers(keys.a_operator),
+                                          "Content-Type": "application/json"})
+            assert reply.status_code == 400 and reply.json()["error"]["code"] == "INVALID_INPUT"
+            ok(ws, "hooks.delete", {"hookId": hook_id})
+        rows = history(gateway, keys.a_viewer, session, count=2)
+        assert {row["decision"] for row in rows} == {"block"}
+        assert all("nested deeper" in row["error"] for row in rows)
+        assert all(row["tenant_id"] == "tenant-a" for row in rows)
+
+
+class TestSignInDeadline:
+    def test_an_unauthenticated_socket_is_closed_whatever_it_sends(
+        self, gateway: GatewayProcess
+    ) -> None:
+        started = time.monotonic()
+        with open_ws(gateway.ws_url, None) as ws:
+            closed = False
+            # Keep sending frames (each answered with an error) until the gateway hangs up.
+            while time.monotonic() - started < SIGN_IN_S * 10:
+                try:
+                    answer = request(ws, "hooks.list", {})
+                except Exception:  # the close arrives as the next read
+                    closed = True
+                    break
+                assert answer["ok"] is False
+            assert closed
+            assert ws.close_code == 4401
+        assert time.monotonic() - started < SIGN_IN_S * 5
+
+
+class TestCommandAnswers:
+    def test_a_truncated_json_answer_blocks(self, gateway: GatewayProcess, keys: Keys) -> None:
+        with open_ws(gateway.ws_url, keys.master) as ws:
+            hook_id = ok(ws, "hooks.create", {
+                "event": "pre_tool_use", "handler_type": "command", "scope": "tenant",
+                "name": "truncated", "matcher": "^cut$",
+                "config": {"command": "printf '{\"decision\": \"allow\", \"reason\": \"ok'"},
+            })["hookId"]
+            outcome = ok(ws, "hooks.dispatch", {"event": "pre_tool_use",
+                                                "input": {"tool_name": "cut"}})
+            ok(ws, "hooks.delete", {"hookId": hook_id})
+        assert outcome["decision"] == "block", outcome
+        assert "not valid JSON" in outcome["trace"][0]["error"]

@@ -119,6 +119,9 @@ See docs/gateway.md for every setting."""
               show_default=True,
               help="json: one object per line: key (such as security.hook.circuit_breaker), "
               "level and the event's fields.")
+@click.option("--connect-timeout", "connect_timeout_s", type=click.FloatRange(min=0.1),
+              default=10.0, show_default=True,
+              help="Seconds a WebSocket has, from opening, to sign in with a connect frame.")
 @click.option("--redis-url", envvar="HOOKGATE_REDIS_URL", default=None,
               help="redis://host:port/db: share prompt hooks' decision cache and per-turn "
               "counters between replicas (needs hookgate[redis]).")
@@ -133,6 +136,7 @@ def serve(
     audit_mode: str,
     trace_exporter: str,
     log_format: str,
+    connect_timeout_s: float,
     redis_url: str | None,
 ) -> None:
     """Run the hookgate gateway."""
@@ -163,6 +167,7 @@ def serve(
         max_frame_bytes=max_frame_bytes,
         callable_modules=callable_modules,
         audit_mode=audit_mode,
+        connect_timeout_s=connect_timeout_s,
         redis_url=redis_url,
     )
     if redis_url:

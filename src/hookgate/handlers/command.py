@@ -159,11 +159,11 @@ def parse_goclaw_answer(
 def json_object(stdout: str, details: dict[str, Any]) -> dict[str, Any] | None:
     """The JSON object stdout holds, ``None`` for plain text (or JSON that is not an object).
 
-    Text that looks like an object (``{`` … ``}``) but does not parse is a malformed answer:
-    a broken ``{"decision": "block"`` must not read as plain text and allow.
+    Text that starts like an object (``{``) but does not parse is a malformed answer: a
+    broken or truncated ``{"decision": "block"`` must not read as plain text and allow.
     """
     text = stdout.strip()
-    if not (text.startswith("{") and text.endswith("}")):
+    if not text.startswith("{"):
         return None
     try:
         document = json.loads(text)
@@ -171,7 +171,7 @@ def json_object(stdout: str, details: dict[str, Any]) -> dict[str, Any] | None:
         raise MalformedAnswer(
             f"stdout is not valid JSON: {exc.msg} at position {exc.pos}"
         ) from None
-    if not isinstance(document, dict):  # pragma: no cover - "{…}" always decodes to a dict
+    if not isinstance(document, dict):  # pragma: no cover - "{…" always decodes to a dict
         return None
     return document
 

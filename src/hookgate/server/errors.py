@@ -4,6 +4,8 @@ Codes (HTTP status for the REST mirror in brackets):
 
 * ``INVALID_FRAME`` [400]: a WebSocket frame that is not a JSON request frame.
 * ``INVALID_REQUEST`` [400]: bad params, a hook definition that fails validation.
+* ``INVALID_INPUT`` [400]: an event's input is over the payload limits (nesting depth,
+  size); dispatch writes an audit row for it.
 * ``METHOD_NOT_FOUND`` [404]: no such method.
 * ``NOT_FOUND`` [404]: no such hook (or one the caller may not see: the two look the same).
 * ``UNAUTHORIZED`` [401 without a valid key, 403 with one]: GoClaw's code for both a missing
@@ -24,6 +26,7 @@ __all__ = ["HTTP_STATUS", "ApiError"]
 HTTP_STATUS: Final[dict[str, int]] = {
     "INVALID_FRAME": 400,
     "INVALID_REQUEST": 400,
+    "INVALID_INPUT": 400,
     "METHOD_NOT_FOUND": 404,
     "NOT_FOUND": 404,
     "UNAUTHORIZED": 403,

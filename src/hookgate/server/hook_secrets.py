@@ -80,12 +80,13 @@ def prepare_secret_headers(
         return config
     sealed_before = _sealed_headers(stored)
     moved = bool(sealed_before) and destination(config) != destination(stored or {})
-    if stored is not None and "headers" not in config and isinstance(stored.get("headers"), Mapping):
+    stored_headers = stored.get("headers") if stored is not None else None
+    if isinstance(stored_headers, Mapping) and "headers" not in config:
         if moved:
-            raise _moved_problem(stored, config, sorted(sealed_before))
+            raise _moved_problem(stored or {}, config, sorted(sealed_before))
         # A partial config update: the headers (and which of them are secret) stay.
-        config = {**config, "headers": dict(stored["headers"])}
-        if "secret_headers" in stored and "secret_headers" not in config:
+        config = {**config, "headers": dict(stored_headers)}
+        if stored and "secret_headers" in stored and "secret_headers" not in config:
             config["secret_headers"] = stored["secret_headers"]
     if not isinstance(config.get("headers"), Mapping):
         return config

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ValidationError
 
 from hookgate.definition import DefinitionError, HookDefinition, validate_definition
 from hookgate.events import CATALOGUE, UnknownEventError, get_event, normalize_payload
+from hookgate.payload_limits import payload_problem
 from hookgate.secrets import is_sealed_text
 from hookgate.server import schemas
 from hookgate.server.auth import Principal, require_role
@@ -342,6 +343,9 @@ async def hooks_test(gateway: Gateway, who: Principal, p: schemas.TestParams) ->
     if definition.handler_type in _HOST_CODE:
         require_role(who, "admin", f"testing a {definition.handler_type} hook")
     sample = normalize_payload(p.sample_event)
+    problem = payload_problem(sample)
+    if problem is not None:
+        raise ApiError("INVALID_INPUT", f"sampleEvent: {problem}")
     if not who.master or "tenant_id" not in sample:
         sample["tenant_id"] = who.tenant_id
     outcome = await gateway.engine.test(definition, sample)
@@ -418,6 +422,13 @@ async def hooks_dispatch(
         data["trace_id"] = parent[1]
     if not data.get("event_id"):
         data["event_id"] = gateway.new_event_id()
+    problem = payload_problem(data)
+    if problem is not None:
+        # Refused before any hook runs, and still audited: a probe leaves a trace.
+        gateway.engine.refuse_input(spec.name, data, problem)
+        await gateway.audit.wait_durable()
+        gateway.metrics.observe_dispatch(spec.name, "block", time.perf_counter() - started)
+        raise ApiError("INVALID_INPUT", f"input: {problem}")
     tracer = gateway.tracer
     if parent is not None and tracer is not None:
         tracer.expect(str(data["event_id"]), parent[0])

@@ -74,12 +74,14 @@ class _Connection:
 
     async def run(self) -> None:
         limit = self.gateway.options.max_frame_bytes
-        timeout = self.gateway.options.connect_timeout_s
+        # One deadline for signing in, from the moment the socket opened: frames sent
+        # meanwhile do not extend it.
+        auth_deadline = asyncio.get_running_loop().time() + self.gateway.options.connect_timeout_s
         try:
             while True:
                 if self.principal is None:
                     try:
-                        async with asyncio.timeout(timeout):
+                        async with asyncio.timeout_at(auth_deadline):
                             message = await self.ws.receive()
                     except TimeoutError:
                         await self.close(CLOSE_UNAUTHORIZED, "no connect frame in time")
