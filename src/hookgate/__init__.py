@@ -10,13 +10,24 @@ def no_rm(event):
 outcome = await engine.fire("pre_tool_use", tool_name="exec", tool_input={"cmd": "ls"})
 """
 
-from hookgate.audit import AuditSink, ExecutionRecord, MemoryAudit
-from hookgate.definition import DefinitionError, HookDefinition, Problem, validate_definition
-from hookgate.engine import Engine
-from hookgate.events import CATALOGUE, EventSpec, UnknownEventError, get_event
-from hookgate.hook_event import HookEvent
-from hookgate.outcome import HookError, HookResult, MalformedAnswer, Outcome, TraceEntry
-from hookgate.settings import Settings
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any, Final
+
+if TYPE_CHECKING:
+    from hookgate.audit import AuditSink, ExecutionRecord, MemoryAudit
+    from hookgate.definition import (
+        DefinitionError,
+        HookDefinition,
+        Problem,
+        validate_definition,
+    )
+    from hookgate.engine import Engine
+    from hookgate.events import CATALOGUE, EventSpec, UnknownEventError, get_event
+    from hookgate.hook_event import HookEvent
+    from hookgate.outcome import HookError, HookResult, MalformedAnswer, Outcome, TraceEntry
+    from hookgate.settings import Settings
 
 __all__ = [
     "CATALOGUE",
@@ -40,3 +51,40 @@ __all__ = [
     "validate_definition",
 ]
 __version__ = "0.1.0"
+
+# The public names are imported on first use: ``import hookgate.<anything>`` (the CLI, the
+# Claude Code bridge that starts once per hook event) must not pay for the whole engine.
+_HOMES: Final[dict[str, str]] = {
+    "AuditSink": "hookgate.audit",
+    "ExecutionRecord": "hookgate.audit",
+    "MemoryAudit": "hookgate.audit",
+    "DefinitionError": "hookgate.definition",
+    "HookDefinition": "hookgate.definition",
+    "Problem": "hookgate.definition",
+    "validate_definition": "hookgate.definition",
+    "Engine": "hookgate.engine",
+    "CATALOGUE": "hookgate.events",
+    "EventSpec": "hookgate.events",
+    "UnknownEventError": "hookgate.events",
+    "get_event": "hookgate.events",
+    "HookEvent": "hookgate.hook_event",
+    "HookError": "hookgate.outcome",
+    "HookResult": "hookgate.outcome",
+    "MalformedAnswer": "hookgate.outcome",
+    "Outcome": "hookgate.outcome",
+    "TraceEntry": "hookgate.outcome",
+    "Settings": "hookgate.settings",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'hookgate' has no attribute {name!r}")
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_HOMES])

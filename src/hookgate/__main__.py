@@ -1,3 +1,3 @@
-from hookgate.cli import main
+from hookgate.launcher import main
 
 main()

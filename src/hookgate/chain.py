@@ -340,6 +340,10 @@ def run_chain(
                 outcome.reason = result.reason
                 return outcome
             row[ROW_DECISION] = "allow"
+            if result.decision == "allow":
+                # Said so, rather than only rewrote or added context: bridges that can grant
+                # a permission (Claude Code) grant it only then.
+                _details(row)["explicit_allow"] = True
             break  # a blocking batch stops after an answer
         if not blocking:
             continue

@@ -85,9 +85,34 @@ async def test_pre_tool_use_rewrite_and_context() -> None:
         result = await answer(engine, cc("PreToolUse", tool_name="Bash",
                                          tool_input={"command": "ls"}))
     specific = result.stdout["hookSpecificOutput"]  # type: ignore[index]
-    assert specific["permissionDecision"] == "allow"
+    # A rewrite is not a permission grant: Claude Code's own permission checks still run.
+    assert "permissionDecision" not in specific
     assert specific["updatedInput"] == {"command": "ls -la"}
     assert specific["additionalContext"] == "listed"
+
+
+async def test_rewrite_is_allowed_only_when_a_hook_said_allow() -> None:
+    async with Engine() as engine:
+        engine.hook("pre_tool_use", name="redact", priority=10)(
+            lambda e: {"updated_input": {"command": "echo [redacted]"}})
+        engine.hook("pre_tool_use", name="policy", matcher="^Bash$")(
+            lambda e: {"decision": "allow", "reason": "Bash is fine here"})
+        bash = await answer(engine, cc("PreToolUse", tool_name="Bash",
+                                       tool_input={"command": "echo secret"}))
+        write = await answer(engine, cc("PreToolUse", tool_name="Write",
+                                        tool_input={"command": "echo secret"}))
+    assert bash.stdout == {"hookSpecificOutput": {
+        "hookEventName": "PreToolUse", "updatedInput": {"command": "echo [redacted]"},
+        "permissionDecision": "allow", "permissionDecisionReason": "allowed by hookgate"}}
+    assert write.stdout == {"hookSpecificOutput": {
+        "hookEventName": "PreToolUse", "updatedInput": {"command": "echo [redacted]"}}}
+
+
+async def test_a_rewrite_grants_no_permission_request() -> None:
+    async with Engine() as engine:
+        engine.hook("approve_tool")(lambda e: {"additional_context": "seen"})
+        result = await answer(engine, cc("PermissionRequest", tool_name="Write", tool_input={}))
+    assert result.stdout is None
 
 
 async def test_pre_tool_use_synthetic_result_denies_with_the_result() -> None:
@@ -302,8 +327,9 @@ def test_invalid_hooks_file_blocks_tool_calls_but_not_stop(tmp_path: Path) -> No
     assert stop.returncode == 1
 
 
-def test_garbage_stdin_is_reported() -> None:
+def test_garbage_stdin_fails_closed() -> None:
+    # Which event it was cannot be told, so hookgate stops whatever it was.
     result = subprocess.run([HOOKGATE, "claude-code"], input="not json", capture_output=True,
                             text=True, timeout=30, check=False)
-    assert result.returncode == 1
+    assert result.returncode == 2
     assert "not Claude Code hook JSON" in result.stderr

@@ -20,11 +20,13 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
+from hookgate.bridges.claude_code_main import FAIL_CLOSED_EVENTS
 from hookgate.events import EventSpec, UnknownEventError, get_event
 from hookgate.handlers.command import failure_message, json_object
 from hookgate.outcome import HookError, HookResult, MalformedAnswer, Outcome
@@ -71,8 +73,6 @@ CLAUDE_EVENTS: Final[Mapping[str, str]] = {
 }
 #: Claude Code events where plain stdout (exit 0) becomes context for the model.
 _TEXT_IS_CONTEXT: Final = frozenset({"UserPromptSubmit", "SessionStart"})
-#: Claude Code events where our own failure must stop the action (exit 2).
-_FAIL_CLOSED: Final = frozenset({"PreToolUse", "PermissionRequest", "UserPromptSubmit"})
 #: hookgate fields with another name in Claude Code's input, per event.
 _RENAMES: Final[Mapping[str, Mapping[str, str]]] = {
     "stop": {"last_message": "last_assistant_message"},
@@ -287,13 +287,16 @@ def claude_answer(event: str, outcome: Outcome) -> ClaudeAnswer:
             specific["permissionDecision"] = "deny"
             specific["permissionDecisionReason"] = _as_text(outcome.result)
         elif outcome.updated_input is not None:
-            specific["permissionDecision"] = "allow"
-            specific["permissionDecisionReason"] = "input rewritten by hookgate"
+            # A rewrite is not a permission grant: Claude Code applies updatedInput without a
+            # decision and still runs its own permission checks on the rewritten call.
             specific["updatedInput"] = outcome.updated_input
+            if _explicitly_allowed(outcome):
+                specific["permissionDecision"] = "allow"
+                specific["permissionDecisionReason"] = "allowed by hookgate"
     elif event == "PermissionRequest":
         if outcome.blocked:
             specific["decision"] = {"behavior": "deny", "message": outcome.reason or "denied"}
-        elif any(entry.decision == "allow" for entry in outcome.trace):
+        elif _explicitly_allowed(outcome):
             specific["decision"] = {"behavior": "allow"}
     elif event == "UserPromptSubmit":
         if outcome.blocked:
@@ -323,6 +326,14 @@ def claude_answer(event: str, outcome: Outcome) -> ClaudeAnswer:
     return ClaudeAnswer(exit_code=0, stdout=out or None, outcome=outcome)
 
 
+def _explicitly_allowed(outcome: Outcome) -> bool:
+    """A hook said ``allow`` (a rewrite or context alone grants nothing)."""
+    return any(
+        entry.decision == "allow" and entry.details.get("explicit_allow")
+        for entry in outcome.trace
+    )
+
+
 def _requested(outcome: Outcome) -> str | None:
     """``ask``/``defer`` that a Claude Code hook asked for, to hand back to Claude Code."""
     for entry in reversed(outcome.trace):
@@ -341,8 +352,9 @@ def _as_text(value: Any) -> str:
 
 
 def failure_answer(event: str | None, message: str) -> ClaudeAnswer:
-    """hookgate itself failed: stop the action where it can be stopped, else report it."""
-    code = 2 if event in _FAIL_CLOSED else 1
+    """hookgate itself failed: stop the action where it can be stopped (or when the event is
+    not known), else report it."""
+    code = 2 if event is None or event in FAIL_CLOSED_EVENTS else 1
     return ClaudeAnswer(exit_code=code, stderr=f"hookgate: {message}")
 
 
@@ -373,7 +385,8 @@ async def answer_claude_code(data: Mapping[str, Any], evaluate: Evaluate) -> Cla
     try:
         outcome = await evaluate(spec.name, payload)
     except Exception as exc:
-        return failure_answer(str(event), f"evaluating {event} failed: {exc}")
+        named = event if isinstance(event, str) else None
+        return failure_answer(named, f"evaluating {event} failed: {exc}")
     return claude_answer(str(event), outcome)
 
 
@@ -424,6 +437,14 @@ def default_config_path(
     return None
 
 
+def _importable_beside(path: Path) -> None:
+    """``callable: "mymodule:fn"`` in ``.claude/hookgate.yaml`` finds ``.claude/mymodule.py``:
+    the hooks file's folder is searched after the installed packages."""
+    folder = str(path.resolve().parent)
+    if folder not in sys.path:
+        sys.path.append(folder)
+
+
 async def run_bridge(
     stdin_text: str,
     config_path: str | None,
@@ -442,6 +463,7 @@ async def run_bridge(
     path = Path(config_path) if config_path else default_config_path(data, environ, home)
     if path is None:
         return ClaudeAnswer()  # no hooks file anywhere: nothing to enforce
+    _importable_beside(path)
     engine = Engine(settings=settings)
     try:
         try:

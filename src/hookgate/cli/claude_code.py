@@ -9,9 +9,7 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -20,9 +18,8 @@ import click
 import yaml
 
 from hookgate.bridges import claude_code_settings as cc_settings
-from hookgate.bridges.claude_code import CLAUDE_EVENTS, run_bridge, run_gateway_bridge
+from hookgate.bridges.claude_code import CLAUDE_EVENTS
 from hookgate.config import ConfigError, read_document
-from hookgate.settings import Settings
 
 
 def register(main: click.Group) -> None:
@@ -57,19 +54,15 @@ def claude_code(ctx: click.Context, config_path: str | None, gateway_url: str | 
     """Run as Claude Code's hook: Claude Code's JSON on stdin, its JSON answer on stdout."""
     if ctx.invoked_subcommand is not None:
         return
-    if gateway_url:
-        answer = asyncio.run(
-            run_gateway_bridge(sys.stdin.read(), gateway_url, os.environ.get("HOOKGATE_API_KEY"))
-        )
-    else:
-        answer = asyncio.run(
-            run_bridge(sys.stdin.read(), config_path, settings=Settings.from_env())
-        )
-    if answer.stdout is not None:
-        click.echo(answer.stdout_text())
-    if answer.stderr:
-        click.echo(answer.stderr, err=True)
-    raise SystemExit(answer.exit_code)
+    from hookgate.bridges.claude_code_main import BridgeArgs, fail, run
+
+    try:
+        raw = sys.stdin.buffer.read()
+    except Exception as exc:
+        raise SystemExit(fail(None, f"cannot read stdin: {exc}", sys.stderr)) from None
+    raise SystemExit(
+        run(BridgeArgs(config_path, gateway_url), raw, stdout=sys.stdout, stderr=sys.stderr)
+    )
 
 
 def _settings_path(settings: str | None, user: bool) -> Path:

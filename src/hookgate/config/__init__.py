@@ -11,8 +11,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from hookgate.config.formats import ConfigError, ConfigFormat, detect_format, register_format
 from hookgate.definition import HookDefinition
 
@@ -34,12 +32,16 @@ def read_document(path: str | Path) -> Any:
         text = file.read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError([f"{file}: cannot read: {exc.strerror or exc}"]) from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError([f"{file}: not UTF-8 text (byte {exc.start})"]) from None
     if file.suffix.lower() == ".json":
         try:
             return json.loads(text)
         except json.JSONDecodeError as exc:
             where = f"{file}:{exc.lineno}:{exc.colno}"
             raise ConfigError([f"{where}: invalid JSON: {exc.msg}"]) from None
+    import yaml  # here, not at the top: a JSON hooks file needs no YAML parser
+
     try:
         return yaml.safe_load(text)
     except yaml.YAMLError as exc:

@@ -74,6 +74,8 @@ def _load_plugins() -> None:
 
 
 def detect_format(document: Any) -> ConfigFormat:
+    if _plainly_native(document):
+        return NATIVE  # no other format claims it: skip importing them (CLI start-up time)
     _load_plugins()
     for fmt in (*_formats, NATIVE):
         if fmt.detect(document):
@@ -83,6 +85,21 @@ def detect_format(document: Any) -> ConfigFormat:
             "not a hooks file: expected {hooks: [ … hook definitions … ]}"
             " (or a PicoClaw config, a quality-gate file, or Claude Code settings)"
         ]
+    )
+
+
+def _plainly_native(document: Any) -> bool:
+    """A list of hookgate definitions (each with a ``handler_type``) and nothing else that
+    another format looks at. The other formats want ``hooks`` to be an object (PicoClaw,
+    Claude Code settings) or a list of gates without ``handler_type``, or a
+    ``quality_gates`` list; none of them can claim such a document."""
+    if not isinstance(document, Mapping):
+        return False
+    hooks = document.get("hooks")
+    return (
+        isinstance(hooks, list)
+        and all(isinstance(item, Mapping) and "handler_type" in item for item in hooks)
+        and not {"quality_gates", "other_config"} & set(document)
     )
 
 

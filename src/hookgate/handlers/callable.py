@@ -32,8 +32,8 @@ def resolve_callable(target: Any) -> HookFunction:
     module_name, _, attr_path = target.partition(":")
     try:
         obj: Any = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise ValueError(f"cannot import {module_name!r}: {exc}") from None
+    except Exception as exc:  # ImportError, or a SyntaxError or a crash inside the module
+        raise ValueError(f"cannot import {module_name!r}: {type(exc).__name__}: {exc}") from None
     for attr in attr_path.split("."):
         try:
             obj = getattr(obj, attr)
