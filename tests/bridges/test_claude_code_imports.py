@@ -20,7 +20,7 @@ EXPECTED_HOOKGATE = {
     "hookgate.handlers.command", "hookgate.handlers.callable", "hookgate.engine",
     "hookgate.audit", "hookgate.chain", "hookgate.definition", "hookgate.matching",
     "hookgate.hook_event", "hookgate.log", "hookgate.registry", "hookgate.safeguards",
-    "hookgate.config", "hookgate.config.formats",
+    "hookgate.config", "hookgate.config.formats", "hookgate.payload_limits",
 }
 #: Packages that would mean a heavy import crept in.
 FORBIDDEN = ("click", "aiohttp", "yarl", "multidict", "starlette", "uvicorn", "websockets",
