@@ -28,11 +28,14 @@ __all__ = [
     "dedup_key",
     "input_hash",
     "redact",
+    "scrub_metadata",
     "time_ordered_id",
     "truncate",
 ]
 
 ERROR_MAX_CHARS: Final = 256
+#: Longest text kept in a readable metadata value (a command's stderr excerpt and the like).
+METADATA_TEXT_CHARS: Final = 256
 
 _REDACTIONS: Final = (
     re.compile(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}"),  # e-mail addresses
@@ -47,6 +50,24 @@ def redact(text: str) -> str:
     for pattern in _REDACTIONS:
         text = pattern.sub("[REDACTED]", text)
     return text
+
+
+def _scrub_value(value: Any) -> Any:
+    if isinstance(value, str):
+        # Whole text first, then cut: a secret straddling the cut is still recognised.
+        return truncate(redact(value), METADATA_TEXT_CHARS)
+    if isinstance(value, Mapping):
+        return {key: _scrub_value(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_scrub_value(item) for item in value]
+    return value
+
+
+def scrub_metadata(metadata: Mapping[str, Any]) -> tuple[dict[str, Any], bool]:
+    """``metadata`` with every text redacted and cut to an excerpt, for readable columns;
+    and whether anything was hidden (the caller then seals the full text)."""
+    clean = {key: _scrub_value(value) for key, value in metadata.items()}
+    return clean, clean != metadata
 
 
 def truncate(text: str, limit: int = ERROR_MAX_CHARS) -> str:

@@ -199,7 +199,12 @@ class TestMetrics:
             ]
             ok(ws, "hooks.dispatch", {"event": "pre_tool_use", "input": {"tool_name": "m"}})
             ok(ws, "hooks.delete", {"hookId": hook_id})
-        text = httpx.get(gateway.url + "/metrics", headers=gateway.headers(keys.a_viewer)).text
+        # Metrics cover every tenant's hooks: a tenant key gets none of them.
+        for key in (keys.a_viewer, keys.a_admin):
+            refused = httpx.get(gateway.url + "/metrics", headers=gateway.headers(key))
+            assert refused.status_code == 403 and "master" in refused.text
+            assert "hook_id" not in refused.text
+        text = httpx.get(gateway.url + "/metrics", headers=gateway.headers(keys.master)).text
         assert (
             'hookgate_hook_executions_total{decision="block",event="pre_tool_use",'
             'handler_type="callable"}' in text

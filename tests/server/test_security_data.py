@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -174,3 +175,63 @@ class TestCommandAnswers:
             ok(ws, "hooks.delete", {"hookId": hook_id})
         assert outcome["decision"] == "block", outcome
         assert "not valid JSON" in outcome["trace"][0]["error"]
+
+
+LEAKY_STDERR = (
+    "failed: token=hunter2-pass mail alice@example.com Authorization: Bearer abc.def.ghi "
+    "key sk-live-0123456789abcdef " + "x" * 300 + " tail token=second-secret"
+)
+SECRETS = ("hunter2", "alice@example.com", "abc.def.ghi", "sk-live", "second-secret")
+
+
+class TestAuditKeepsNoSecret:
+    def test_command_stderr_is_redacted_in_metadata_and_sealed_in_full(
+        self, gateway: GatewayProcess, keys: Keys
+    ) -> None:
+        session = f"leak-{time.monotonic_ns()}"
+        with open_ws(gateway.ws_url, keys.master) as ws:
+            hook_id = ok(ws, "hooks.create", {
+                "event": "pre_tool_use", "handler_type": "command", "scope": "tenant",
+                "tenant_id": "tenant-a", "name": "leaky", "matcher": "^leak$",
+                "config": {"command": f"echo '{LEAKY_STDERR}' >&2; exit 1"},
+            })["hookId"]
+            outcome = ok(ws, "hooks.dispatch", {"event": "pre_tool_use", "input": {
+                "tool_name": "leak", "session_id": session, "tenant_id": "tenant-a"}})
+            assert outcome["decision"] == "block"
+            ok(ws, "hooks.delete", {"hookId": hook_id})
+        [row] = history(gateway, keys.a_viewer, session, count=1)
+        readable = json.dumps({k: v for k, v in row.items() if k != "error_detail"})
+        for secret in SECRETS:
+            assert secret not in readable, secret
+        assert "[REDACTED]" in row["metadata"]["stderr"]
+        assert len(row["metadata"]["stderr"]) <= 256
+        assert row["error_detail"] is None  # viewers never get the sealed text
+        [full] = history(gateway, keys.a_admin, session, count=1)
+        assert "token=hunter2-pass" in full["error_detail"]
+        assert "second-secret" in full["error_detail"]
+
+    def test_a_webhook_error_body_is_scrubbed_before_it_is_cut(
+        self, gateway: GatewayProcess, keys: Keys
+    ) -> None:
+        secret = "QWxhZGRpbjpvcGVuIHNlc2FtZQ-0123456789"
+        # The credential straddles the 200-character excerpt: cutting first kept its prefix.
+        body = "e" * 185 + f" {secret} back"
+        session = f"echo-{time.monotonic_ns()}"
+        with (
+            WebhookServer(Reply(400, body)) as server,
+            open_ws(gateway.ws_url, keys.a_admin) as ws,
+        ):
+            hook_id = ok(ws, "hooks.create", {
+                "event": "pre_tool_use", "handler_type": "http", "scope": "tenant",
+                "name": "echoing", "matcher": "^echo$",
+                "config": {"url": server.url(), "headers": {"X-Api-Key": secret},
+                           "secret_headers": ["X-Api-Key"]},
+            })["hookId"]
+            outcome = ok(ws, "hooks.dispatch", {"event": "pre_tool_use", "input": {
+                "tool_name": "echo", "session_id": session}})
+            ok(ws, "hooks.delete", {"hookId": hook_id})
+        assert server.requests[0].headers["X-Api-Key"] == secret
+        assert outcome["decision"] == "block"
+        assert secret[:10] not in json.dumps(outcome)
+        [row] = history(gateway, keys.a_viewer, session, count=1)
+        assert secret[:10] not in json.dumps(row), row

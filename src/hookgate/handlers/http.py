@@ -36,6 +36,7 @@ from typing import Any, ClassVar, Final
 
 import orjson
 
+from hookgate.audit import redact
 from hookgate.handlers.base import Handler, Invocation
 from hookgate.header_secrets import open_headers, secret_header_names
 from hookgate.log import log_event
@@ -165,7 +166,9 @@ class HttpHandler(Handler):
         status = response.status
         details = _status_details(status, attempts)
         if status >= 300:
-            excerpt = _scrub(response.body[:_EXCERPT].decode("utf-8", "replace"), secrets)
+            # Scrub the whole body, then cut: a secret cut in half would no longer match.
+            body = _scrub(response.body.decode("utf-8", "replace"), secrets)
+            excerpt = redact(body)[:_EXCERPT]
             if status >= 500:
                 message = f"webhook answered {status} on both attempts"
             elif status >= 400:

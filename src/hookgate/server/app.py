@@ -68,7 +68,10 @@ async def healthz(request: Request) -> Response:
 async def metrics(request: Request) -> Response:
     gateway: Gateway = request.app.state.gateway
     try:
-        await authenticate(request)
+        who = await authenticate(request)
+        if not who.master:
+            # Hook ids, breaker states and traffic of every tenant: the operator's view.
+            raise ApiError("UNAUTHORIZED", "/metrics covers every tenant: it needs master scope")
     except ApiError as exc:
         return error_response(exc)
     return Response(gateway.metrics.render(), media_type=CONTENT_TYPE)

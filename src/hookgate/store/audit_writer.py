@@ -22,9 +22,11 @@ Overflow
     down to the store's pace instead of losing its audit trail.
 
 Failed writes are logged (``security.hook.audit_write_failed``), counted and retried with
-backoff; the dedup key makes a retried batch harmless. Before storage ``error`` is redacted
-and truncated to 256 characters; the full error is sealed with AES-256-GCM into
-``error_detail`` (bound to the execution id), readable with :func:`open_error_detail`.
+backoff; the dedup key makes a retried batch harmless. Before storage ``error`` and every
+text in ``metadata`` (a command's stderr, a webhook's body…) are redacted, then cut to 256
+characters; the full error, and the full metadata when anything in it was hidden, are
+sealed with AES-256-GCM into ``error_detail`` (bound to the execution id), readable with
+:func:`open_error_detail` (admins only, through the gateway).
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Final, Literal
 
-from hookgate.audit import ExecutionRecord, redact, truncate
+from hookgate.audit import ExecutionRecord, canonical_json, redact, scrub_metadata, truncate
 from hookgate.definition import GLOBAL_TENANT
 from hookgate.log import log_event
 from hookgate.secrets import Keyring
@@ -336,10 +338,17 @@ class AuditWriter:
             )
         detail: bytes | None = None
         short: str | None = None
+        metadata = record.metadata
+        full = error
+        if metadata:
+            metadata, hidden = scrub_metadata(metadata)
+            if hidden:
+                dump = f"metadata: {canonical_json(record.metadata)}"
+                full = f"{error}\n\n{dump}" if error else dump
         if error:
             short = truncate(redact(error))
-            if self.keyring is not None:
-                detail = self.keyring.seal(error.encode(), _aad(record.id))
+        if full and self.keyring is not None:
+            detail = self.keyring.seal(full.encode(), _aad(record.id))
         return ExecutionRow(
             record.id,
             record.hook_id,
@@ -357,7 +366,7 @@ class AuditWriter:
             f"{record.hook_id}:{event_id}",
             short,
             detail,
-            record.metadata,
+            metadata,
             record.created_at,
         )
 
