@@ -22,7 +22,15 @@ COMMAND_MODULES: tuple[str, ...] = (
     "hookgate.cli.keys",
     "hookgate.cli.db",
     "hookgate.cli.hooks",
+    "hookgate.cli.boundary",
 )
+# Commands that run on every git push: when one of them is invoked, only its module loads
+# (the others pull in the engine, the store and the gateway).
+LIGHT_COMMANDS: dict[str, str] = {
+    "scan": "hookgate.cli.boundary",
+    "scrub": "hookgate.cli.boundary",
+    "pre-push": "hookgate.cli.boundary",
+}
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -34,7 +42,15 @@ def main(verbose: int) -> None:
     logging.basicConfig(level=level, stream=sys.stderr, format="%(levelname)s %(message)s")
 
 
-for _module in COMMAND_MODULES:
+def _invoked_command(argv: list[str]) -> str | None:
+    for arg in argv[1:]:
+        if not arg.startswith("-"):
+            return arg
+    return None
+
+
+_light = LIGHT_COMMANDS.get(_invoked_command(sys.argv) or "")
+for _module in (_light,) if _light else COMMAND_MODULES:
     try:
         importlib.import_module(_module).register(main)
     except ModuleNotFoundError as exc:  # a command whose optional dependency is missing
