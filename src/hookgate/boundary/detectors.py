@@ -184,7 +184,7 @@ def _check_host(value: bytes, data: bytes, start: int, end: int,
     # "db.corp.example.com" is a public name that merely contains a suffix label.
     if after == 0x2D or (after == 0x2E and _is_word(_after(data, end, 1))):
         return False
-    return _before(data, start) not in b".-@"
+    return _before(data, start) not in b".-"
 
 
 # ---------------------------------------------------------------- tokens and keys
