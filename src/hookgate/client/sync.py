@@ -51,15 +51,16 @@ class GatewayClient(HooksApi):
         if self._ws is not None:
             return
         try:
-            # Entered like a context manager (websockets' supported way); closed in _drop.
-            self._ws = contextlib.ExitStack().enter_context(
-                connect(
-                    self.url,
-                    additional_headers={"Authorization": f"Bearer {self._api_key}"},
-                    max_size=self._max_size,
-                    open_timeout=self.timeout,
-                )
+            connection = connect(
+                self.url,
+                additional_headers={"Authorization": f"Bearer {self._api_key}"},
+                max_size=self._max_size,
+                open_timeout=self.timeout,
             )
+            # Entered like a context manager (websockets' supported way); closed in _drop.
+            # Kept as the connect() result: websockets 15 types __enter__ as the base class.
+            contextlib.ExitStack().enter_context(connection)
+            self._ws = connection
         except InvalidStatus as exc:
             raise _refused(exc) from None
         except (OSError, WebSocketException, TimeoutError) as exc:

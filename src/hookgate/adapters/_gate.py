@@ -1,0 +1,88 @@
+"""One way for every adapter to fire an event, at an :class:`~hookgate.Engine` or a gateway.
+
+An adapter never calls the engine or a client directly: it asks a :class:`Gate`, which
+turns every failure on a blocking event (an unreachable gateway, a malformed answer, a bug)
+into a block, and on a non-blocking event into a logged, empty allow.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping
+from typing import Any, TypeAlias
+
+from hookgate.client import AsyncGatewayClient, GatewayClient, outcome_from_payload
+from hookgate.engine import Engine
+from hookgate.events import get_event
+from hookgate.log import log_event
+from hookgate.outcome import Outcome
+
+__all__ = ["Gate", "Target", "failed_closed"]
+
+#: What an adapter accepts: an in-process engine or a client of a shared gateway.
+Target: TypeAlias = Engine | AsyncGatewayClient | GatewayClient
+
+
+def failed_closed(event: str, exc: BaseException) -> Outcome:
+    """The outcome of a failure: a block on a blocking event, an empty allow otherwise.
+
+    The reason names the error's type only: its message may carry tool input or a URL with
+    credentials, and the reason goes to the model.
+    """
+    blocking = get_event(event).blocking
+    log_event(
+        "hookgate.adapter.failure",
+        level=logging.ERROR if blocking else logging.WARNING,
+        hook_event=event,
+        error=type(exc).__name__,
+        enforced="block" if blocking else "none",
+    )
+    if not blocking:
+        return Outcome()
+    return Outcome(
+        decision="block",
+        reason=f"hookgate could not decide on {event} ({type(exc).__name__}); blocked",
+    )
+
+
+class Gate:
+    """Fires events at an engine or a gateway client; never raises."""
+
+    __slots__ = ("target",)
+
+    def __init__(self, target: Target | Gate) -> None:
+        inner = target.target if isinstance(target, Gate) else target
+        if not isinstance(inner, Engine | AsyncGatewayClient | GatewayClient):
+            raise TypeError(
+                "an adapter needs a hookgate.Engine, a hookgate.client.AsyncGatewayClient or "
+                f"a hookgate.client.GatewayClient, not {type(inner).__name__}"
+            )
+        self.target: Target = inner
+
+    async def fire(self, event: str, payload: Mapping[str, Any], *, wait: bool = False) -> Outcome:
+        try:
+            target = self.target
+            if isinstance(target, Engine):
+                return await target.fire(event, payload, wait=wait)
+            if isinstance(target, AsyncGatewayClient):
+                return outcome_from_payload(await target.dispatch(event, payload, wait=wait))
+            answer = await asyncio.to_thread(target.dispatch, event, payload, wait=wait)
+            return outcome_from_payload(answer)
+        except Exception as exc:
+            return failed_closed(event, exc)
+
+    def fire_sync(self, event: str, payload: Mapping[str, Any], *, wait: bool = False) -> Outcome:
+        """For synchronous agent loops (not from inside a running event loop)."""
+        try:
+            target = self.target
+            if isinstance(target, Engine):
+                return target.fire_sync(event, payload, wait=wait)
+            if isinstance(target, GatewayClient):
+                return outcome_from_payload(target.dispatch(event, payload, wait=wait))
+            raise TypeError(
+                "a synchronous agent run needs hookgate.client.GatewayClient, "
+                "not the asyncio client"
+            )
+        except Exception as exc:
+            return failed_closed(event, exc)

@@ -1,0 +1,353 @@
+"""hookgate inside LangChain v1 agents (``langchain.agents.create_agent``).
+
+    from hookgate.adapters.langchain import HookgateMiddleware
+    agent = create_agent(model, tools, middleware=[HookgateMiddleware(engine)])
+
+``HookgateMiddleware`` takes a :class:`hookgate.Engine` or a gateway client
+(:class:`~hookgate.client.GatewayClient` for ``invoke``, either client for ``ainvoke``). Both
+the sync and the async middleware paths are implemented, so ``invoke`` and ``ainvoke`` run the
+same hooks.
+
+==========================  =========  ====================================================
+outcome                     support    how
+==========================  =========  ====================================================
+block a tool call           native     ``wrap_tool_call`` returns an error ``ToolMessage``
+                                       with the reason; the tool never runs
+rewrite tool arguments      native     the handler runs ``request.override(tool_call=...)``
+synthetic tool result       native     a ``ToolMessage`` with the hook's result
+context for the model       native     appended to the tool message / the human message /
+                                       the system message (``before_llm``)
+rewrite tool output         native     ``post_tool_use`` ``updated_input`` replaces the
+                                       ``ToolMessage`` content
+abort the run               native     :class:`~hookgate.adapters.HookgateAbort` is raised
+                                       out of ``invoke``
+block / rewrite the prompt  native     ``before_agent``: a block raises ``HookgateAbort``
+                                       before any model call; a rewrite replaces the last
+                                       human message (same id)
+before_llm / after_llm      native     ``wrap_model_call``; rewrites: ``system`` of the
+                                       request, ``text`` of the response
+sub-agent start / stop      impossible LangChain has no sub-agent boundary (sub-agents are
+                                       tools: ``pre/post_tool_use`` see them)
+session start / stop        native     ``before_agent`` / ``after_agent`` (once per run)
+==========================  =========  ====================================================
+
+Payloads carry ``tool_use_id`` (the tool call id), ``session_id`` (the thread id),
+``turn_id`` (the run id) and ``agent_id`` (the agent's ``name``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from langchain.agents.middleware.types import (
+    AgentMiddleware,
+    AgentState,
+    ModelRequest,
+    ModelResponse,
+)
+from langchain_core.messages import (
+    AIMessage,
+    AnyMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
+from langgraph.config import get_config
+from langgraph.prebuilt.tool_node import ToolCallRequest
+from langgraph.runtime import Runtime
+from langgraph.types import Command
+
+from hookgate.adapters._gate import Gate, Target
+from hookgate.adapters._mapping import (
+    HookgateAbort,
+    OutputVerdict,
+    ToolVerdict,
+    after_tool,
+    after_tool_sync,
+    as_text,
+    before_tool,
+    before_tool_sync,
+    drop_none,
+    llm_verdict,
+    prompt_verdict,
+    request_view,
+    response_view,
+    system_rewrite,
+    text_rewrite,
+    with_context,
+)
+from hookgate.outcome import Outcome
+
+__all__ = ["HookgateAbort", "HookgateMiddleware"]
+
+SOURCE = "langchain"
+ModelHandler = Callable[[ModelRequest[Any]], ModelResponse[Any] | AIMessage]
+AsyncModelHandler = Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any] | AIMessage]]
+ToolHandler = Callable[[ToolCallRequest], ToolMessage | Command[Any]]
+AsyncToolHandler = Callable[[ToolCallRequest], Awaitable[ToolMessage | Command[Any]]]
+
+
+def _ids(config: Any, agent_name: str | None) -> dict[str, Any]:
+    """session_id / turn_id / agent_id from a RunnableConfig."""
+    config = config or {}
+    configurable = config.get("configurable") or {}
+    metadata = config.get("metadata") or {}
+    run_id = config.get("run_id") or metadata.get("run_id")
+    return drop_none(
+        {
+            "session_id": configurable.get("thread_id"),
+            "turn_id": str(run_id) if run_id is not None else None,
+            "agent_id": agent_name or metadata.get("lc_agent_name"),
+        }
+    )
+
+
+def _current_ids(agent_name: str | None) -> dict[str, Any]:
+    try:
+        return _ids(get_config(), agent_name)
+    except RuntimeError:  # outside a runnable context
+        return drop_none({"agent_id": agent_name})
+
+
+def _last_human(messages: list[AnyMessage]) -> HumanMessage | None:
+    for message in reversed(messages):
+        if isinstance(message, HumanMessage):
+            return message
+    return None
+
+
+def _role(message: BaseMessage) -> str:
+    return {"human": "user", "ai": "assistant"}.get(message.type, message.type)
+
+
+def _request_view(request: ModelRequest[Any]) -> dict[str, Any]:
+    tools = [getattr(t, "name", None) or str(t.get("name", "")) for t in request.tools]  # type: ignore[union-attr]
+    model = getattr(request.model, "model_name", None) or type(request.model).__name__
+    return request_view(
+        model=str(model),
+        system=request.system_prompt,
+        messages=[{"role": _role(m), "content": m.text} for m in request.messages],
+        tools=tools,
+    )
+
+
+def _ai_message(response: ModelResponse[Any] | AIMessage) -> AIMessage | None:
+    messages = [response] if isinstance(response, AIMessage) else response.result
+    for message in reversed(messages):
+        if isinstance(message, AIMessage):
+            return message
+    return None
+
+
+def _rewritten_response(
+    response: ModelResponse[Any] | AIMessage, old: AIMessage, text: str
+) -> ModelResponse[Any] | AIMessage:
+    new = old.model_copy(update={"content": text})
+    if isinstance(response, AIMessage):
+        return new
+    return ModelResponse(
+        result=[new if m is old else m for m in response.result],
+        structured_response=response.structured_response,
+    )
+
+
+class HookgateMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
+    """Runs hookgate's hooks at every point of a LangChain v1 agent run."""
+
+    def __init__(self, target: Target | Gate, *, agent_name: str | None = None) -> None:
+        super().__init__()
+        self.gate = Gate(target)
+        self.agent_name = agent_name
+
+    @property
+    def name(self) -> str:
+        return "HookgateMiddleware"
+
+    # -- the run: session_start + user_prompt_submit, stop --------------------------------
+
+    def _prompt_update(
+        self, state: AgentState[Any], fire: Callable[[str, dict[str, Any]], Outcome]
+    ) -> dict[str, Any] | None:
+        ids = _current_ids(self.agent_name)
+        human = _last_human(state["messages"])
+        prompt = human.text if human is not None else ""
+        fire("session_start", {**ids, "source": SOURCE, "prompt": prompt})
+        if human is None:
+            return None
+        verdict = prompt_verdict(fire("user_prompt_submit", {**ids, "prompt": prompt}), prompt)
+        if not verdict.rewritten and not verdict.context:
+            return None
+        text = with_context(verdict.prompt, verdict.context)
+        # add_messages replaces a message with the same id.
+        return {"messages": [HumanMessage(content=text, id=human.id)]}
+
+    def before_agent(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
+        return self._prompt_update(state, self.gate.fire_sync)
+
+    async def abefore_agent(
+        self, state: AgentState[Any], runtime: Runtime[Any]
+    ) -> dict[str, Any] | None:
+        outcomes: dict[str, Outcome] = {}
+        ids = _current_ids(self.agent_name)
+        human = _last_human(state["messages"])
+        prompt = human.text if human is not None else ""
+        await self.gate.fire("session_start", {**ids, "source": SOURCE, "prompt": prompt})
+        if human is not None:
+            outcomes["user_prompt_submit"] = await self.gate.fire(
+                "user_prompt_submit", {**ids, "prompt": prompt}
+            )
+        # Replay the decided outcomes through the sync mapping (one implementation).
+        return self._prompt_update(state, lambda event, payload: outcomes.get(event, Outcome()))
+
+    def _stop_payload(self, state: AgentState[Any]) -> dict[str, Any]:
+        messages = state["messages"]
+        last = messages[-1].text if messages else ""
+        return {**_current_ids(self.agent_name), "last_message": last, "stop_reason": "end"}
+
+    def after_agent(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
+        self.gate.fire_sync("stop", self._stop_payload(state))
+        return None
+
+    async def aafter_agent(
+        self, state: AgentState[Any], runtime: Runtime[Any]
+    ) -> dict[str, Any] | None:
+        await self.gate.fire("stop", self._stop_payload(state))
+        return None
+
+    # -- the model call: before_llm, after_llm --------------------------------------------
+
+    def _apply_before(self, request: ModelRequest[Any], outcome: Outcome) -> ModelRequest[Any]:
+        updated, context = llm_verdict("before_llm", outcome)
+        system = system_rewrite(_request_view(request), updated)
+        if system is None and not context:
+            return request
+        base = request.system_prompt if system is None else system
+        return request.override(system_message=SystemMessage(with_context(base or "", context)))
+
+    def _after_payload(
+        self, view: dict[str, Any], response: ModelResponse[Any] | AIMessage
+    ) -> tuple[dict[str, Any], AIMessage | None]:
+        message = _ai_message(response)
+        calls = [
+            {"name": c["name"], "args": c["args"], "id": c.get("id")}
+            for c in (message.tool_calls if message is not None else [])
+        ]
+        text = message.text if message is not None else ""
+        payload = {**_current_ids(self.agent_name), "request": view}
+        payload["response"] = response_view(text, calls)
+        return payload, message
+
+    def _apply_after(
+        self,
+        response: ModelResponse[Any] | AIMessage,
+        payload: dict[str, Any],
+        message: AIMessage | None,
+        outcome: Outcome,
+    ) -> ModelResponse[Any] | AIMessage:
+        updated, context = llm_verdict("after_llm", outcome)
+        text = text_rewrite(payload["response"], updated)
+        if message is None or (text is None and not context):
+            return response
+        base = message.text if text is None else text
+        return _rewritten_response(response, message, with_context(base, context))
+
+    def wrap_model_call(
+        self, request: ModelRequest[Any], handler: ModelHandler
+    ) -> ModelResponse[Any] | AIMessage:
+        view = _request_view(request)
+        ids = _current_ids(self.agent_name)
+        request = self._apply_before(
+            request, self.gate.fire_sync("before_llm", {**ids, "request": view})
+        )
+        response = handler(request)
+        payload, message = self._after_payload(view, response)
+        return self._apply_after(
+            response, payload, message, self.gate.fire_sync("after_llm", payload)
+        )
+
+    async def awrap_model_call(
+        self, request: ModelRequest[Any], handler: AsyncModelHandler
+    ) -> ModelResponse[Any] | AIMessage:
+        view = _request_view(request)
+        ids = _current_ids(self.agent_name)
+        outcome = await self.gate.fire("before_llm", {**ids, "request": view})
+        request = self._apply_before(request, outcome)
+        response = await handler(request)
+        payload, message = self._after_payload(view, response)
+        outcome = await self.gate.fire("after_llm", payload)
+        return self._apply_after(response, payload, message, outcome)
+
+    # -- tool calls: pre_tool_use, post_tool_use ------------------------------------------
+
+    def _tool_payload(self, request: ToolCallRequest) -> dict[str, Any]:
+        call = request.tool_call
+        runtime = request.runtime
+        config = getattr(runtime, "config", None) if runtime is not None else None
+        return {
+            **_ids(config, self.agent_name),
+            "tool_name": call["name"],
+            "tool_input": dict(call.get("args") or {}),
+            "tool_use_id": call.get("id"),
+        }
+
+    @staticmethod
+    def _refusal(request: ToolCallRequest, verdict: ToolVerdict) -> ToolMessage:
+        call = request.tool_call
+        return ToolMessage(
+            content=verdict.text(),
+            tool_call_id=call.get("id") or "",
+            name=call["name"],
+            status="error" if verdict.action == "block" else "success",
+        )
+
+    @staticmethod
+    def _to_run(request: ToolCallRequest, verdict: ToolVerdict) -> ToolCallRequest:
+        if verdict.args == request.tool_call.get("args"):
+            return request
+        return request.override(tool_call={**request.tool_call, "args": verdict.args})
+
+    @staticmethod
+    def _finish(
+        result: ToolMessage | Command[Any], verdict: ToolVerdict, after: OutputVerdict | None
+    ) -> ToolMessage | Command[Any]:
+        if not isinstance(result, ToolMessage) or after is None:
+            return result
+        context = verdict.context + after.context
+        if not after.rewritten and not context:
+            return result
+        content = as_text(after.output) if after.rewritten else result.content
+        if isinstance(content, str):
+            content = with_context(content, context)
+        elif context:
+            content = [*content, *context]
+        return result.model_copy(update={"content": content})
+
+    def wrap_tool_call(
+        self, request: ToolCallRequest, handler: ToolHandler
+    ) -> ToolMessage | Command[Any]:
+        payload = self._tool_payload(request)
+        verdict = before_tool_sync(self.gate, payload)
+        if not verdict.runs:
+            return self._refusal(request, verdict)
+        result = handler(self._to_run(request, verdict))
+        after = None
+        if isinstance(result, ToolMessage):
+            payload["tool_input"] = verdict.args
+            after = after_tool_sync(self.gate, payload, result.content)
+        return self._finish(result, verdict, after)
+
+    async def awrap_tool_call(
+        self, request: ToolCallRequest, handler: AsyncToolHandler
+    ) -> ToolMessage | Command[Any]:
+        payload = self._tool_payload(request)
+        verdict = await before_tool(self.gate, payload)
+        if not verdict.runs:
+            return self._refusal(request, verdict)
+        result = await handler(self._to_run(request, verdict))
+        after = None
+        if isinstance(result, ToolMessage):
+            payload["tool_input"] = verdict.args
+            after = await after_tool(self.gate, payload, result.content)
+        return self._finish(result, verdict, after)

@@ -1,0 +1,287 @@
+"""hookgate inside the OpenAI Agents SDK (``openai-agents``).
+
+    from hookgate.adapters.openai_agents import HookgateRunHooks, guard_tools
+    agent = Agent(name="ops", tools=guard_tools([shell], engine))
+    await Runner.run(agent, "clean up", hooks=HookgateRunHooks(engine))
+
+The SDK's lifecycle hooks only observe, and its input guardrails run in parallel with the
+agent (a tool may already have run when one trips), so tool calls are gated at the tool:
+``guard_tools`` wraps each ``FunctionTool``'s ``on_invoke_tool``, the one point every call of
+that tool passes through, before the function runs. ``HookgateRunHooks`` covers the run, the
+model calls and handoffs.
+
+==========================  ===========  ==================================================
+outcome                     support      how
+==========================  ===========  ==================================================
+block a tool call           native       ``guard_tools``: the function is not called; the
+                                         reason is the tool output the model reads
+rewrite tool arguments      native       the function is called with the rewritten JSON
+synthetic tool result       native       the result is the tool output
+context for the model       native       appended to the tool output; for prompts and
+                                         ``before_llm``, appended to the model input
+rewrite tool output         native       ``post_tool_use`` ``updated_input`` is the output
+abort the run               native       :class:`~hookgate.adapters.HookgateAbort` raised
+                                         out of ``Runner.run``
+block / rewrite the prompt  workaround   first ``on_llm_start`` of the run: the last user
+                                         item of the model input is edited in place (the
+                                         list is the one sent to the model); a block raises
+                                         before the model call
+before_llm / after_llm      workaround   ``on_llm_start`` / ``on_llm_end``, editing the
+                                         input list and the response text in place; a
+                                         rewrite of ``system`` stops the run (the
+                                         instructions string cannot be replaced there)
+sub-agent start / stop      native       ``on_handoff`` (a block stops the run: a handoff
+                                         cannot be refused) / ``on_agent_end`` of a
+                                         handed-off agent
+session start / stop        native       first ``on_agent_start`` / ``on_agent_end``
+==========================  ===========  ==================================================
+
+Tools that ``guard_tools`` cannot wrap (hosted tools, handoffs, MCP server tools) make it
+raise ``TypeError`` rather than pass ungated. Payloads carry ``tool_use_id`` (the call id),
+``turn_id`` (the run's trace id), ``session_id`` (the trace's group id) and ``agent_id``
+(the agent's name).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any, cast
+
+from agents import Agent, AgentsException, FunctionTool, RunContextWrapper, RunHooks, Tool
+from agents.items import ModelResponse, TResponseInputItem
+from agents.tool_context import ToolContext
+from agents.tracing import get_current_trace
+from openai.types.responses import (
+    ResponseFunctionToolCall,
+    ResponseOutputMessage,
+    ResponseOutputText,
+)
+
+from hookgate.adapters._gate import Gate, Target
+from hookgate.adapters._mapping import (
+    HookgateAbort,
+    after_tool,
+    as_text,
+    before_tool,
+    drop_none,
+    llm_verdict,
+    prompt_verdict,
+    request_view,
+    response_view,
+    system_rewrite,
+    text_rewrite,
+    with_context,
+)
+
+__all__ = ["HookgateAbort", "HookgateRunHooks", "guard_tools"]
+
+SOURCE = "openai-agents"
+
+
+def _run_ids(agent_name: str | None) -> dict[str, Any]:
+    trace = get_current_trace()
+    trace_id = getattr(trace, "trace_id", None) if trace is not None else None
+    group_id = getattr(trace, "group_id", None) if trace is not None else None
+    if trace_id == "no-op":
+        trace_id = None
+    return drop_none({"turn_id": trace_id, "session_id": group_id, "agent_id": agent_name})
+
+
+def _text_of(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = [p.get("text", "") for p in content if isinstance(p, Mapping)]
+        return "".join(str(p) for p in parts)
+    return ""
+
+
+def _item_view(item: Any) -> dict[str, Any]:
+    if isinstance(item, Mapping):
+        role = item.get("role") or item.get("type") or "item"
+        return {"role": str(role), "content": _text_of(item.get("content", ""))}
+    return {"role": str(getattr(item, "type", "item")), "content": ""}
+
+
+class AgentsHookgateAbort(HookgateAbort, AgentsException):
+    """:class:`HookgateAbort` raised from inside a tool: the SDK wraps any other exception a
+    tool raises into ``UserError``, but lets its own exceptions through unchanged."""
+
+    def __init__(self, event: str, reason: str | None, *, hard: bool = False) -> None:
+        HookgateAbort.__init__(self, event, reason, hard=hard)
+        self.run_data = None
+
+
+def _guarded(tool: FunctionTool, gate: Gate) -> FunctionTool:
+    guarded = copy.copy(tool)
+    original = guarded.on_invoke_tool
+
+    async def invoke(ctx: ToolContext[Any], args_json: str) -> Any:
+        agent = getattr(ctx, "agent", None)
+        payload: dict[str, Any] = {
+            **_run_ids(getattr(agent, "name", None)),
+            "tool_name": ctx.tool_name,
+            "tool_use_id": ctx.tool_call_id,
+        }
+        try:
+            args = json.loads(args_json) if args_json else {}
+            if not isinstance(args, dict):
+                raise TypeError("tool arguments are not a JSON object")
+        except (ValueError, TypeError) as exc:
+            return f"Blocked by hookgate: unreadable tool arguments ({type(exc).__name__})"
+        payload["tool_input"] = args
+        try:
+            verdict = await before_tool(gate, payload)
+        except HookgateAbort as abort:
+            raise AgentsHookgateAbort(abort.event, abort.reason, hard=abort.hard) from None
+        if not verdict.runs:
+            return verdict.text()
+        if verdict.args != args:
+            args_json = json.dumps(verdict.args)
+            payload["tool_input"] = verdict.args
+        output = await original(ctx, args_json)
+        after = await after_tool(gate, payload, output)
+        context = verdict.context + after.context
+        if not after.rewritten and not context:
+            return output
+        return with_context(as_text(after.output), context)
+
+    guarded.on_invoke_tool = invoke
+    return guarded
+
+
+def guard_tools(tools: Iterable[Tool], target: Target | Gate) -> list[Tool]:
+    """Copies of ``tools`` whose every call goes through ``pre_tool_use``/``post_tool_use``.
+
+    Raises ``TypeError`` for a tool that cannot be gated (not a ``FunctionTool``).
+    """
+    gate = Gate(target)
+    out: list[Tool] = []
+    for tool in tools:
+        if not isinstance(tool, FunctionTool):
+            raise TypeError(
+                f"guard_tools cannot gate {type(tool).__name__} {getattr(tool, 'name', '')!r}: "
+                "only FunctionTool calls pass through a point hookgate can hold"
+            )
+        out.append(_guarded(tool, gate))
+    return out
+
+
+class HookgateRunHooks(RunHooks[Any]):
+    """Run, model and handoff events for ``Runner.run(..., hooks=HookgateRunHooks(engine))``.
+
+    One instance may serve many runs; per-run state is keyed by the run's trace.
+    """
+
+    def __init__(self, target: Target | Gate) -> None:
+        self.gate = Gate(target)
+        # run key -> [root agent name, prompt fired?]
+        self._runs: dict[Any, list[Any]] = {}
+
+    @staticmethod
+    def _key(context: Any) -> Any:
+        # Hook contexts are re-created per call; the trace and the usage object are per run.
+        trace = get_current_trace()
+        trace_id = getattr(trace, "trace_id", None) if trace is not None else None
+        if trace_id and trace_id != "no-op":
+            return trace_id
+        return id(getattr(context, "usage", context))
+
+    async def on_agent_start(self, context: Any, agent: Agent[Any]) -> None:
+        run = self._runs.get(self._key(context))
+        if run is None:
+            self._runs[self._key(context)] = [agent.name, False]
+            await self.gate.fire("session_start", {**_run_ids(agent.name), "source": SOURCE})
+
+    async def on_agent_end(self, context: Any, agent: Agent[Any], output: Any) -> None:
+        run = self._runs.pop(self._key(context), None)
+        ids = _run_ids(agent.name)
+        last = as_text(output)
+        if run is not None and run[0] != agent.name:
+            await self.gate.fire(
+                "subagent_stop",
+                {**ids, "source_agent": run[0], "target_agent": agent.name, "output": last},
+            )
+        await self.gate.fire("stop", {**ids, "last_message": last, "stop_reason": "end"})
+
+    async def on_handoff(
+        self, context: RunContextWrapper[Any], from_agent: Agent[Any], to_agent: Agent[Any]
+    ) -> None:
+        outcome = await self.gate.fire(
+            "subagent_start",
+            {
+                **_run_ids(from_agent.name),
+                "source_agent": from_agent.name,
+                "target_agent": to_agent.name,
+            },
+        )
+        llm_verdict("subagent_start", outcome)  # a handoff cannot be refused: a block stops
+        if outcome.updated_input is not None:
+            raise HookgateAbort("subagent_start", "a handoff's task cannot be rewritten")
+
+    async def _prompt(self, agent: Agent[Any], input_items: list[TResponseInputItem]) -> None:
+        for item in reversed(input_items):
+            if isinstance(item, dict) and item.get("role") == "user":
+                message = cast(dict[str, Any], item)  # edited in place: the model gets this list
+                prompt = _text_of(message.get("content"))
+                outcome = await self.gate.fire(
+                    "user_prompt_submit", {**_run_ids(agent.name), "prompt": prompt}
+                )
+                verdict = prompt_verdict(outcome, prompt)
+                if verdict.rewritten or verdict.context:
+                    message["content"] = with_context(verdict.prompt, verdict.context)
+                return
+
+    async def on_llm_start(
+        self,
+        context: RunContextWrapper[Any],
+        agent: Agent[Any],
+        system_prompt: str | None,
+        input_items: list[TResponseInputItem],
+    ) -> None:
+        run = self._runs.setdefault(self._key(context), [agent.name, False])
+        if not run[1]:
+            run[1] = True
+            await self._prompt(agent, input_items)
+        view = request_view(
+            model=str(agent.model) if agent.model is not None else None,
+            system=system_prompt,
+            messages=[_item_view(item) for item in input_items],
+            tools=[getattr(t, "name", type(t).__name__) for t in agent.tools],
+        )
+        outcome = await self.gate.fire("before_llm", {**_run_ids(agent.name), "request": view})
+        updated, context_items = llm_verdict("before_llm", outcome)
+        if system_rewrite(view, updated) is not None:
+            raise HookgateAbort(
+                "before_llm", "the instructions cannot be rewritten from RunHooks.on_llm_start"
+            )
+        for text in context_items:
+            input_items.append({"role": "developer", "content": text})
+
+    async def on_llm_end(
+        self, context: RunContextWrapper[Any], agent: Agent[Any], response: ModelResponse
+    ) -> None:
+        texts = [
+            part
+            for item in response.output
+            if isinstance(item, ResponseOutputMessage)
+            for part in item.content
+            if isinstance(part, ResponseOutputText)
+        ]
+        calls = [
+            {"name": item.name, "args": json.loads(item.arguments or "{}"), "id": item.call_id}
+            for item in response.output
+            if isinstance(item, ResponseFunctionToolCall)
+        ]
+        view = response_view("".join(part.text for part in texts), calls)
+        outcome = await self.gate.fire("after_llm", {**_run_ids(agent.name), "response": view})
+        updated, context_items = llm_verdict("after_llm", outcome)
+        text = text_rewrite(view, updated)
+        if text is not None and not texts:
+            raise HookgateAbort("after_llm", "a response without text cannot take new text")
+        if (text is not None or context_items) and texts:
+            texts[0].text = with_context(view["text"] if text is None else text, context_items)
+            for part in texts[1:]:
+                part.text = ""

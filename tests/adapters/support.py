@@ -1,0 +1,79 @@
+"""What the adapter tests share: an engine whose hooks the test sets, and a record of calls."""
+
+from __future__ import annotations
+
+import importlib.util
+import socket
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from tests.conftest import IN_CI, require_service
+
+from hookgate import Engine, HookEvent
+
+
+def require_package(module: str, extra: str) -> None:
+    """Call at module level, before importing the framework: fails under CI=true (where
+    scripts/bootstrap installs every extra), skips the module elsewhere."""
+    available = importlib.util.find_spec(module) is not None
+    why = f"pip install -e '.[{extra}]' (scripts/bootstrap installs it)"
+    if not available and not IN_CI:
+        pytest.skip(f"{module} not installed: {why}", allow_module_level=True)
+    require_service(module, available, why)
+
+
+class Seen:
+    """Every event the engine fired, in order, with its payload (a copy)."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, dict[str, Any]]] = []
+
+    def names(self) -> list[str]:
+        return [name for name, _ in self.events]
+
+    def payloads(self, name: str) -> list[dict[str, Any]]:
+        return [payload for event, payload in self.events if event == name]
+
+
+EVENTS = (
+    "session_start",
+    "user_prompt_submit",
+    "before_llm",
+    "after_llm",
+    "pre_tool_use",
+    "post_tool_use",
+    "stop",
+    "subagent_start",
+    "subagent_stop",
+)
+
+
+def engine_with(
+    answers: dict[str, Callable[[HookEvent], Any]] | None = None,
+) -> tuple[Engine, Seen]:
+    """An engine with one recording hook per event; ``answers[event]`` decides its answer."""
+    engine = Engine()
+    seen = Seen()
+    answers = answers or {}
+
+    def make(name: str) -> Callable[[HookEvent], Any]:
+        answer = answers.get(name)
+
+        def hook(event: HookEvent) -> Any:
+            seen.events.append((name, dict(event.payload)))
+            return answer(event) if answer is not None else None
+
+        hook.__qualname__ = f"record_{name}"
+        return hook
+
+    for name in EVENTS:
+        engine.hook(name)(make(name))
+    return engine, seen
+
+
+def closed_port() -> int:
+    """A loopback port nothing listens on (a gateway that is down)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])

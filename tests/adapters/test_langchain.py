@@ -1,0 +1,230 @@
+"""HookgateMiddleware in real LangChain v1 agents, sync (invoke) and async (ainvoke) paths,
+with LangChain's own fake chat model scripted to call a tool."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from tests.adapters.support import closed_port, engine_with, require_package
+
+require_package("langchain", "langchain")
+
+from langchain.agents import create_agent  # noqa: E402
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel  # noqa: E402
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage  # noqa: E402
+from langchain_core.tools import tool  # noqa: E402
+
+from hookgate import Engine  # noqa: E402
+from hookgate.adapters import HookgateAbort  # noqa: E402
+from hookgate.adapters.langchain import HookgateMiddleware  # noqa: E402
+from hookgate.client import GatewayClient  # noqa: E402
+
+CALL_ID = "call_lc_1"
+
+
+class ScriptedChat(GenericFakeChatModel):
+    """LangChain's fake model that records every request and accepts bind_tools."""
+
+    seen: list[list[BaseMessage]] = []
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> ScriptedChat:
+        return self
+
+    def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> Any:
+        self.seen.append(list(messages))
+        return super()._generate(messages, *args, **kwargs)
+
+
+class Harness:
+    def __init__(self, target: Any, mode: str) -> None:
+        self.mode = mode
+        self.received: list[str] = []
+        self.model = ScriptedChat(
+            messages=iter(
+                [
+                    AIMessage(
+                        content="",
+                        tool_calls=[{"name": "shell", "args": {"cmd": "rm -rf /"}, "id": CALL_ID}],
+                    ),
+                    AIMessage(content="all done"),
+                ]
+            ),
+            seen=[],
+        )
+
+        @tool
+        def shell(cmd: str) -> str:
+            """Run a shell command."""
+            self.received.append(cmd)
+            return f"ran {cmd}"
+
+        self.agent = create_agent(
+            self.model,
+            [shell],
+            system_prompt="be careful",
+            middleware=[HookgateMiddleware(target)],
+            name="ops-agent",
+        )
+
+    def run(self, prompt: str = "clean up") -> dict[str, Any]:
+        state = {"messages": [{"role": "user", "content": prompt}]}
+        config = {"configurable": {"thread_id": "thread-7"}}
+        if self.mode == "sync":
+            return self.agent.invoke(state, config)
+        return asyncio.run(self.agent.ainvoke(state, config))
+
+    def tool_message(self) -> ToolMessage:
+        """The tool result the model read on its second call."""
+        second = self.model.seen[1]
+        return next(m for m in second if isinstance(m, ToolMessage))
+
+
+MODES = pytest.mark.parametrize("mode", ["sync", "async"])
+
+
+def _drain(engine: Engine) -> None:
+    engine.drain_sync()
+
+
+@MODES
+def test_block_keeps_the_tool_from_running_and_the_model_reads_the_reason(mode: str) -> None:
+    engine, seen = engine_with(
+        {"pre_tool_use": lambda e: {"decision": "block", "reason": "no rm -rf"}}
+    )
+    harness = Harness(engine, mode)
+    result = harness.run()
+    assert harness.received == []
+    message = harness.tool_message()
+    assert message.status == "error"
+    assert "no rm -rf" in message.text
+    assert message.tool_call_id == CALL_ID
+    assert result["messages"][-1].text == "all done"
+    pre = seen.payloads("pre_tool_use")[0]
+    assert pre["tool_name"] == "shell"
+    assert pre["tool_input"] == {"cmd": "rm -rf /"}
+    assert pre["tool_use_id"] == CALL_ID
+    assert pre["agent_id"] == "ops-agent"
+    assert pre["session_id"] == "thread-7"
+    assert "post_tool_use" not in seen.names()
+
+
+@MODES
+def test_rewritten_arguments_are_what_the_tool_receives(mode: str) -> None:
+    engine, seen = engine_with({"pre_tool_use": lambda e: {"updated_input": {"cmd": "ls"}}})
+    harness = Harness(engine, mode)
+    harness.run()
+    assert harness.received == ["ls"]
+    assert harness.tool_message().text == "ran ls"
+    post = seen.payloads("post_tool_use")[0]
+    assert post["tool_input"] == {"cmd": "ls"}
+    assert post["tool_response"] == "ran ls"
+
+
+@MODES
+def test_synthetic_result_replaces_the_call(mode: str) -> None:
+    engine, _ = engine_with({"pre_tool_use": lambda e: {"result": "pretend it ran"}})
+    harness = Harness(engine, mode)
+    harness.run()
+    assert harness.received == []
+    message = harness.tool_message()
+    assert message.text == "pretend it ran"
+    assert message.status == "success"
+
+
+@MODES
+def test_context_and_output_rewrite_reach_the_model(mode: str) -> None:
+    engine, _ = engine_with(
+        {
+            "pre_tool_use": lambda e: {"additional_context": "policy: read-only host"},
+            "post_tool_use": lambda e: {
+                "updated_input": e.tool_response.replace("rm -rf /", "[redacted]"),
+                "additional_context": "output was filtered",
+            },
+        }
+    )
+    harness = Harness(engine, mode)
+    harness.run()
+    assert harness.received == ["rm -rf /"]
+    assert harness.tool_message().text == (
+        "ran [redacted]\n\npolicy: read-only host\n\noutput was filtered"
+    )
+
+
+@MODES
+def test_abort_stops_the_run_before_the_tool(mode: str) -> None:
+    engine, _ = engine_with({"pre_tool_use": lambda e: {"abort": "turn", "reason": "halt"}})
+    harness = Harness(engine, mode)
+    with pytest.raises(HookgateAbort, match="halt"):
+        harness.run()
+    assert harness.received == []
+    assert len(harness.model.seen) == 1
+
+
+@MODES
+def test_blocked_prompt_never_reaches_the_model(mode: str) -> None:
+    engine, seen = engine_with(
+        {"user_prompt_submit": lambda e: {"decision": "block", "reason": "off-topic"}}
+    )
+    harness = Harness(engine, mode)
+    with pytest.raises(HookgateAbort, match="off-topic"):
+        harness.run()
+    assert harness.model.seen == []
+    assert seen.payloads("user_prompt_submit")[0]["prompt"] == "clean up"
+
+
+@MODES
+def test_prompt_rewrite_and_model_hooks(mode: str) -> None:
+    engine, seen = engine_with(
+        {
+            "user_prompt_submit": lambda e: {"updated_input": "list files"},
+            "before_llm": lambda e: {
+                "updated_input": {**e.request, "system": "be very careful"},
+                "additional_context": "today is Sunday",
+            },
+            "after_llm": lambda e: (
+                {"updated_input": e.response["text"].upper()} if e.response["text"] else None
+            ),
+        }
+    )
+    harness = Harness(engine, mode)
+    result = harness.run()
+    first = harness.model.seen[0]
+    assert first[0].text == "be very careful\n\ntoday is Sunday"
+    assert first[1].text == "list files"
+    assert result["messages"][-1].text == "ALL DONE"
+    request = seen.payloads("before_llm")[0]["request"]
+    assert request["system"] == "be careful"
+    assert request["tools"] == ["shell"]
+    response = seen.payloads("after_llm")[0]["response"]
+    assert response["tool_calls"] == [{"name": "shell", "args": {"cmd": "rm -rf /"}, "id": CALL_ID}]
+    _drain(engine)
+    names = seen.names()
+    assert names[0] == "session_start" or "session_start" in names
+    assert "stop" in names
+    stop = seen.payloads("stop")[0]
+    assert stop["last_message"] == "ALL DONE"
+    assert seen.payloads("session_start")[0]["source"] == "langchain"
+
+
+@MODES
+def test_a_crashing_hook_blocks(mode: str) -> None:
+    def crash(event: Any) -> None:
+        raise RuntimeError("bug in hook")
+
+    engine, _ = engine_with({"pre_tool_use": crash})
+    harness = Harness(engine, mode)
+    harness.run()
+    assert harness.received == []
+    assert harness.tool_message().status == "error"
+
+
+@MODES
+def test_an_unreachable_gateway_blocks_the_run_before_the_model(mode: str) -> None:
+    client = GatewayClient(f"http://127.0.0.1:{closed_port()}", "hg_key", timeout=2)
+    harness = Harness(client, mode)
+    with pytest.raises(HookgateAbort, match="GatewayConnectionError"):
+        harness.run()
+    assert harness.model.seen == []
+    assert harness.received == []

@@ -1,0 +1,215 @@
+"""guard_tools and HookgateRunHooks in real OpenAI Agents SDK runs, with the SDK's own
+ScriptedModel calling a tool."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from tests.adapters.support import closed_port, engine_with, require_package
+
+require_package("agents", "openai-agents")
+
+from agents import Agent, Runner, WebSearchTool, function_tool  # noqa: E402
+from agents.testing import ScriptedModel  # noqa: E402
+from agents.testing.model import assistant_message, function_call  # noqa: E402
+
+from hookgate import Engine  # noqa: E402
+from hookgate.adapters import HookgateAbort  # noqa: E402
+from hookgate.adapters.openai_agents import HookgateRunHooks, guard_tools  # noqa: E402
+from hookgate.client import AsyncGatewayClient  # noqa: E402
+
+CALL_ID = "call_oa_1"
+
+
+class Harness:
+    def __init__(self, target: Any, *, handoff: bool = False) -> None:
+        self.received: list[str] = []
+        self.model = ScriptedModel(
+            [
+                [function_call("shell", {"cmd": "rm -rf /"}, call_id=CALL_ID)],
+                [assistant_message("all done")],
+            ]
+        )
+
+        @function_tool
+        def shell(cmd: str) -> str:
+            """Run a shell command."""
+            self.received.append(cmd)
+            return f"ran {cmd}"
+
+        self.agent = Agent(
+            name="ops-agent",
+            instructions="be careful",
+            model=self.model,
+            tools=guard_tools([shell], target),
+        )
+        self.hooks = HookgateRunHooks(target)
+
+    async def run(self, prompt: str = "clean up") -> Any:
+        return await Runner.run(self.agent, prompt, hooks=self.hooks)
+
+    def tool_output(self) -> str:
+        """The tool result the model read on its second call."""
+        second = self.model.calls[1].input
+        return next(i["output"] for i in second if i.get("type") == "function_call_output")
+
+
+async def test_block_keeps_the_tool_from_running_and_the_model_reads_the_reason() -> None:
+    engine, seen = engine_with(
+        {"pre_tool_use": lambda e: {"decision": "block", "reason": "no rm -rf"}}
+    )
+    harness = Harness(engine)
+    result = await harness.run()
+    assert harness.received == []
+    assert "no rm -rf" in harness.tool_output()
+    assert result.final_output == "all done"
+    pre = seen.payloads("pre_tool_use")[0]
+    assert pre["tool_input"] == {"cmd": "rm -rf /"}
+    assert pre["tool_use_id"] == CALL_ID
+    assert pre["agent_id"] == "ops-agent"
+    assert pre["turn_id"].startswith("trace_")
+    assert "post_tool_use" not in seen.names()
+
+
+async def test_rewritten_arguments_are_what_the_tool_receives() -> None:
+    engine, seen = engine_with({"pre_tool_use": lambda e: {"updated_input": {"cmd": "ls"}}})
+    harness = Harness(engine)
+    await harness.run()
+    assert harness.received == ["ls"]
+    assert harness.tool_output() == "ran ls"
+    assert seen.payloads("post_tool_use")[0]["tool_input"] == {"cmd": "ls"}
+
+
+async def test_synthetic_result_replaces_the_call() -> None:
+    engine, _ = engine_with({"pre_tool_use": lambda e: {"result": {"files": 3}}})
+    harness = Harness(engine)
+    await harness.run()
+    assert harness.received == []
+    assert json.loads(harness.tool_output()) == {"files": 3}
+
+
+async def test_context_and_output_rewrite_reach_the_model() -> None:
+    engine, _ = engine_with(
+        {
+            "pre_tool_use": lambda e: {"additional_context": "policy: read-only host"},
+            "post_tool_use": lambda e: {"updated_input": "[redacted]"},
+        }
+    )
+    harness = Harness(engine)
+    await harness.run()
+    assert harness.received == ["rm -rf /"]
+    assert harness.tool_output() == "[redacted]\n\npolicy: read-only host"
+
+
+async def test_abort_stops_the_run_before_the_tool() -> None:
+    engine, _ = engine_with({"pre_tool_use": lambda e: {"abort": "turn", "reason": "halt"}})
+    harness = Harness(engine)
+    with pytest.raises(HookgateAbort, match="halt"):
+        await harness.run()
+    assert harness.received == []
+    assert len(harness.model.calls) == 1
+
+
+async def test_blocked_prompt_never_reaches_the_model() -> None:
+    engine, _ = engine_with(
+        {"user_prompt_submit": lambda e: {"decision": "block", "reason": "off-topic"}}
+    )
+    harness = Harness(engine)
+    with pytest.raises(HookgateAbort, match="off-topic"):
+        await harness.run()
+    assert harness.model.calls == ()
+
+
+async def test_prompt_rewrite_and_model_hooks() -> None:
+    engine, seen = engine_with(
+        {
+            "user_prompt_submit": lambda e: {"updated_input": "list files"},
+            "before_llm": lambda e: {"additional_context": "today is Sunday"},
+            "after_llm": lambda e: (
+                {"updated_input": e.response["text"].upper()} if e.response["text"] else None
+            ),
+        }
+    )
+    harness = Harness(engine)
+    result = await harness.run()
+    first = harness.model.calls[0]
+    assert first.system_instructions == "be careful"
+    assert first.input[0] == {"role": "user", "content": "list files"}
+    assert {"role": "developer", "content": "today is Sunday"} in first.input
+    assert result.final_output == "ALL DONE"
+    request = seen.payloads("before_llm")[0]["request"]
+    assert request["system"] == "be careful"
+    assert request["tools"] == ["shell"]
+    response = seen.payloads("after_llm")[0]["response"]
+    assert response["tool_calls"] == [{"name": "shell", "args": {"cmd": "rm -rf /"}, "id": CALL_ID}]
+    await engine.drain()
+    assert seen.payloads("session_start")[0]["source"] == "openai-agents"
+    assert seen.payloads("stop")[0]["last_message"] == "ALL DONE"
+
+
+async def test_system_rewrite_cannot_be_applied_and_stops_the_run() -> None:
+    engine, _ = engine_with(
+        {"before_llm": lambda e: {"updated_input": {**e.request, "system": "other"}}}
+    )
+    harness = Harness(engine)
+    with pytest.raises(HookgateAbort, match="instructions"):
+        await harness.run()
+    assert harness.model.calls == ()
+
+
+async def test_handoff_fires_subagent_events_and_a_block_stops_it() -> None:
+    engine, seen = engine_with(
+        {"subagent_start": lambda e: {"decision": "block", "reason": "no delegation"}}
+    )
+    helper = Agent(name="helper", model=ScriptedModel([[assistant_message("helped")]]))
+    model = ScriptedModel([[function_call("transfer_to_helper", {}, call_id="call_h")]])
+    root = Agent(name="root", model=model, handoffs=[helper])
+    with pytest.raises(HookgateAbort, match="no delegation"):
+        await Runner.run(root, "delegate", hooks=HookgateRunHooks(engine))
+    start = seen.payloads("subagent_start")[0]
+    assert (start["source_agent"], start["target_agent"]) == ("root", "helper")
+    assert helper.model.calls == ()  # type: ignore[union-attr]
+
+
+async def test_handoff_allowed_reports_subagent_stop() -> None:
+    engine, seen = engine_with()
+    helper_model = ScriptedModel([[assistant_message("helped")]])
+    helper = Agent(name="helper", model=helper_model)
+    model = ScriptedModel([[function_call("transfer_to_helper", {}, call_id="call_h")]])
+    root = Agent(name="root", model=model, handoffs=[helper])
+    result = await Runner.run(root, "delegate", hooks=HookgateRunHooks(engine))
+    assert result.final_output == "helped"
+    await engine.drain()
+    stop = seen.payloads("subagent_stop")[0]
+    assert (stop["source_agent"], stop["target_agent"], stop["output"]) == (
+        "root",
+        "helper",
+        "helped",
+    )
+
+
+async def test_a_crashing_hook_blocks() -> None:
+    def crash(event: Any) -> None:
+        raise RuntimeError("bug in hook")
+
+    engine, _ = engine_with({"pre_tool_use": crash})
+    harness = Harness(engine)
+    await harness.run()
+    assert harness.received == []
+    assert "Blocked by hookgate" in harness.tool_output()
+
+
+async def test_an_unreachable_gateway_blocks_the_tool() -> None:
+    client = AsyncGatewayClient(f"http://127.0.0.1:{closed_port()}", "hg_key", timeout=2)
+    harness = Harness(client)
+    harness.hooks = HookgateRunHooks(Engine())  # only the tool goes to the (down) gateway
+    await harness.run()
+    assert harness.received == []
+    assert "GatewayConnectionError" in harness.tool_output()
+
+
+def test_tools_that_cannot_be_gated_are_refused() -> None:
+    with pytest.raises(TypeError, match="cannot gate WebSearchTool"):
+        guard_tools([WebSearchTool()], Engine())
