@@ -1,0 +1,186 @@
+"""HookgateCapability in real Pydantic AI runs, with FunctionModel calling a tool."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from tests.adapters.support import closed_port, engine_with, require_package
+
+require_package("pydantic_ai", "pydantic-ai")
+
+from pydantic_ai import Agent  # noqa: E402
+from pydantic_ai.messages import (  # noqa: E402
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    RetryPromptPart,
+    TextPart,
+    ToolCallPart,
+    ToolReturnPart,
+    UserPromptPart,
+)
+from pydantic_ai.models.function import AgentInfo, FunctionModel  # noqa: E402
+
+from hookgate.adapters import HookgateAbort  # noqa: E402
+from hookgate.adapters.pydantic_ai import HookgateCapability  # noqa: E402
+from hookgate.client import AsyncGatewayClient  # noqa: E402
+
+CALL_ID = "call_pa_1"
+
+
+class Harness:
+    def __init__(self, target: Any) -> None:
+        self.received: list[str] = []
+        self.seen: list[tuple[list[ModelMessage], AgentInfo]] = []
+
+        def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+            self.seen.append((list(messages), info))
+            if len(self.seen) == 1:
+                return ModelResponse(
+                    parts=[ToolCallPart("shell", {"cmd": "rm -rf /"}, tool_call_id=CALL_ID)]
+                )
+            return ModelResponse(parts=[TextPart("all done")])
+
+        self.agent = Agent(
+            FunctionModel(respond),
+            name="ops-agent",
+            instructions="be careful",
+            capabilities=[HookgateCapability(target)],
+        )
+
+        @self.agent.tool_plain
+        def shell(cmd: str) -> str:
+            """Run a shell command."""
+            self.received.append(cmd)
+            return f"ran {cmd}"
+
+    async def run(self, prompt: str = "clean up") -> Any:
+        return await self.agent.run(prompt)
+
+    def tool_result(self) -> ToolReturnPart | RetryPromptPart:
+        """The tool result the model read on its second call."""
+        last = self.seen[1][0][-1]
+        assert isinstance(last, ModelRequest)
+        part = last.parts[0]
+        assert isinstance(part, ToolReturnPart | RetryPromptPart)
+        return part
+
+
+async def test_block_keeps_the_tool_from_running_and_the_model_reads_the_reason() -> None:
+    engine, seen = engine_with(
+        {"pre_tool_use": lambda e: {"decision": "block", "reason": "no rm -rf"}}
+    )
+    harness = Harness(engine)
+    result = await harness.run()
+    assert harness.received == []
+    part = harness.tool_result()
+    assert part.tool_call_id == CALL_ID
+    assert "no rm -rf" in part.model_response_str()
+    assert result.output == "all done"
+    pre = seen.payloads("pre_tool_use")[0]
+    assert pre["tool_input"] == {"cmd": "rm -rf /"}
+    assert pre["tool_use_id"] == CALL_ID
+    assert pre["agent_id"] == "ops-agent"
+    assert pre["turn_id"] == result.run_id
+    assert "post_tool_use" not in seen.names()
+
+
+async def test_rewritten_arguments_are_what_the_tool_receives() -> None:
+    engine, seen = engine_with({"pre_tool_use": lambda e: {"updated_input": {"cmd": "ls"}}})
+    harness = Harness(engine)
+    await harness.run()
+    assert harness.received == ["ls"]
+    assert harness.tool_result().content == "ran ls"
+    assert seen.payloads("post_tool_use")[0]["tool_input"] == {"cmd": "ls"}
+
+
+async def test_synthetic_result_replaces_the_call() -> None:
+    engine, _ = engine_with({"pre_tool_use": lambda e: {"result": {"files": 3}}})
+    harness = Harness(engine)
+    await harness.run()
+    assert harness.received == []
+    assert harness.tool_result().content == {"files": 3}
+
+
+async def test_context_and_output_rewrite_reach_the_model() -> None:
+    engine, _ = engine_with(
+        {
+            "pre_tool_use": lambda e: {"additional_context": "policy: read-only host"},
+            "post_tool_use": lambda e: {"updated_input": "[redacted]"},
+        }
+    )
+    harness = Harness(engine)
+    await harness.run()
+    assert harness.received == ["rm -rf /"]
+    assert harness.tool_result().content == "[redacted]\n\npolicy: read-only host"
+
+
+async def test_abort_stops_the_run_before_the_tool() -> None:
+    engine, _ = engine_with({"pre_tool_use": lambda e: {"abort": "hard", "reason": "halt"}})
+    harness = Harness(engine)
+    with pytest.raises(HookgateAbort, match="halt"):
+        await harness.run()
+    assert harness.received == []
+    assert len(harness.seen) == 1
+
+
+async def test_blocked_prompt_never_reaches_the_model() -> None:
+    engine, _ = engine_with(
+        {"user_prompt_submit": lambda e: {"decision": "block", "reason": "off-topic"}}
+    )
+    harness = Harness(engine)
+    with pytest.raises(HookgateAbort, match="off-topic"):
+        await harness.run()
+    assert harness.seen == []
+
+
+async def test_prompt_rewrite_and_model_hooks() -> None:
+    engine, seen = engine_with(
+        {
+            "user_prompt_submit": lambda e: {"updated_input": "list files"},
+            "before_llm": lambda e: {
+                "updated_input": {**e.request, "system": "be very careful"},
+                "additional_context": "today is Sunday",
+            },
+            "after_llm": lambda e: (
+                {"updated_input": e.response["text"].upper()} if e.response["text"] else None
+            ),
+        }
+    )
+    harness = Harness(engine)
+    result = await harness.run()
+    messages, info = harness.seen[0]
+    assert info.instructions == "be very careful\n\ntoday is Sunday"
+    first = messages[0]
+    assert isinstance(first, ModelRequest)
+    assert [p.content for p in first.parts if isinstance(p, UserPromptPart)] == ["list files"]
+    assert result.output == "ALL DONE"
+    request = seen.payloads("before_llm")[0]["request"]
+    assert request["system"] == "be careful"
+    assert request["tools"] == ["shell"]
+    response = seen.payloads("after_llm")[0]["response"]
+    assert response["tool_calls"] == [{"name": "shell", "args": {"cmd": "rm -rf /"}, "id": CALL_ID}]
+    await engine.drain()
+    assert seen.payloads("session_start")[0]["source"] == "pydantic-ai"
+    assert seen.payloads("stop")[0]["last_message"] == "ALL DONE"
+
+
+async def test_a_crashing_hook_blocks() -> None:
+    def crash(event: Any) -> None:
+        raise RuntimeError("bug in hook")
+
+    engine, _ = engine_with({"pre_tool_use": crash})
+    harness = Harness(engine)
+    await harness.run()
+    assert harness.received == []
+    assert "Blocked by hookgate" in harness.tool_result().model_response_str()
+
+
+async def test_an_unreachable_gateway_blocks_the_run_before_the_model() -> None:
+    client = AsyncGatewayClient(f"http://127.0.0.1:{closed_port()}", "hg_key", timeout=2)
+    harness = Harness(client)
+    with pytest.raises(HookgateAbort, match="GatewayConnectionError"):
+        await harness.run()
+    assert harness.seen == []
+    assert harness.received == []
