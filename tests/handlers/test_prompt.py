@@ -423,7 +423,8 @@ def test_prompt_hooks_need_a_matcher_or_if_expr() -> None:
         ({}, "need config.prompt_template"),
         ({"prompt_template": "x", "model": "haiku", "provider": "openai"}, "served by anthropic"),
         ({"prompt_template": "x", "model": "mystery-7b"}, "cannot tell which provider"),
-        ({"prompt_template": "x", "provider": "gemini"}, "unknown provider"),
+        # Other names are a gateway operator's providers; they must at least look like one.
+        ({"prompt_template": "x", "provider": "no such/provider"}, "name of a configured"),
         ({"prompt_template": "x", "base_url": "file:///tmp/x"}, "only http and https"),
         ({"prompt_template": "x", "max_invocations_per_turn": 0}, "positive integer"),
         ({"prompt_template": "x", "temperature": 1}, "unknown prompt config key"),

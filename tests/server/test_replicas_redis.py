@@ -63,8 +63,9 @@ def test_a_decision_paid_for_on_one_replica_serves_the_other(
 ) -> None:
     require_service("Redis", *_redis_up())
     env = {"HOOKGATE_SSRF_ALLOWLIST": "127.0.0.1/32", KEY_ENV: "test-key-123"}
-    args = ("--redis-url", REDIS_URL)
     with ScriptedLLM(api_key="test-key-123") as llm:
+        provider = f"name=scripted,format=openai,base_url={llm.openai_url},api_key_env={KEY_ENV}"
+        args = ("--redis-url", REDIS_URL, "--llm-provider", provider)
         llm.script(decide("block", "deleting the build directory"))
         first = GatewayProcess(tmp_path / "a", args=args, env=env, database_url=database).start()
         second = GatewayProcess(tmp_path / "b", args=args, env=env, database_url=database)
@@ -80,8 +81,7 @@ def test_a_decision_paid_for_on_one_replica_serves_the_other(
                     "event": "pre_tool_use", "handler_type": "prompt", "scope": "tenant",
                     "name": "llm guard", "matcher": "^exec$",
                     "config": {"prompt_template": "Block destructive commands.",
-                               "model": "gpt-4o-mini", "base_url": llm.openai_url,
-                               "api_key_env": KEY_ENV},
+                               "model": "gpt-4o-mini", "provider": "scripted"},
                 })
                 assert ok(ws, "hooks.dispatch", event)["decision"] == "block"
             assert len(llm.requests) == 1

@@ -84,7 +84,8 @@ ENVIRONMENT_HELP = """\b
 Environment settings:
   HOOKGATE_HOST, HOOKGATE_PORT, HOOKGATE_DATA_DIR, HOOKGATE_DATABASE_URL,
   HOOKGATE_EDITION, HOOKGATE_AUDIT_MODE, HOOKGATE_TRACE_EXPORTER,
-  HOOKGATE_REDIS_URL         the options of the same name
+  HOOKGATE_REDIS_URL, HOOKGATE_LLM_PROVIDERS
+                             the options of the same name
   HOOKGATE_SSRF_ALLOWLIST    comma-separated CIDRs and host names that http and
                              prompt hooks may reach although private (default: none)
   HOOKGATE_SECRET_KEY        base64 key that seals secret headers and error details
@@ -92,7 +93,8 @@ Environment settings:
                              secret.key in the data directory, made on first start)
   HOOKGATE_RETENTION_DAYS    days of execution history to keep (default 30; 0 keeps all)
   HOOKGATE_LLM_PROVIDER, HOOKGATE_LLM_MODEL, HOOKGATE_LLM_BASE_URL,
-  HOOKGATE_LLM_API_KEY_ENV   defaults for prompt and agent hooks' model provider
+  HOOKGATE_LLM_API_KEY_ENV   the operator's defaults for the public providers (used
+                             when no --llm-provider is given)
 See docs/gateway.md for every setting."""
 
 
@@ -119,6 +121,12 @@ See docs/gateway.md for every setting."""
               show_default=True,
               help="json: one object per line: key (such as security.hook.circuit_breaker), "
               "level and the event's fields.")
+@click.option("--llm-provider", "llm_providers", multiple=True, envvar="HOOKGATE_LLM_PROVIDERS",
+              metavar="SPEC",
+              help="A model provider prompt and agent hooks may use (repeatable): "
+              "name=NAME,format=openai|anthropic,base_url=URL[,api_key_env=VAR][,model=M]. "
+              "Default: the public OpenAI and Anthropic endpoints with the keys in this "
+              "environment. Tenants name a provider; they never pick the key variable.")
 @click.option("--connect-timeout", "connect_timeout_s", type=click.FloatRange(min=0.1),
               default=10.0, show_default=True,
               help="Seconds a WebSocket has, from opening, to sign in with a connect frame.")
@@ -136,6 +144,7 @@ def serve(
     audit_mode: str,
     trace_exporter: str,
     log_format: str,
+    llm_providers: tuple[str, ...],
     connect_timeout_s: float,
     redis_url: str | None,
 ) -> None:
@@ -162,6 +171,13 @@ def serve(
     bound_port = sock.getsockname()[1]
     shown_host = f"[{host}]" if ":" in host else host
     base = f"http://{shown_host}:{bound_port}"
+    from hookgate.llm.providers import ProviderRegistry, parse_provider
+
+    try:
+        providers = tuple(parse_provider(spec) for spec in llm_providers)
+        ProviderRegistry(providers)  # refuses a name given twice
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--llm-provider") from None
     options = GatewayOptions(
         edition=edition,
         max_frame_bytes=max_frame_bytes,
@@ -169,6 +185,7 @@ def serve(
         audit_mode=audit_mode,
         connect_timeout_s=connect_timeout_s,
         redis_url=redis_url,
+        llm_providers=providers,
     )
     if redis_url:
         try:

@@ -7,6 +7,7 @@ Config::
      "provider": "anthropic",           # optional: openai | anthropic
      "base_url": "https://…",           # optional, SSRF-checked like every outbound URL
      "api_key_env": "MY_KEY_VAR",       # optional: which environment variable holds the key
+     "api_key": "sk-…",                 # optional: the hook's own key (sealed at rest)
      "max_invocations_per_turn": 5}
 
 What the model sees: a fixed anti-injection preamble with the hook author's template as
@@ -36,6 +37,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import secrets
 from collections.abc import Mapping
 from typing import Any, ClassVar, Final
@@ -43,7 +45,7 @@ from typing import Any, ClassVar, Final
 from hookgate.audit import canonical_json
 from hookgate.events import EventSpec
 from hookgate.handlers.base import Handler, Invocation
-from hookgate.llm.aliases import resolve_model
+from hookgate.llm.aliases import PROVIDERS, resolve_model
 from hookgate.llm.base import ChatReply, ToolSpec
 from hookgate.llm.metered import metered_completion
 from hookgate.log import log_event
@@ -62,6 +64,7 @@ from hookgate.ssrf import SsrfGuard, SsrfRefused
 __all__ = ["DECIDE_TOOL", "PREAMBLE", "PromptHandler", "evaluated_data", "parse_decide"]
 
 DEFAULT_CAP: Final = 5
+_PROVIDER_NAME: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 MAX_TOKENS: Final = 512
 
 PREAMBLE: Final = """\
@@ -109,6 +112,7 @@ _CONFIG_KEYS: Final = frozenset(
         "provider",
         "base_url",
         "api_key_env",
+        "api_key",
         "max_invocations_per_turn",
         "max_tokens",
     }
@@ -309,17 +313,22 @@ class PromptHandler(Handler):
 def model_problems(config: Mapping[str, Any]) -> list[str]:
     """Problems with the model/provider/base_url of a prompt or agent hook config."""
     problems: list[str] = []
-    for key in ("model", "provider", "base_url", "api_key_env"):
+    for key in ("model", "provider", "base_url", "api_key_env", "api_key"):
         if key in config and (not isinstance(config[key], str) or not config[key]):
             problems.append(f"{key} must be a non-empty string")
     model, provider = config.get("model"), config.get("provider")
-    if isinstance(model, str) and model:
+    # Other provider names are a gateway operator's providers, checked against its list.
+    wire = provider if provider in PROVIDERS else None
+    if isinstance(provider, str) and wire is None and not _PROVIDER_NAME.fullmatch(provider):
+        problems.append(
+            f"provider {provider!r} must be openai, anthropic or the name of a configured "
+            "provider (letters, digits, '.', '_', '-')"
+        )
+    if isinstance(model, str) and model and (wire is not None or provider is None):
         try:
-            resolve_model(model, provider if isinstance(provider, str) else None)
+            resolve_model(model, wire)
         except ValueError as exc:
             problems.append(str(exc))
-    elif isinstance(provider, str) and provider not in ("openai", "anthropic"):
-        problems.append(f"unknown provider {provider!r}; expected openai or anthropic")
     base_url = config.get("base_url")
     if isinstance(base_url, str) and base_url:
         try:

@@ -6,7 +6,10 @@ request through the SSRF-guarded client, deducts the reply's real token usage an
 model and tokens as execution details (``prompt_model``, ``prompt_tokens``, …).
 
 ``Services.extras`` names used: ``budget_store`` (a :class:`~hookgate.budget.BudgetStore`;
-an in-memory one is created and shared on first use) and ``http_client``.
+an in-memory one is created and shared on first use), ``http_client``, ``keyring`` (opens a
+hook's sealed ``api_key``) and ``llm_providers`` (a gateway's
+:class:`~hookgate.llm.providers.ProviderRegistry`: when present, hooks may only use the
+operator's providers, see :mod:`hookgate.llm.providers`).
 """
 
 from __future__ import annotations
@@ -18,10 +21,12 @@ from typing import Any, Final
 from hookgate.budget import BudgetStore, MemoryBudgetStore
 from hookgate.handlers.base import Services
 from hookgate.llm.base import ChatReply, ChatRequest, ProviderError, ToolSpec
-from hookgate.llm.select import choose_provider, make_provider
+from hookgate.llm.providers import ProviderRegistry, open_api_key
+from hookgate.llm.select import ProviderChoice, choose_for_tenant, choose_provider, make_provider
 from hookgate.log import log_event
 from hookgate.outbound import shared_client
 from hookgate.outcome import HookError
+from hookgate.secrets import SecretError
 from hookgate.ssrf import SsrfRefused
 
 __all__ = ["DEFAULT_TENANT", "MeteredReply", "budget_store", "metered_completion"]
@@ -45,6 +50,17 @@ def budget_store(services: Services) -> BudgetStore:
     return store
 
 
+def _choose(services: Services, config: Mapping[str, Any], hook_id: str) -> ProviderChoice:
+    own_key = open_api_key(config, hook_id, services.extras.get("keyring"))
+    registry = services.extras.get("llm_providers")
+    if isinstance(registry, ProviderRegistry):
+        return choose_for_tenant(config, registry, services.settings, own_key=own_key)
+    choice = choose_provider(config, services.settings)
+    if own_key is None:
+        return choice
+    return ProviderChoice(choice.provider, choice.model, choice.base_url, "", own_key)
+
+
 async def metered_completion(
     services: Services,
     config: Mapping[str, Any],
@@ -60,9 +76,9 @@ async def metered_completion(
     """Call the hook's model; raise :class:`HookError` for every way this can fail."""
     tenant = tenant_id or DEFAULT_TENANT
     try:
-        choice = choose_provider(config, services.settings)
+        choice = _choose(services, config, hook_id)
         provider = make_provider(choice, shared_client(services))
-    except (ValueError, TypeError) as exc:
+    except (ValueError, TypeError, SecretError) as exc:
         raise HookError(f"model provider: {exc}") from None
     details: dict[str, Any] = {"prompt_model": choice.model, "prompt_provider": choice.provider}
     store = budget_store(services)

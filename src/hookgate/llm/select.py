@@ -12,24 +12,42 @@ Each setting comes from the first place that has it:
    ``ANTHROPIC_API_KEY``.
 
 The provider follows from the model when not given (aliases and model-id prefixes).
+
+That is the library's rule: the hooks are the user's own code. On a gateway, hooks come
+from tenants, and :func:`choose_for_tenant` applies the operator's
+:class:`~hookgate.llm.providers.ProviderRegistry` instead (see :mod:`hookgate.llm.providers`).
+A hook's own ``api_key`` is used in both cases, and only with that hook's provider.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 from hookgate.llm import anthropic, openai
 from hookgate.llm.aliases import resolve_model
 from hookgate.llm.base import ChatProvider
+from hookgate.llm.providers import (
+    ProviderRegistry,
+    ProviderSpec,
+    credential_problems,
+)
 from hookgate.outbound import OutboundClient
 from hookgate.settings import Settings
 
-__all__ = ["DEFAULT_MODEL", "ProviderChoice", "choose_provider", "make_provider"]
+__all__ = [
+    "DEFAULT_MODEL",
+    "ProviderChoice",
+    "choose_for_tenant",
+    "choose_provider",
+    "make_provider",
+    "operator_registry",
+]
 
 DEFAULT_MODEL: Final = "haiku"
+_FORMAT_MODEL: Final = {"anthropic": "haiku", "openai": "gpt-4o-mini"}
 _KEY_ENV: Final = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
 _BASE_ENV: Final = {"openai": "OPENAI_BASE_URL", "anthropic": "ANTHROPIC_BASE_URL"}
 _BASE_DEFAULT: Final = {"openai": openai.DEFAULT_BASE_URL, "anthropic": anthropic.DEFAULT_BASE_URL}
@@ -41,6 +59,10 @@ class ProviderChoice:
     model: str
     base_url: str
     api_key_env: str
+    #: The hook's own key (it brought one); else the key is read from ``api_key_env``.
+    api_key: str | None = field(default=None, repr=False)
+    #: The operator's provider name, on a gateway.
+    name: str = ""
 
 
 def _setting(
@@ -77,7 +99,12 @@ def make_provider(
 ) -> ChatProvider:
     """The provider client for ``choice``; raise ValueError when its API key is not set."""
     env = os.environ if environ is None else environ
-    api_key = env.get(choice.api_key_env)
+    api_key = choice.api_key or env.get(choice.api_key_env)
+    if not api_key and not choice.api_key_env:
+        raise ValueError(
+            f"provider {choice.name or choice.provider!r} has no API key configured "
+            "(api_key_env); give the hook its own api_key"
+        )
     if not api_key:
         raise ValueError(
             f"no API key for {choice.provider}: set the environment variable "
@@ -86,3 +113,61 @@ def make_provider(
     if choice.provider == "openai":
         return openai.OpenAIChat(client, api_key=api_key, base_url=choice.base_url)
     return anthropic.AnthropicMessages(client, api_key=api_key, base_url=choice.base_url)
+
+
+def operator_registry(
+    specs: list[ProviderSpec],
+    settings: Settings,
+    environ: Mapping[str, str] | None = None,
+) -> ProviderRegistry:
+    """The gateway's providers: those the operator configured, else the two public ones set
+    up from the operator's environment like the library's defaults (the default first)."""
+    if specs:
+        return ProviderRegistry(specs)
+    env = os.environ if environ is None else environ
+    default = choose_provider({}, settings, env).provider
+    implicit = []
+    for wire in sorted(_KEY_ENV, key=lambda name: name != default):
+        base_url = (
+            _setting("base_url", {}, settings, env)
+            or env.get(_BASE_ENV[wire])
+            or _BASE_DEFAULT[wire]
+        )
+        key_env = _setting("api_key_env", {}, settings, env) or _KEY_ENV[wire]
+        implicit.append(ProviderSpec(wire, wire, base_url.rstrip("/"), key_env))
+    return ProviderRegistry(implicit)
+
+
+def choose_for_tenant(
+    config: Mapping[str, Any],
+    registry: ProviderRegistry,
+    settings: Settings,
+    *,
+    own_key: str | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> ProviderChoice:
+    """A tenant hook's provider: one of the operator's, with the operator's key or the
+    hook's own (``own_key``, already opened). Raise ValueError naming what is refused."""
+    env = os.environ if environ is None else environ
+    refused = credential_problems(config)
+    if refused:
+        raise ValueError(refused[0][1])
+    spec = registry.find(config)
+    model = config.get("model") or spec.model
+    if not model:
+        # The operator's default model, when this provider serves it.
+        model = _setting("model", {}, settings, env) or _FORMAT_MODEL[spec.format]
+        try:
+            resolve_model(str(model), spec.format)
+        except ValueError:
+            model = _FORMAT_MODEL[spec.format]
+    resolved = resolve_model(str(model), spec.format)
+    base_url = str(config.get("base_url") or spec.base_url) if own_key else spec.base_url
+    return ProviderChoice(
+        resolved.provider,
+        resolved.model,
+        base_url,
+        "" if own_key else (spec.api_key_env or ""),
+        own_key,
+        spec.name,
+    )

@@ -20,6 +20,8 @@ from hookgate.builtins import builtin_definitions
 from hookgate.definition import HookDefinition
 from hookgate.engine import Engine
 from hookgate.handlers import Services, available_handler_types
+from hookgate.llm.providers import ProviderRegistry, ProviderSpec, credential_problems
+from hookgate.llm.select import operator_registry
 from hookgate.log import log_event
 from hookgate.safeguards import BreakerStatus
 from hookgate.secrets import Keyring
@@ -56,6 +58,9 @@ class GatewayOptions:
     #: ``redis://…``: prompt hooks' decision cache and per-turn counters live there, shared by
     #: every replica (``None``: in this process only).
     redis_url: str | None = None
+    #: The model providers prompt and agent hooks may use (``--llm-provider``); empty: the
+    #: public OpenAI and Anthropic endpoints with the keys in the gateway's environment.
+    llm_providers: tuple[ProviderSpec, ...] = ()
 
 
 class Gateway:
@@ -85,6 +90,10 @@ class Gateway:
         if keyring is not None:
             services.extras.setdefault("keyring", keyring)  # http hooks open sealed headers
         services.extras.setdefault("budget_store", SqlBudgetStore(store))
+        # Tenants' hooks use the operator's providers, never a URL or key variable of their own.
+        self.providers: ProviderRegistry = services.extras.setdefault(
+            "llm_providers", operator_registry(list(self.options.llm_providers), self.settings)
+        )
         if self.options.redis_url:
             from hookgate.redis_state import RedisDecisionCache, RedisTurnCounter, connect
 
@@ -227,6 +236,19 @@ class Gateway:
                 details={"problems": [{"field": "config", "message": "callable not allowed"}]},
             )
 
+    def check_credentials(self, definition: HookDefinition) -> None:
+        """A model hook may only spend credentials its author supplied: no ``api_key_env``,
+        no ``base_url`` without its own ``api_key``, only providers this gateway has."""
+        if definition.handler_type not in ("prompt", "agent", "quality_gate"):
+            return
+        problems = credential_problems(definition.config, self.providers)
+        if problems:
+            raise ApiError(
+                "INVALID_REQUEST",
+                "; ".join(f"{field}: {message}" for field, message in problems),
+                details={"problems": [{"field": f, "message": m} for f, m in problems]},
+            )
+
     def info(self, who: Principal) -> dict[str, Any]:
         from hookgate.server.methods import EVENTS_INFO, METHODS
 
@@ -238,6 +260,7 @@ class Gateway:
             "key_name": who.key_name,
             "version": __version__,
             "handler_types": self.handler_types(),
+            "llm_providers": self.providers.info(),
             "events": EVENTS_INFO,
             "methods": sorted(METHODS),
         }

@@ -8,9 +8,13 @@ plain secret value (``Authorization``, ``Proxy-Authorization`` and the headers l
 ``secret_headers``) is sealed with the gateway's keyring, bound to the hook id, before the
 definition is validated and stored.
 
+A prompt or agent hook's own provider key (``config.api_key``) is handled the same way:
+sealed on write, bound to the hook id, ``null`` or left out keeps it, ``""`` removes it.
+
 A stored secret belongs to the destination it was given for. An update that moves the hook
-to another host (an http hook's ``url``) does not take the stored secrets along: they must
-be given again, and the update is refused with a message saying so.
+to another host (an http hook's ``url``, a model hook's ``base_url`` or provider) does not
+take the stored secrets along: they must be given again, and the update is refused with a
+message saying so.
 """
 
 from __future__ import annotations
@@ -20,10 +24,12 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from hookgate.header_secrets import seal_headers, secret_header_names
+from hookgate.llm.aliases import resolve_model
+from hookgate.llm.providers import API_KEY_FIELD, api_key_aad
 from hookgate.secrets import Keyring, is_sealed_text
 from hookgate.server.errors import ApiError
 
-__all__ = ["destination", "prepare_secret_headers"]
+__all__ = ["destination", "prepare_api_key", "prepare_secret_headers"]
 
 NO_KEY_MESSAGE = (
     "secret header values need an encryption key: start the gateway with "
@@ -43,9 +49,9 @@ def _problem(field: str, message: str) -> ApiError:
 def destination(config: Mapping[str, Any]) -> str | None:
     """Where a config's secrets are sent: ``scheme://host:port`` of its ``url`` (http
     hooks); ``None`` when it names no URL."""
-    url = config.get("url")
+    url = config.get("url") or config.get("base_url")
     if not isinstance(url, str):
-        return None
+        return _provider_destination(config)
     try:
         parts = urlsplit(url.strip())
         port = parts.port
@@ -54,6 +60,50 @@ def destination(config: Mapping[str, Any]) -> str | None:
     scheme = parts.scheme.lower()
     host = (parts.hostname or "").lower()
     return f"{scheme}://{host}:{port or _DEFAULT_PORTS.get(scheme, 0)}"
+
+
+def _provider_destination(config: Mapping[str, Any]) -> str | None:
+    provider, model = config.get("provider"), config.get("model")
+    if not provider and isinstance(model, str):
+        try:
+            provider = resolve_model(model).provider
+        except ValueError:
+            provider = None
+    return f"provider {provider}" if provider else None
+
+
+def prepare_api_key(
+    config: Any,
+    hook_id: str,
+    keyring: Keyring | None,
+    stored: Mapping[str, Any] | None = None,
+) -> Any:
+    """A model hook's own ``api_key``: sealed, kept, removed or refused (see above)."""
+    if not isinstance(config, Mapping):
+        return config
+    before = stored.get(API_KEY_FIELD) if stored else None
+    kept = before if is_sealed_text(before) else None
+    if API_KEY_FIELD not in config or config[API_KEY_FIELD] is None:
+        if kept is None:
+            if API_KEY_FIELD in config:
+                raise _problem("config.api_key", "no stored value to keep; give the value")
+            return config
+        if destination(config) != destination(stored or {}):
+            raise _problem(
+                "config.api_key",
+                f"the hook's destination changes from {destination(stored or {})} to "
+                f"{destination(config)}; its stored api_key is not sent to a new "
+                'destination: give it again (or "" to use the provider\'s own key)',
+            )
+        return {**config, API_KEY_FIELD: kept}
+    value = config[API_KEY_FIELD]
+    if value == "":
+        return {k: v for k, v in config.items() if k != API_KEY_FIELD}
+    if not isinstance(value, str) or is_sealed_text(value):
+        return config  # validation reports a bad type; a foreign ciphertext will not open
+    if keyring is None:
+        raise _problem("config.api_key", NO_KEY_MESSAGE.replace("secret header values", "keys"))
+    return {**config, API_KEY_FIELD: keyring.seal_text(value, api_key_aad(hook_id))}
 
 
 def _sealed_headers(stored: Mapping[str, Any] | None) -> dict[str, str]:

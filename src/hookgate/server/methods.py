@@ -23,7 +23,7 @@ from hookgate.secrets import is_sealed_text
 from hookgate.server import schemas
 from hookgate.server.auth import Principal, require_role
 from hookgate.server.errors import ApiError
-from hookgate.server.hook_secrets import prepare_secret_headers
+from hookgate.server.hook_secrets import prepare_api_key, prepare_secret_headers
 from hookgate.server.tracing import parse_traceparent
 from hookgate.store import (
     ExecutionQuery,
@@ -266,10 +266,10 @@ async def hooks_create(gateway: Gateway, who: Principal, p: Any) -> dict[str, An
     if definition.scope == "global" and not who.master:
         raise ApiError("UNAUTHORIZED", MASTER_MESSAGE)
     gateway.check_allowed(definition)
-    definition = replace(
-        definition,
-        config=prepare_secret_headers(definition.config, definition.id, gateway.keyring),
-    )
+    gateway.check_credentials(definition)
+    sealed = prepare_secret_headers(definition.config, definition.id, gateway.keyring)
+    sealed = prepare_api_key(sealed, definition.id, gateway.keyring)
+    definition = replace(definition, config=sealed)
     record = await gateway.store.create_hook(who.caller, definition, actor=who.actor)
     await gateway.hooks_changed()
     return {"hookId": record.id}
@@ -281,9 +281,9 @@ async def hooks_update(gateway: Gateway, who: Principal, p: schemas.UpdateParams
     current = await gateway.store.get_hook(who.caller, p.hook_id)
     if "config" in updates:
         # Secret headers sent back as null keep their stored value; new ones are sealed.
-        updates["config"] = prepare_secret_headers(
-            updates["config"], current.id, gateway.keyring, current.definition.config
-        )
+        stored = current.definition.config
+        config = prepare_secret_headers(updates["config"], current.id, gateway.keyring, stored)
+        updates["config"] = prepare_api_key(config, current.id, gateway.keyring, stored)
     merged = {**current.definition.to_dict(), **updates}
     if "global" in (merged.get("scope"), current.definition.scope) and not who.master:
         raise ApiError("UNAUTHORIZED", MASTER_MESSAGE)
@@ -293,6 +293,7 @@ async def hooks_update(gateway: Gateway, who: Principal, p: schemas.UpdateParams
             _writable(merged), edition=gateway.edition, default_scope=None
         )
         gateway.check_allowed(candidate)
+        gateway.check_credentials(candidate)
     record = await gateway.store.update_hook(
         who.caller,
         p.hook_id,
@@ -338,6 +339,7 @@ async def hooks_test(gateway: Gateway, who: Principal, p: schemas.TestParams) ->
         raw["tenant_id"] = who.tenant_id
         definition = validate_definition(raw, edition=gateway.edition, default_scope="tenant")
         gateway.check_allowed(definition)
+        gateway.check_credentials(definition)
     else:
         raise ApiError("INVALID_REQUEST", "hooks.test needs config (a hook definition) or hookId")
     if definition.handler_type in _HOST_CODE:

@@ -263,6 +263,12 @@ class EventInfo(BaseModel):
     input_field: str | None
 
 
+class ProviderInfo(_Open):
+    name: str
+    format: Literal["openai", "anthropic"]
+    model: str | None
+
+
 class InfoPayload(_Open):
     edition: Literal["lite", "standard"]
     role: Literal["viewer", "operator", "admin"]
@@ -271,5 +277,7 @@ class InfoPayload(_Open):
     key_name: str
     version: str
     handler_types: list[str]
+    #: The model providers prompt and agent hooks may name (no URL, no key).
+    llm_providers: list[ProviderInfo] = []
     events: list[EventInfo]
     methods: list[str]
