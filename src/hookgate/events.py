@@ -349,6 +349,19 @@ CATALOGUE: Final[tuple[EventSpec, ...]] = (
         timeout_ms=500,
         aliases=("hook.runtime_event",),
     ),
+    # MCP clients listing a server's tools through `hookgate mcp-proxy`.
+    _spec(
+        "list_tools",
+        blocking=True,
+        origin="mcp",
+        description="An MCP client lists a server's tools; hooks may hide tools by rewriting "
+        "`tools` (the list to show, as tool objects or names).",
+        fields=("server", "tools"),
+        outcomes=(BLOCK, UPDATED_INPUT),
+        input_field="tools",
+        match_field="server",
+        aliases=("tools/list", "ListTools"),
+    ),
 )
 
 _BY_NAME: Final[dict[str, EventSpec]] = {}

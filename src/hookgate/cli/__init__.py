@@ -23,6 +23,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "hookgate.cli.db",
     "hookgate.cli.hooks",
     "hookgate.cli.boundary",
+    "hookgate.cli.mcp_proxy",
 )
 # Commands that run on every git push: when one of them is invoked, only its module loads
 # (the others pull in the engine, the store and the gateway).

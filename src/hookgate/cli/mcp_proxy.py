@@ -1,0 +1,151 @@
+"""``hookgate mcp-proxy``: put hookgate between an MCP client and an MCP server.
+
+    hookgate mcp-proxy --config hooks.yaml -- npx -y @modelcontextprotocol/server-filesystem .
+    hookgate mcp-proxy --gateway http://127.0.0.1:8787 --upstream-url http://127.0.0.1:9000/mcp
+    hookgate mcp-proxy --config hooks.yaml --listen 127.0.0.1:8931 -- python my_server.py
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import anyio
+import click
+
+from hookgate.settings import Settings
+
+if TYPE_CHECKING:
+    from hookgate.mcp_proxy import Evaluate
+
+
+def register(main: click.Group) -> None:
+    main.add_command(mcp_proxy)
+
+
+def _listen_address(value: str | None) -> tuple[str, int] | None:
+    if value is None:
+        return None
+    host, sep, port = value.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise click.BadParameter(f"expected HOST:PORT, got {value!r}", param_hint="--listen")
+    return host.strip("[]"), int(port)
+
+
+@click.command(
+    "mcp-proxy",
+    context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False},
+)
+@click.option("-c", "--config", "config_path", type=click.Path(dir_okay=False, exists=True),
+              default=None, help="Hooks file to run locally.")
+@click.option("--gateway", "gateway_url", envvar="HOOKGATE_GATEWAY_URL", default=None,
+              help="Ask this hookgate gateway instead of a hooks file; the API key comes from "
+              "HOOKGATE_API_KEY.")
+@click.option("--upstream-url", default=None,
+              help="Forward to this streamable-HTTP MCP server instead of starting a command.")
+@click.option("--listen", default=None, metavar="HOST:PORT",
+              help="Serve streamable HTTP at http://HOST:PORT/mcp instead of stdio.")
+@click.option("--name", "label", default=None,
+              help="The upstream's name in hook events (`server`) and logs "
+              "(default: the command's file name or the URL's host).")
+@click.option("--init-timeout", type=click.FloatRange(0.1, 600), default=30.0, show_default=True,
+              help="Seconds the upstream has to answer initialize.")
+@click.option("--call-timeout", type=click.FloatRange(0.1, 86400), default=300.0,
+              show_default=True, help="Seconds the upstream has to answer one request.")
+@click.argument("command", nargs=-1, type=click.UNPROCESSED)
+def mcp_proxy(
+    config_path: str | None,
+    gateway_url: str | None,
+    upstream_url: str | None,
+    listen: str | None,
+    label: str | None,
+    init_timeout: float,
+    call_timeout: float,
+    command: tuple[str, ...],
+) -> None:
+    """Serve MCP and forward to an upstream MCP server (COMMAND or --upstream-url), with hooks
+    on tools/call (pre_tool_use, post_tool_use) and tools/list (list_tools).
+
+    Everything else (resources, prompts, completion, logging, notifications, progress,
+    cancellation) passes through untouched.
+    """
+    try:
+        from hookgate.mcp_proxy import McpProxy, UpstreamSpec
+        from hookgate.mcp_proxy.serve import serve_http, serve_stdio
+    except ModuleNotFoundError as exc:
+        raise click.ClickException(
+            f"mcp-proxy needs the MCP SDK ({exc.name} is missing): pip install 'hookgate[mcp]'"
+        ) from None
+    if config_path and gateway_url:
+        raise click.UsageError("use --config or --gateway, not both")
+    if bool(command) == bool(upstream_url):
+        raise click.UsageError("give the upstream as -- COMMAND ARGS... or as --upstream-url URL")
+    address = _listen_address(listen)
+    spec = UpstreamSpec(command=command) if command else UpstreamSpec(url=upstream_url)
+    name = label or _default_label(command, upstream_url)
+    api_key = os.environ.get("HOOKGATE_API_KEY")
+    if gateway_url and not api_key:
+        raise click.UsageError("--gateway needs an API key in HOOKGATE_API_KEY")
+    if not config_path and not gateway_url:
+        logging.getLogger("hookgate.mcp_proxy").warning(
+            "hookgate mcp-proxy: no --config or --gateway; forwarding without hooks")
+
+    async def main() -> None:
+        async with _evaluator(config_path, gateway_url, api_key) as evaluate:
+            proxy = McpProxy(spec, evaluate, label=name, init_timeout_s=init_timeout,
+                             request_timeout_s=call_timeout)
+            if address is None:
+                await serve_stdio(proxy)
+            else:
+                await serve_http(proxy, *address)
+
+    with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C is how an interactive run ends
+        anyio.run(main)
+
+
+_LAUNCHERS = frozenset({"python", "node", "npx", "uvx", "uv", "sh", "bash", "deno", "bun"})
+
+
+def _default_label(command: tuple[str, ...], url: str | None) -> str:
+    if url:
+        from urllib.parse import urlsplit
+
+        return urlsplit(url).hostname or "upstream"
+    program = Path(command[0]).name
+    if program.rstrip("0123456789.") in _LAUNCHERS:
+        # `python server.py`, `npx -y pkg`: the thing launched names the server better.
+        program = next((word for word in command[1:] if not word.startswith("-")), program)
+    return Path(program).stem or "upstream"
+
+
+@asynccontextmanager
+async def _evaluator(
+    config_path: str | None, gateway_url: str | None, api_key: str | None
+) -> AsyncIterator[Evaluate]:
+    from hookgate.bridges.claude_code import engine_evaluator, gateway_evaluator
+    from hookgate.config import ConfigError
+    from hookgate.engine import Engine
+
+    if gateway_url:
+        from hookgate.client import AsyncGatewayClient
+
+        async with AsyncGatewayClient(gateway_url, api_key or "") as client:
+            yield gateway_evaluator(client)
+        return
+    engine = Engine(settings=Settings.from_env())
+    try:
+        if config_path:
+            try:
+                engine.load(config_path)
+            except ConfigError as exc:
+                raise click.ClickException(
+                    f"hooks file {config_path} is invalid: {'; '.join(exc.problems)}"
+                ) from None
+        yield engine_evaluator(engine)
+    finally:
+        await engine.aclose()

@@ -1,0 +1,416 @@
+"""The MCP server the client talks to: hooks on tools, everything else passed through.
+
+Built on the SDK's low-level :class:`~mcp.server.lowlevel.Server`:
+
+* ``tools/call`` fires ``pre_tool_use`` (block, rewrite the arguments, or answer a synthetic
+  result without calling the upstream), forwards the call, then fires ``post_tool_use``
+  (rewrite the output, append context);
+* ``tools/list`` fires ``list_tools``, whose hooks may hide tools; a hidden tool cannot be
+  called either;
+* every other request is forwarded with the params the client sent and answered with what
+  the upstream answered; notifications, progress and server-to-client requests flow back.
+
+The capabilities the client sees are the upstream's, so the proxy is invisible apart from
+what the hooks do.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+from mcp import types
+from mcp.server.caching import CACHEABLE_METHODS, CacheHint
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+from mcp.server.lowlevel import Server
+from mcp.server.lowlevel.server import NotificationOptions
+from mcp.server.session import ServerSession
+from mcp.shared.exceptions import MCPError
+from mcp.types import INTERNAL_ERROR
+from mcp.types.version import MODERN_PROTOCOL_VERSIONS
+
+from hookgate.mcp_proxy.tool_results import (
+    block_result,
+    hook_result,
+    validated_result,
+    with_context,
+)
+from hookgate.mcp_proxy.upstream import ServerRequests, Upstream, UpstreamError, UpstreamSpec
+from hookgate.outcome import Outcome
+
+__all__ = ["Evaluate", "McpProxy"]
+
+log = logging.getLogger("hookgate.mcp_proxy")
+
+#: Decide one event: (canonical event name, payload) -> Outcome (an engine or a gateway).
+Evaluate = Callable[[str, dict[str, Any]], Awaitable[Outcome]]
+
+#: Requests forwarded as they are (``tools/*`` are hooked; ``ping`` is the proxy's own).
+FORWARDED_REQUESTS: tuple[str, ...] = (
+    "prompts/list",
+    "prompts/get",
+    "resources/list",
+    "resources/templates/list",
+    "resources/read",
+    "resources/subscribe",
+    "resources/unsubscribe",
+    "completion/complete",
+    "logging/setLevel",
+)
+#: Client notifications forwarded upstream (``notifications/cancelled`` is applied by the
+#: SDK: the forwarded request is abandoned and the upstream told).
+FORWARDED_NOTIFICATIONS: tuple[str, ...] = (
+    "notifications/roots/list_changed",
+    "notifications/progress",
+)
+#: ``_meta`` keys of the 2026 per-request envelope: they describe the client's connection
+#: to the proxy, not the proxy's connection to the upstream.
+_ENVELOPE_PREFIX = "io.modelcontextprotocol/"
+
+
+class McpProxy:
+    """One proxy: an upstream, the hooks (``evaluate``) and the server the client sees."""
+
+    def __init__(
+        self,
+        upstream: UpstreamSpec,
+        evaluate: Evaluate,
+        *,
+        label: str = "upstream",
+        init_timeout_s: float = 30.0,
+        request_timeout_s: float | None = 300.0,
+    ) -> None:
+        self.evaluate = evaluate
+        self.label = label
+        self.upstream = Upstream(
+            upstream,
+            on_notification=self._from_upstream,
+            server_requests=self._server_requests,
+            init_timeout_s=init_timeout_s,
+            request_timeout_s=request_timeout_s,
+            label=label,
+        )
+        self.session_id = uuid.uuid4().hex
+        self._downstream: ServerSession | None = None
+        self._client_capabilities: dict[str, Any] = {}
+        self._schemas: dict[str, dict[str, Any] | None] = {}
+        self._hidden: set[str] = set()
+        self._listed = False
+        self.server = _ProxyServer(self)
+
+    # -- the client's side ----------------------------------------------------------------
+
+    async def middleware(
+        self, ctx: ServerRequestContext[Any, Any], call_next: CallNext
+    ) -> HandlerResult:
+        """Seen for every inbound message: remember the client; start the upstream first."""
+        if ctx.request_id is not None:
+            self._downstream = ctx.session
+            self._note_client(ctx)
+            if ctx.method in ("initialize", "server/discover"):
+                # The answer carries the upstream's capabilities, so the upstream comes first.
+                await self.upstream.connect()
+        return await call_next(ctx)
+
+    def capabilities(self) -> types.ServerCapabilities | None:
+        result = self.upstream.initialize_result
+        if result is None:
+            return None
+        capabilities = result.capabilities.model_copy()
+        if capabilities.tools is None:
+            capabilities.tools = types.ToolsCapability()
+        return capabilities
+
+    def instructions(self) -> str | None:
+        result = self.upstream.initialize_result
+        return result.instructions if result is not None else None
+
+    async def forward(self, ctx: ServerRequestContext[Any, Any], _params: Any) -> dict[str, Any]:
+        """Any request but tools/*: the client's params out, the upstream's answer back."""
+        result = await self.upstream.request(
+            ctx.method, _outbound_params(ctx.params), on_progress=_progress_relay(ctx)
+        )
+        return _for_client(ctx, result)
+
+    async def forward_notification(self, ctx: ServerRequestContext[Any, Any], _params: Any) -> None:
+        await self.upstream.notify(ctx.method, _outbound_params(ctx.params))
+
+    async def list_tools(
+        self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+    ) -> dict[str, Any]:
+        listing = await self.upstream.request(
+            "tools/list", _outbound_params(ctx.params), on_progress=None
+        )
+        return _for_client(ctx, await self._filter_listing(listing, ctx))
+
+    async def call_tool(
+        self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
+    ) -> dict[str, Any]:
+        return _for_client(ctx, await self._call_tool(ctx, params))
+
+    async def _call_tool(
+        self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
+    ) -> dict[str, Any]:
+        name = params.name
+        arguments: dict[str, Any] = dict(params.arguments or {})
+        if not self._listed:
+            await self._learn_tools(ctx)
+        if name in self._hidden:
+            return block_result(f"tool {name!r} is not available")
+        base = {
+            "tool_name": name,
+            "tool_use_id": str(ctx.request_id),
+            "session_id": self._session_of(ctx),
+            "server": self.label,
+        }
+        pre = await self._decide("pre_tool_use", {**base, "tool_input": arguments})
+        if pre is None:
+            return block_result(f"hookgate could not evaluate the hooks for {name!r}; blocked")
+        if pre.blocked or pre.abort is not None or not pre.continue_:
+            return block_result(pre.reason)
+        schema = self._schemas.get(name)
+        if pre.result is not None:
+            try:
+                return with_context(hook_result(pre.result, schema), pre.additional_context)
+            except ValueError as exc:
+                return block_result(f"a hook's synthetic result for {name!r} is invalid: {exc}")
+        if pre.updated_input is not None:
+            if not isinstance(pre.updated_input, Mapping):
+                return block_result(f"a hook rewrote the arguments of {name!r} into a non-object")
+            arguments = dict(pre.updated_input)
+        outbound = _outbound_params(ctx.params) or {}
+        outbound["arguments"] = arguments
+        started = time.perf_counter()
+        raw = await self.upstream.request("tools/call", outbound, on_progress=_progress_relay(ctx))
+        try:
+            result = validated_result(raw)
+        except ValueError as exc:
+            raise UpstreamError(
+                f"MCP server {self.label} answered tools/call {name!r} with garbage: {exc}"
+            ) from None
+        post = await self._decide(
+            "post_tool_use",
+            {
+                **base,
+                "tool_input": arguments,
+                "tool_response": result,
+                "duration_ms": round((time.perf_counter() - started) * 1000, 3),
+            },
+        )
+        context = list(pre.additional_context)
+        if post is not None:
+            context.extend(post.additional_context)
+            if post.updated_input is not None:
+                try:
+                    result = hook_result(post.updated_input, schema)
+                except ValueError as exc:
+                    return block_result(f"a hook's rewritten output of {name!r} is invalid: {exc}")
+        return with_context(result, context)
+
+    # -- hooks ----------------------------------------------------------------------------
+
+    async def _decide(self, event: str, payload: dict[str, Any]) -> Outcome | None:
+        """The hooks' outcome, or None when they could not be evaluated (the caller blocks)."""
+        try:
+            return await self.evaluate(event, payload)
+        except Exception:
+            log.exception("evaluating %s for %s failed", event, payload.get("tool_name"))
+            return None
+
+    async def _filter_listing(
+        self, listing: dict[str, Any], ctx: ServerRequestContext[Any, Any] | None
+    ) -> dict[str, Any]:
+        tools = listing.get("tools")
+        if not isinstance(tools, list):
+            raise UpstreamError(f"MCP server {self.label} answered tools/list without a tool list")
+        for tool in tools:
+            if isinstance(tool, Mapping) and isinstance(tool.get("name"), str):
+                schema = tool.get("outputSchema")
+                self._schemas[tool["name"]] = dict(schema) if isinstance(schema, Mapping) else None
+        payload = {"server": self.label, "tools": tools}
+        if ctx is not None:
+            payload["session_id"] = self._session_of(ctx)
+        outcome = await self._decide("list_tools", payload)
+        if outcome is None:
+            raise MCPError(INTERNAL_ERROR, "hookgate could not evaluate the tools/list hooks")
+        if outcome.blocked:
+            raise MCPError(INTERNAL_ERROR, f"tools/list blocked: {outcome.reason or 'by hookgate'}")
+        shown = tools if outcome.updated_input is None else _kept(tools, outcome.updated_input)
+        shown_names = {tool.get("name") for tool in shown}
+        self._hidden |= {tool.get("name") for tool in tools} - shown_names
+        self._hidden -= shown_names
+        self._listed = True
+        return {**listing, "tools": shown}
+
+    async def _learn_tools(self, ctx: ServerRequestContext[Any, Any]) -> None:
+        """A call before any listing: list once so hidden tools and output schemas are known."""
+        listing = await self.upstream.request("tools/list", None)
+        await self._filter_listing(listing, ctx)
+
+    # -- the upstream's side --------------------------------------------------------------
+
+    async def _from_upstream(self, notification: types.ServerNotification) -> None:
+        if isinstance(notification, types.ProgressNotification):
+            return  # relayed per request, under the client's own token (_progress_relay)
+        if isinstance(notification, types.ToolListChangedNotification):
+            self._listed = False  # hidden tools are worked out again before the next call
+        downstream = self._downstream
+        if downstream is None:
+            return
+        await downstream.send_notification(notification)
+
+    def _server_requests(self) -> ServerRequests:
+        """Callbacks for requests the upstream sends, for what the client declared it can do."""
+        declared = self._client_capabilities
+        requests = ServerRequests()
+        if "sampling" in declared:
+            requests.sampling = self._relay_request(types.CreateMessageRequest,
+                                                    types.CreateMessageResult)
+        if "elicitation" in declared:
+            requests.elicitation = self._relay_request(types.ElicitRequest, types.ElicitResult)
+        if "roots" in declared:
+            relay = self._relay_request(types.ListRootsRequest, types.ListRootsResult)
+
+            async def roots(ctx: Any) -> Any:
+                return await relay(ctx, None)
+
+            requests.roots = roots
+        return requests
+
+    def _relay_request(self, request_type: Any, result_type: Any) -> Any:
+        async def relay(_ctx: Any, params: Any) -> Any:
+            downstream = self._downstream
+            if downstream is None:
+                return types.ErrorData(code=INTERNAL_ERROR, message="no client connected")
+            try:
+                request = request_type(params=params) if params is not None else request_type()
+                return await downstream.send_request(request, result_type)
+            except MCPError as exc:
+                return exc.error
+            except Exception as exc:
+                return types.ErrorData(code=INTERNAL_ERROR, message=f"client request failed: {exc}")
+
+        return relay
+
+    def _note_client(self, ctx: ServerRequestContext[Any, Any]) -> None:
+        if self._client_capabilities:
+            return
+        params = ctx.params or {}
+        declared = params.get("capabilities")
+        if not isinstance(declared, Mapping):
+            meta = params.get("_meta")
+            if isinstance(meta, Mapping):
+                declared = meta.get(_ENVELOPE_PREFIX + "clientCapabilities")
+        if isinstance(declared, Mapping):
+            self._client_capabilities = dict(declared)
+
+    def _session_of(self, ctx: ServerRequestContext[Any, Any]) -> str:
+        request = ctx.request
+        headers = getattr(request, "headers", None)
+        if headers is not None:
+            session = headers.get("mcp-session-id")
+            if session:
+                return str(session)
+        return self.session_id
+
+
+class _ProxyServer(Server[Any]):
+    """The low-level server, answering ``initialize`` with the upstream's capabilities."""
+
+    def __init__(self, proxy: McpProxy) -> None:
+        # Results pass through, so they carry no freshness hints of the proxy's own; on
+        # 2026-07-28 connections they are marked never fresh (hooks may change them anyway).
+        super().__init__(
+            "hookgate-mcp-proxy", cache_hints={method: CacheHint() for method in CACHEABLE_METHODS}
+        )
+        self._proxy = proxy
+        # Registered by method so the handlers may answer raw dicts (the upstream's wire form).
+        self.add_request_handler("tools/list", types.PaginatedRequestParams, proxy.list_tools)
+        self.add_request_handler("tools/call", types.CallToolRequestParams, proxy.call_tool)
+        for method in FORWARDED_REQUESTS:
+            self.add_request_handler(method, types.RequestParams, proxy.forward)
+        for method in FORWARDED_NOTIFICATIONS:
+            self.add_notification_handler(method, types.NotificationParams,
+                                          proxy.forward_notification)
+        self.middleware.append(proxy.middleware)
+
+    def get_capabilities(
+        self,
+        notification_options: NotificationOptions | None = None,
+        experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+        extensions: dict[str, dict[str, Any]] | None = None,
+        *,
+        protocol_version: str | None = None,
+    ) -> types.ServerCapabilities:
+        mirrored = self._proxy.capabilities()
+        if mirrored is not None:
+            self.instructions = self._proxy.instructions()
+            return mirrored
+        return super().get_capabilities(
+            notification_options, experimental_capabilities, extensions,
+            protocol_version=protocol_version,
+        )
+
+
+def _for_client(ctx: ServerRequestContext[Any, Any], result: dict[str, Any]) -> dict[str, Any]:
+    """The upstream speaks the handshake era; a 2026-07-28 client needs ``resultType``."""
+    if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS and "resultType" not in result:
+        return {**result, "resultType": "complete"}
+    return result
+
+
+def _outbound_params(params: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The client's params for the upstream: the same, minus the client's own envelope."""
+    if params is None:
+        return None
+    out = dict(params)
+    meta = out.get("_meta")
+    if isinstance(meta, Mapping):
+        kept = {
+            key: value
+            for key, value in meta.items()
+            if not key.startswith(_ENVELOPE_PREFIX) and key != "progressToken"
+        }
+        if kept:
+            out["_meta"] = kept
+        else:
+            out.pop("_meta")
+    return out
+
+
+def _progress_relay(
+    ctx: ServerRequestContext[Any, Any],
+) -> Callable[[float, float | None, str | None], Awaitable[None]] | None:
+    """Progress from the upstream, sent to the client under the client's own token."""
+    meta = (ctx.params or {}).get("_meta")
+    token = meta.get("progressToken") if isinstance(meta, Mapping) else None
+    if not isinstance(token, str | int) or isinstance(token, bool):
+        return None
+    session = ctx.session
+    # Sent on the request's own channel (its SSE stream over streamable HTTP).
+    related = str(ctx.request_id)
+
+    async def relay(progress: float, total: float | None, message: str | None) -> None:
+        await session.send_progress_notification(
+            token, progress, total, message, related_request_id=related
+        )
+
+    return relay
+
+
+def _kept(tools: list[Any], wanted: Any) -> list[Any]:
+    """The tools a list_tools hook kept: names or tool objects, only ones the upstream has."""
+    if not isinstance(wanted, list):
+        raise MCPError(INTERNAL_ERROR, "a list_tools hook answered something that is not a list")
+    by_name = {tool.get("name"): tool for tool in tools if isinstance(tool, Mapping)}
+    kept: list[Any] = []
+    for item in wanted:
+        name = item.get("name") if isinstance(item, Mapping) else item
+        if name not in by_name:
+            log.warning("list_tools hook kept %r, which the upstream does not have; ignored", name)
+            continue
+        kept.append(dict(item) if isinstance(item, Mapping) else by_name[name])
+    return kept

@@ -1,0 +1,36 @@
+"""Running a proxy: on stdio (one client) or as a streamable-HTTP server (many clients)."""
+
+from __future__ import annotations
+
+import logging
+
+from mcp.server.runner import serve_dual_era_loop
+from mcp.server.stdio import stdio_server
+
+from hookgate.mcp_proxy.proxy import McpProxy
+
+__all__ = ["serve_http", "serve_stdio"]
+
+log = logging.getLogger("hookgate.mcp_proxy")
+
+
+async def serve_stdio(proxy: McpProxy) -> None:
+    """Serve one client on this process's stdin/stdout until it closes stdin."""
+    async with proxy.upstream.running(), stdio_server() as (read, write):
+        # No fixed initialization options: the answer to `initialize` is built when it
+        # arrives, from the upstream's capabilities (see McpProxy.capabilities).
+        await serve_dual_era_loop(proxy.server, read, write, lifespan_state={})
+
+
+async def serve_http(proxy: McpProxy, host: str, port: int, *, path: str = "/mcp") -> None:
+    """Serve streamable HTTP at ``http://host:port/mcp`` until cancelled."""
+    import uvicorn
+
+    app = proxy.server.streamable_http_app(streamable_http_path=path, host=host)
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
+    server = uvicorn.Server(config)
+    async with proxy.upstream.running():
+        log.warning("hookgate mcp-proxy: serving MCP at http://%s:%d%s", host, port, path)
+        await server.serve()
+
+

@@ -1,0 +1,114 @@
+"""A small MCP server written with the official SDK, for the mcp-proxy tests.
+
+    python demo_server.py [--http PORT] [--state DIR] [--misbehave garbage|hang]
+
+Tools: ``echo`` (declares an output schema), ``add`` (plain content), ``secret_info``,
+``slow`` (waits; records start and cancellation in ``--state``), ``crash`` (exits the
+process), ``count`` (reports progress). One resource and one prompt. A line goes to stderr at
+start, so the proxy's log can be checked for it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+from pathlib import Path
+
+from mcp.server.mcpserver import Context, MCPServer
+
+
+def build(state: Path | None) -> MCPServer:
+    server = MCPServer("demo-upstream")
+
+    @server.tool()
+    def echo(text: str) -> str:
+        """Echo the text back."""
+        return f"echo: {text}"
+
+    @server.tool(structured_output=False)
+    def add(a: int, b: int) -> str:
+        """Add two numbers."""
+        return str(a + b)
+
+    @server.tool(structured_output=False)
+    def secret_info() -> str:
+        """Returns something only admins should see."""
+        return "the secret is 42"
+
+    @server.tool(structured_output=False)
+    async def slow(seconds: float) -> str:
+        """Wait, then answer."""
+        if state is not None:
+            (state / "slow-started").write_text("started")
+        try:
+            await asyncio.sleep(seconds)
+        except asyncio.CancelledError:
+            if state is not None:
+                (state / "slow-cancelled").write_text("cancelled")
+            raise
+        return "slept"
+
+    @server.tool(structured_output=False)
+    def crash() -> str:
+        """Kill this server process."""
+        sys.stderr.write("demo-upstream: crashing on purpose\n")
+        sys.stderr.flush()
+        os._exit(3)
+
+    @server.tool(structured_output=False)
+    async def count(n: int, ctx: Context) -> str:
+        """Report progress n times."""
+        for step in range(1, n + 1):
+            await ctx.report_progress(step, n, f"step {step}")
+        return f"counted {n}"
+
+    @server.tool(structured_output=False)
+    def pid() -> str:
+        """This server's process id (tells a restarted upstream apart)."""
+        return str(os.getpid())
+
+    @server.resource("demo://greeting")
+    def greeting() -> str:
+        """A static greeting."""
+        return "hello from the upstream"
+
+    @server.prompt()
+    def greet(name: str) -> str:
+        """Greet someone."""
+        return f"Please greet {name} warmly."
+
+    return server
+
+
+def misbehave(kind: str) -> None:
+    if kind == "garbage":
+        for _line in sys.stdin:
+            sys.stdout.write("this is not json-rpc\n")
+            sys.stdout.flush()
+    elif kind == "hang":
+        for _line in sys.stdin:
+            pass
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--http", type=int, default=None)
+    parser.add_argument("--state", type=Path, default=None)
+    parser.add_argument("--misbehave", choices=["garbage", "hang"], default=None)
+    args = parser.parse_args()
+    sys.stderr.write(f"demo-upstream: started pid {os.getpid()}\n")
+    sys.stderr.flush()
+    if args.misbehave:
+        misbehave(args.misbehave)
+        return
+    server = build(args.state)
+    if args.http is not None:
+        server.run("streamable-http", host="127.0.0.1", port=args.http)
+    else:
+        server.run()
+
+
+if __name__ == "__main__":
+    main()
