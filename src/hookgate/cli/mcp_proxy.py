@@ -86,7 +86,12 @@ def mcp_proxy(
     if bool(command) == bool(upstream_url):
         raise click.UsageError("give the upstream as -- COMMAND ARGS... or as --upstream-url URL")
     address = _listen_address(listen)
-    spec = UpstreamSpec(command=command) if command else UpstreamSpec(url=upstream_url)
+    # A command upstream inherits the proxy's environment (the MCP client configured it for
+    # the server), minus hookgate's own settings such as HOOKGATE_API_KEY.
+    child_env = {key: value for key, value in os.environ.items()
+                 if not key.startswith("HOOKGATE_")}
+    spec = (UpstreamSpec(command=command, env=child_env) if command
+            else UpstreamSpec(url=upstream_url))
     name = label or _default_label(command, upstream_url)
     api_key = os.environ.get("HOOKGATE_API_KEY")
     if gateway_url and not api_key:

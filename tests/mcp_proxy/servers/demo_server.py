@@ -20,26 +20,36 @@ from mcp.server.mcpserver import Context, MCPServer
 
 
 def build(state: Path | None) -> MCPServer:
-    server = MCPServer("demo-upstream")
+    server = MCPServer("demo-upstream", instructions="demo upstream for the hookgate tests")
+
+    def record(name: str) -> None:
+        # One line per call, so a test can tell whether the proxy reached this server.
+        if state is not None:
+            with open(state / "calls.log", "a") as log:
+                log.write(name + "\n")
 
     @server.tool()
     def echo(text: str) -> str:
         """Echo the text back."""
+        record("echo")
         return f"echo: {text}"
 
     @server.tool(structured_output=False)
     def add(a: int, b: int) -> str:
         """Add two numbers."""
+        record("add")
         return str(a + b)
 
     @server.tool(structured_output=False)
     def secret_info() -> str:
         """Returns something only admins should see."""
+        record("secret_info")
         return "the secret is 42"
 
     @server.tool(structured_output=False)
     async def slow(seconds: float) -> str:
         """Wait, then answer."""
+        record("slow")
         if state is not None:
             (state / "slow-started").write_text("started")
         try:
