@@ -15,6 +15,7 @@ from typing import Any
 try:
     from mcp import Client, StdioServerParameters, types
     from mcp.client.stdio import stdio_client
+    from mcp.shared.exceptions import MCPError
 
     HAVE_MCP = True
 except ImportError:  # the conftest fails (CI) or skips every test then
@@ -26,7 +27,9 @@ DEMO_SERVER = str(REPO / "tests" / "mcp_proxy" / "servers" / "demo_server.py")
 HOOKS = str(REPO / "tests" / "mcp_proxy" / "hooks.yaml")
 
 __all__ = [
+    "Client",
     "DEMO_SERVER",
+    "MCPError",
     "HAVE_MCP",
     "HOOKGATE",
     "HOOKS",

@@ -63,9 +63,6 @@ class UpstreamSpec:
         if bool(self.command) == bool(self.url):
             raise ValueError("an upstream is either a command or a URL")
 
-    def describe(self) -> str:
-        return self.url if self.url else " ".join(self.command)
-
 
 @dataclass(slots=True)
 class ServerRequests:
@@ -155,7 +152,7 @@ class Upstream:
             self._live = live
             self.starts += 1
             if self.starts > 1:
-                log.warning("%s: starting again (%s)", self.label, self.spec.describe())
+                log.warning("MCP server %s: starting again", self.label)
             self._group.start_soon(self._serve, live)
             with anyio.move_on_after(self.init_timeout_s):
                 await _first_of(live.ready, live.closed)
@@ -164,7 +161,8 @@ class Upstream:
             if live.fault is None:
                 live.fault = f"did not finish initialising within {self.init_timeout_s:g}s"
             live.stop()
-            raise UpstreamError(f"MCP server {self.label} ({self.spec.describe()}) {live.fault}")
+            # The label, not the command line: arguments may carry tokens.
+            raise UpstreamError(f"MCP server {self.label} {live.fault}")
 
     async def request(
         self,

@@ -1,0 +1,88 @@
+"""``hookgate mcp-proxy`` over streamable HTTP: to an HTTP upstream (``--upstream-url``),
+serving HTTP itself (``--listen``), and both at once."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from tests.mcp_proxy.proxy_support import (
+    DEMO_SERVER,
+    HOOKGATE,
+    HOOKS,
+    Client,
+    demo_command,
+    free_port,
+    http_process,
+    proxy_client,
+    read_calls,
+    types,
+)
+
+
+def text_of(result: types.CallToolResult) -> str:
+    return "".join(block.text for block in result.content if isinstance(block, types.TextContent))
+
+
+async def exercise(client: Client, state: Path) -> None:
+    """The hooked and the passed-through paths, as every transport must serve them."""
+    blocked = await client.call_tool("add", {"a": 666, "b": 1})
+    assert blocked.is_error is True and text_of(blocked) == "666 is not allowed here"
+    assert text_of(await client.call_tool("add", {"a": 1, "b": 2})) == "30"
+    cached = await client.call_tool("echo", {"text": "cached"})
+    assert cached.structured_content == {"result": "answered from the cache"}
+    redacted = await client.call_tool("echo", {"text": "password=swordfish"})
+    assert text_of(redacted) == "[redacted by hookgate]"
+    names = {tool.name for tool in (await client.list_tools()).tools}
+    assert "secret_info" not in names and "echo" in names
+    hidden = await client.call_tool("secret_info", {})
+    assert hidden.is_error is True
+    read = await client.read_resource("demo://greeting")
+    assert [content.text for content in read.contents] == ["hello from the upstream"]
+    prompt = await client.get_prompt("greet", {"name": "Bo"})
+    assert prompt.messages[0].content.text == "Please greet Bo warmly."
+    seen: list[float] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        seen.append(progress)
+
+    counted = await client.call_tool("count", {"n": 2}, progress_callback=on_progress)
+    assert text_of(counted) == "counted 2" and seen == [1.0, 2.0]
+    assert read_calls(state).count("add") == 1  # only the rewritten call got through
+    assert "secret_info" not in read_calls(state)
+
+
+async def test_stdio_proxy_in_front_of_an_http_upstream(tmp_path: Path) -> None:
+    port = free_port()
+    upstream = [sys.executable, DEMO_SERVER, "--state", str(tmp_path), "--http", str(port)]
+    with http_process(upstream, port, tmp_path / "upstream.log"):
+        args = ["--config", HOOKS, "--upstream-url", f"http://127.0.0.1:{port}/mcp"]
+        async with proxy_client(args, tmp_path / "proxy.log") as client:
+            await exercise(client, tmp_path)
+
+
+async def test_http_proxy_in_front_of_a_stdio_upstream(tmp_path: Path) -> None:
+    port = free_port()
+    proxy = [HOOKGATE, "mcp-proxy", "--config", HOOKS, "--listen", f"127.0.0.1:{port}",
+             "--", *demo_command(tmp_path)]
+    with http_process(proxy, port, tmp_path / "proxy.log"):
+        async with Client(f"http://127.0.0.1:{port}/mcp") as client:
+            await exercise(client, tmp_path)
+        async with Client(f"http://127.0.0.1:{port}/mcp", mode="legacy") as client:
+            # A second client, in the handshake era, through the same proxy and upstream.
+            again = await client.call_tool("add", {"a": 666, "b": 1})
+            assert again.is_error is True
+
+
+async def test_http_proxy_in_front_of_an_http_upstream(tmp_path: Path) -> None:
+    upstream_port, proxy_port = free_port(), free_port()
+    upstream = [sys.executable, DEMO_SERVER, "--state", str(tmp_path), "--http",
+                str(upstream_port)]
+    proxy = [HOOKGATE, "mcp-proxy", "--config", HOOKS, "--listen", f"127.0.0.1:{proxy_port}",
+             "--upstream-url", f"http://127.0.0.1:{upstream_port}/mcp"]
+    with (
+        http_process(upstream, upstream_port, tmp_path / "upstream.log"),
+        http_process(proxy, proxy_port, tmp_path / "proxy.log"),
+    ):
+        async with Client(f"http://127.0.0.1:{proxy_port}/mcp", mode="legacy") as client:
+            await exercise(client, tmp_path)
