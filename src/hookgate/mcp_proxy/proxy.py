@@ -20,10 +20,10 @@ import logging
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from typing import Any, cast
 
 from mcp import types
-from mcp.server.caching import CACHEABLE_METHODS, CacheHint
+from mcp.server.caching import CACHEABLE_METHODS, CacheableMethod, CacheHint
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.server.lowlevel.server import NotificationOptions
@@ -323,9 +323,10 @@ class _ProxyServer(Server[Any]):
     def __init__(self, proxy: McpProxy) -> None:
         # Results pass through, so they carry no freshness hints of the proxy's own; on
         # 2026-07-28 connections they are marked never fresh (hooks may change them anyway).
-        super().__init__(
-            "hookgate-mcp-proxy", cache_hints={method: CacheHint() for method in CACHEABLE_METHODS}
+        never_fresh = cast(
+            "dict[CacheableMethod, CacheHint]", dict.fromkeys(CACHEABLE_METHODS, CacheHint())
         )
+        super().__init__("hookgate-mcp-proxy", cache_hints=never_fresh)
         self._proxy = proxy
         # Registered by method so the handlers may answer raw dicts (the upstream's wire form).
         self.add_request_handler("tools/list", types.PaginatedRequestParams, proxy.list_tools)
