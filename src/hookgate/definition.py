@@ -16,6 +16,7 @@ from typing import Any, Final, Literal, cast
 
 from hookgate.events import UnknownEventError, get_event
 from hookgate.matching import FilterError, compile_if_expr, compile_matcher
+from hookgate.state.model import state_problems
 
 __all__ = [
     "DEFAULT_TIMEOUT_MS",
@@ -327,6 +328,8 @@ def validate_definition(
         else:
             for message in cls.validate_config(config):
                 problems.append(Problem("config", message))
+        for message in state_problems(config.get("state")):
+            problems.append(Problem("config", message))
 
     hook_id = raw.get("id")
     if hook_id is not None and not isinstance(hook_id, str):

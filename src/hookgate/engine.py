@@ -31,12 +31,20 @@ from hookgate.outcome import (
     ROW_ERROR,
     ROW_HOOK,
     ROW_MATCHED,
+    HookResult,
     Outcome,
 )
 from hookgate.payload_limits import payload_problem
 from hookgate.registry import CompiledHook, HookRegistry, HookSource, compile_hook
 from hookgate.safeguards import BreakerBoard
 from hookgate.settings import Settings
+from hookgate.state.binding import (
+    STATE_CHANGES_DETAIL,
+    PendingState,
+    commit_state,
+    prepare_state,
+    store_for,
+)
 
 __all__ = ["INPUT_GUARD_ID", "Engine", "EngineStats", "drive_async", "drive_sync"]
 
@@ -550,7 +558,8 @@ class Engine:
             handler = self.handler(hook.definition.handler_type)
         except Exception as exc:
             return (None, exc, False, 0.0)
-        invocation = Invocation(hook.definition, spec, payload, timeout_s, self.services, dry_run)
+        definition = hook.definition
+        pending: PendingState | None = None
         # One timer that cancels this task: cheaper per call than asyncio.timeout()'s
         # context manager, and ``uncancel`` tells our expiry from a caller's cancellation.
         task = asyncio.current_task()
@@ -558,7 +567,17 @@ class Engine:
         expiry = _Expiry(task)
         timer = asyncio.get_running_loop().call_later(timeout_s, expiry.fire)
         try:
-            answer = await handler.run(invocation)
+            if definition.config.get("state"):
+                state_store = store_for(self.services.extras)
+                payload, pending = await prepare_state(state_store, definition, payload)
+            answer = await handler.run(
+                Invocation(definition, spec, payload, timeout_s, self.services, dry_run)
+            )
+            if pending is not None and not dry_run:
+                answer = await commit_state(state_store, pending, answer)
+            elif isinstance(answer, HookResult) and STATE_CHANGES_DETAIL in answer.details:
+                answer.details.pop(STATE_CHANGES_DETAIL)
+                answer.details["state_ignored"] = "the hook has no config.state"
         except asyncio.CancelledError:
             if expiry.fired and task.uncancel() == 0:
                 return (None, None, True, (time.perf_counter() - started) * 1000)
@@ -588,7 +607,9 @@ class Engine:
             except (KeyError, ImportError):
                 functions = None
                 break
-            fn = handler.sync_function(compiled.definition)
+            # Hooks with state load and save it on the loop (the store may be a database).
+            fn = None if compiled.definition.config.get("state") else handler.sync_function(
+                compiled.definition)
             if fn is None:
                 functions = None
                 break

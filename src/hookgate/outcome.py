@@ -90,6 +90,7 @@ _RESULT_KEYS: Final = frozenset(
         "continue",
         "continue_",
         "details",
+        "state",  # hook state changes (hookgate.state): taken out by the engine
     }
 )
 
@@ -154,6 +155,8 @@ def coerce_result(answer: Any) -> HookResult | None:
         continue_=cont,
         details=dict(details),
     )
+    if "state" in answer:
+        result.details["state_changes"] = answer["state"]
     _check(result)
     return result
 

@@ -55,6 +55,7 @@ _ANSWER_KEYS: Final = frozenset(
         "result",
         "abort",
         "continue",
+        "state",  # hook state changes, for hooks with config.state
     }
 )
 
@@ -79,7 +80,7 @@ class CommandHandler(Handler):
         fmt = config.get("format", "goclaw")
         if fmt not in FORMATS:
             problems.append(f"format must be one of {', '.join(FORMATS)}, got {fmt!r}")
-        unknown = sorted(set(config) - {"command", "allowed_env_vars", "cwd", "format"})
+        unknown = sorted(set(config) - {"command", "allowed_env_vars", "cwd", "format", "state"})
         if unknown:
             problems.append(f"unknown command config key(s): {', '.join(unknown)}")
         return problems

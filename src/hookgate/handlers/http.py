@@ -53,7 +53,7 @@ from hookgate.ssrf import SsrfGuard, SsrfRefused
 
 __all__ = ["HttpHandler"]
 
-_CONFIG_KEYS: Final = frozenset({"url", "headers", "secret_headers", "method"})
+_CONFIG_KEYS: Final = frozenset({"url", "headers", "secret_headers", "method", "state"})
 _EXCERPT: Final = 200
 
 

@@ -96,10 +96,12 @@ class Gateway:
         )
         if self.options.redis_url:
             from hookgate.redis_state import RedisDecisionCache, RedisTurnCounter, connect
+            from hookgate.state.shared import RedisStateStore
 
             redis = connect(self.options.redis_url)
             services.extras.setdefault("decision_cache", RedisDecisionCache(redis))
             services.extras.setdefault("turn_counter", RedisTurnCounter(redis))
+            services.extras.setdefault("hook_state", RedisStateStore(redis))
         self.engine = Engine(
             settings=self.settings, source=self.source, audit=self.audit, services=services
         )

@@ -72,7 +72,10 @@ class ProcessHandler(Handler):
             )
         child = self._child(hook, spec, event)
         try:
-            answer = await child.call(method, build_params(event, call.payload))
+            params = build_params(event, call.payload)
+            if "state" in call.payload:  # hook state in (config.state)
+                params["state"] = call.payload["state"]
+            answer = await child.call(method, params)
         except RpcError as exc:
             raise HookError(
                 f"process hook {child.label!r} {method} failed: {exc.message}",
@@ -80,6 +83,8 @@ class ProcessHandler(Handler):
             ) from None
         result = decode_answer(event, answer, call.payload)
         result.details.update(method=method, pid=child.pid)
+        if isinstance(answer, dict) and "state" in answer:  # hook state changes out
+            result.details["state_changes"] = answer["state"]
         return result
 
     # -- status ---------------------------------------------------------------------------

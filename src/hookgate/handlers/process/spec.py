@@ -51,6 +51,7 @@ _EVENT_MODES: Final[Mapping[str, str]] = {
 }
 _KEYS: Final = frozenset(
     {
+        "state",  # hook state (hookgate.state), validated with the definition
         "command",
         "dir",
         "env",

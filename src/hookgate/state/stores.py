@@ -1,0 +1,127 @@
+"""Where hook state lives: in memory, in a JSON file (the library), in the gateway's SQL
+store or in Redis (gateway replicas). All of them drop expired entries on read."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+from hookgate.state.model import ScopeKey, StateChange
+
+__all__ = ["FileStateStore", "MemoryStateStore", "StateStore"]
+
+Clock = Callable[[], float]
+
+
+class StateStore(Protocol):
+    async def load(self, keys: Sequence[ScopeKey]) -> dict[ScopeKey, dict[str, Any]]:
+        """The live entries of each scope (absent scopes map to ``{}``)."""
+        ...
+
+    async def apply(self, changes: Sequence[StateChange]) -> None:
+        """Set (value) or delete (``None``) each entry, with the change's TTL."""
+        ...
+
+
+class MemoryStateStore:
+    """State in this process only (an engine's default when nothing else is configured)."""
+
+    def __init__(self, *, clock: Clock = time.time) -> None:
+        self.clock = clock
+        self._lock = threading.Lock()
+        self._scopes: dict[ScopeKey, dict[str, tuple[Any, float]]] = {}
+
+    async def load(self, keys: Sequence[ScopeKey]) -> dict[ScopeKey, dict[str, Any]]:
+        now = self.clock()
+        with self._lock:
+            return {key: {name: value for name, (value, expires) in
+                          self._scopes.get(key, {}).items() if expires > now} for key in keys}
+
+    async def apply(self, changes: Sequence[StateChange]) -> None:
+        if changes:
+            with self._lock:
+                self._apply_locked(changes, self.clock())
+
+    def _apply_locked(self, changes: Sequence[StateChange], now: float) -> None:
+        for change in changes:
+            entries = self._scopes.setdefault(change.key, {})
+            if change.value is None:
+                entries.pop(change.name, None)
+            else:
+                entries[change.name] = (change.value, now + change.ttl_s)
+            live = {name: item for name, item in entries.items() if item[1] > now}
+            if live:
+                self._scopes[change.key] = live
+            else:
+                self._scopes.pop(change.key, None)
+
+
+class FileStateStore(MemoryStateStore):
+    """State kept in one JSON file: rewritten atomically after every change (temporary file,
+    fsync, rename), read back at start with expired entries dropped. Survives restarts."""
+
+    def __init__(self, path: str | Path, *, clock: Clock = time.time) -> None:
+        super().__init__(clock=clock)
+        self.path = Path(path)
+        self._read()
+
+    def _read(self) -> None:
+        try:
+            document = json.loads(self.path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return
+        except (OSError, ValueError) as exc:
+            raise ValueError(f"hook state file {self.path} is unreadable: {exc}") from None
+        now = self.clock()
+        entries = document.get("entries") if isinstance(document, dict) else None
+        if not isinstance(entries, list):
+            raise ValueError(f"hook state file {self.path} has no 'entries' list")
+        for item in entries:
+            try:
+                key = ScopeKey(str(item["tenant_id"]), str(item["namespace"]),
+                               str(item["scope"]), str(item["scope_id"]))
+                expires = float(item["expires_at"])
+                name = str(item["key"])
+                value = item["value"]
+            except (KeyError, TypeError, ValueError):
+                continue  # one bad entry does not cost the others
+            if expires > now:
+                self._scopes.setdefault(key, {})[name] = (value, expires)
+
+    def _document(self) -> str:
+        entries = [
+            {"tenant_id": key.tenant_id, "namespace": key.namespace, "scope": key.scope,
+             "scope_id": key.scope_id, "key": name, "value": value, "expires_at": expires}
+            for key, scope in self._scopes.items() for name, (value, expires) in scope.items()
+        ]
+        return json.dumps({"version": 1, "entries": entries}, separators=(",", ":"))
+
+    def _write(self, text: str) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(prefix=f".{self.path.name}.", dir=self.path.parent)
+        try:
+            with os.fdopen(handle, "w", encoding="utf-8") as out:
+                out.write(text)
+                out.flush()
+                os.fsync(out.fileno())
+            os.replace(temporary, self.path)
+        except BaseException:
+            Path(temporary).unlink(missing_ok=True)
+            raise
+
+    async def apply(self, changes: Sequence[StateChange]) -> None:
+        if not changes:
+            return
+        await asyncio.to_thread(self.apply_sync, changes)
+
+    def apply_sync(self, changes: Sequence[StateChange]) -> None:
+        with self._lock:
+            self._apply_locked(changes, self.clock())
+            self._write(self._document())
