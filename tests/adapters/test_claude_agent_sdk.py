@@ -1,0 +1,195 @@
+"""hook_matchers in real Claude Agent SDK runs: the SDK drives the Claude Code CLI it bundles,
+which talks to a scripted Anthropic API on loopback and runs a real Bash tool call in a
+throw-away project folder."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from tests.adapters.anthropic_api import AnthropicScript, Reply
+from tests.adapters.support import closed_port, engine_with, require_package
+
+require_package("claude_agent_sdk", "claude-agent-sdk")
+
+from claude_agent_sdk import ClaudeAgentOptions, ResultMessage, query  # noqa: E402
+
+from hookgate.adapters.claude_agent_sdk import hook_matchers  # noqa: E402
+from hookgate.client import AsyncGatewayClient  # noqa: E402
+
+COMMAND = "echo original > marker.txt"
+
+
+class Session:
+    """One ``query()`` in its own project and home folders."""
+
+    def __init__(self, root: Path, target: Any, *replies: Reply) -> None:
+        self.project = root / "project"
+        self.home = root / "home"
+        self.project.mkdir()
+        (self.home / ".claude").mkdir(parents=True)
+        self.target = target
+        self.replies = replies or (
+            Reply(tool="Bash", tool_input={"command": COMMAND}),
+            Reply(text="all done"),
+        )
+        self.api: AnthropicScript
+        self.messages: list[Any] = []
+
+    async def run(self, prompt: str = "clean up") -> ResultMessage | None:
+        with AnthropicScript(*self.replies) as api:
+            self.api = api
+            env = {
+                "HOME": str(self.home),
+                "CLAUDE_CONFIG_DIR": str(self.home / ".claude"),
+                "ANTHROPIC_BASE_URL": api.url,
+                "ANTHROPIC_API_KEY": "sk-ant-offline",
+                "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+                "DISABLE_AUTOUPDATER": "1",
+                "DISABLE_TELEMETRY": "1",
+                "DISABLE_ERROR_REPORTING": "1",
+                "NO_PROXY": "127.0.0.1,localhost",
+            }
+            options = ClaudeAgentOptions(
+                hooks=hook_matchers(self.target, agent_name="ops"),
+                cwd=str(self.project),
+                env=env,
+                allowed_tools=["Bash"],
+            )
+            async for message in query(prompt=prompt, options=options):
+                self.messages.append(message)
+        results = [m for m in self.messages if isinstance(m, ResultMessage)]
+        return results[-1] if results else None
+
+    def marker(self) -> str | None:
+        path = self.project / "marker.txt"
+        return path.read_text().strip() if path.exists() else None
+
+    def tool_result(self) -> dict[str, Any]:
+        """The tool result the model was shown on its second turn."""
+        (result,) = self.api.tool_results(1)
+        return result
+
+
+def _text(block: dict[str, Any]) -> str:
+    content = block.get("content")
+    if isinstance(content, list):
+        return "".join(part.get("text", "") for part in content)
+    return str(content)
+
+
+async def test_block_keeps_the_tool_from_running_and_the_model_reads_the_reason(
+    tmp_path: Path,
+) -> None:
+    engine, seen = engine_with(
+        {"pre_tool_use": lambda e: {"decision": "block", "reason": "no writes here"}}
+    )
+    session = Session(tmp_path, engine)
+    await session.run()
+    assert session.marker() is None
+    result = session.tool_result()
+    assert result["is_error"] is True
+    assert "no writes here" in _text(result)
+    pre = seen.payloads("pre_tool_use")[0]
+    assert pre["tool_name"] == "Bash"
+    assert pre["tool_input"]["command"] == COMMAND
+    assert pre["tool_use_id"] == result["tool_use_id"] == "toolu_0001"
+    assert pre["agent_id"] == "ops"
+    assert pre["session_id"]
+    assert "post_tool_use" not in seen.names()
+
+
+async def test_rewritten_input_is_the_command_that_runs(tmp_path: Path) -> None:
+    # updatedInput replaces the whole input: the hook sends it complete.
+    engine, seen = engine_with(
+        {"pre_tool_use": lambda e: {"updated_input": {"command": "echo rewritten > marker.txt"}}}
+    )
+    session = Session(tmp_path, engine)
+    await session.run()
+    assert session.marker() == "rewritten"
+    assert seen.payloads("post_tool_use")[0]["tool_input"]["command"] == (
+        "echo rewritten > marker.txt"
+    )
+
+
+async def test_synthetic_result_is_read_by_the_model_and_the_tool_never_runs(
+    tmp_path: Path,
+) -> None:
+    engine, _ = engine_with({"pre_tool_use": lambda e: {"result": "3 files removed"}})
+    session = Session(tmp_path, engine)
+    await session.run()
+    assert session.marker() is None
+    assert "3 files removed" in _text(session.tool_result())
+
+
+async def test_context_and_output_rewrite_reach_the_model(tmp_path: Path) -> None:
+    # Bash's output is an object ({stdout, stderr, ...}): the rewrite keeps its shape.
+    engine, seen = engine_with(
+        {
+            "pre_tool_use": lambda e: {"additional_context": "policy: read-only host"},
+            "post_tool_use": lambda e: {
+                "updated_input": {**e.tool_response, "stdout": "[redacted]"}
+            },
+        }
+    )
+    session = Session(
+        tmp_path,
+        engine,
+        Reply(tool="Bash", tool_input={"command": "echo token-1234"}),
+        Reply(text="all done"),
+    )
+    await session.run()
+    assert seen.payloads("post_tool_use")[0]["tool_response"]["stdout"] == "token-1234"
+    assert _text(session.tool_result()) == "[redacted]"
+    assert "policy: read-only host" in session.api.shown(1)
+
+
+async def test_abort_stops_the_tool_and_the_run(tmp_path: Path) -> None:
+    engine, _ = engine_with({"pre_tool_use": lambda e: {"abort": "turn", "reason": "halt"}})
+    session = Session(tmp_path, engine)
+    await session.run()
+    assert session.marker() is None
+    assert len(session.api.agent_turns) == 1
+
+
+async def test_blocked_prompt_never_reaches_the_model(tmp_path: Path) -> None:
+    engine, seen = engine_with(
+        {"user_prompt_submit": lambda e: {"decision": "block", "reason": "off-topic"}}
+    )
+    session = Session(tmp_path, engine)
+    await session.run()
+    assert session.api.agent_turns == []
+    assert seen.payloads("user_prompt_submit")[0]["prompt"] == "clean up"
+
+
+async def test_a_prompt_rewrite_cannot_be_applied_so_the_prompt_is_blocked(
+    tmp_path: Path,
+) -> None:
+    engine, _ = engine_with({"user_prompt_submit": lambda e: {"updated_input": "list files"}})
+    session = Session(tmp_path, engine)
+    await session.run()
+    assert session.api.agent_turns == []
+
+
+async def test_prompt_context_session_and_stop_events(tmp_path: Path) -> None:
+    engine, seen = engine_with(
+        {"user_prompt_submit": lambda e: {"additional_context": "today is Sunday"}}
+    )
+    session = Session(tmp_path, engine)
+    await session.run()
+    assert session.marker() == "original"
+    assert "today is Sunday" in session.api.shown(0)
+    await engine.drain()
+    (start,) = seen.payloads("session_start")
+    assert start["source"] == "claude-agent-sdk"
+    stop = seen.payloads("stop")[0]
+    assert stop["last_message"] == "all done"
+    assert start["session_id"] == stop["session_id"]
+
+
+async def test_an_unreachable_gateway_blocks(tmp_path: Path) -> None:
+    client = AsyncGatewayClient(f"http://127.0.0.1:{closed_port()}", "hg_key", timeout=2)
+    session = Session(tmp_path, client)
+    await session.run()
+    assert session.api.agent_turns == []
+    assert session.marker() is None
