@@ -40,9 +40,18 @@ def builtin_definitions() -> list[HookDefinition]:
         "enabled": False,
         "version": 1,
     }
+    # The boundary scanner in the loop (hookgate.builtins.content_guard); it runs before the
+    # PII masker so it sees the input as the agent wrote it.
+    guard = "hookgate.builtins.content_guard"
+    content = {**pii, "priority": 950, "on_timeout": "block", "timeout_ms": 3000}
     return [
         _builtin("pii-redactor", "pre_tool_use",
                  config={"callable": "hookgate.builtins.pii_redactor:redact_tool_input"}, **pii),
         _builtin("pii-redactor", "user_prompt_submit",
                  config={"callable": "hookgate.builtins.pii_redactor:redact_prompt"}, **pii),
+        *(_builtin("content-guard", event, config={"callable": f"{guard}:{function}"}, **content)
+          for event, function in (("pre_tool_use", "guard_tool_input"),
+                                  ("post_tool_use", "redact_tool_output"),
+                                  ("tool_result_persist", "redact_persisted"),
+                                  ("message_sending", "annotate_message"))),
     ]
