@@ -48,6 +48,7 @@ __all__ = [
     "default_config_path",
     "engine_evaluator",
     "failure_answer",
+    "failure_json",
     "gateway_evaluator",
     "hookgate_input",
     "parse_command_answer",
@@ -356,6 +357,21 @@ def failure_answer(event: str | None, message: str) -> ClaudeAnswer:
     not known), else report it."""
     code = 2 if event is None or event in FAIL_CLOSED_EVENTS else 1
     return ClaudeAnswer(exit_code=code, stderr=f"hookgate: {message}")
+
+
+def failure_json(event: str | None, reason: str) -> dict[str, Any] | None:
+    """The answer that stops ``event`` when hookgate failed, for transports with no exit code
+    (the gateway's HTTP endpoint); ``None`` where Claude Code cannot be stopped."""
+    message = f"hookgate: {reason}"
+    if event == "PreToolUse":
+        return {"hookSpecificOutput": {"hookEventName": event, "permissionDecision": "deny",
+                                       "permissionDecisionReason": message}}
+    if event == "PermissionRequest":
+        return {"hookSpecificOutput": {"hookEventName": event,
+                                       "decision": {"behavior": "deny", "message": message}}}
+    if event == "UserPromptSubmit":
+        return {"decision": "block", "reason": message}
+    return None
 
 
 # -- the seam -----------------------------------------------------------------------------
