@@ -434,7 +434,8 @@ def default_config_path(
     """The hooks file for ``hookgate claude-code`` when ``--config`` is not given.
 
     In order: ``$HOOKGATE_CLAUDE_CODE_CONFIG``; ``.claude/hookgate.yaml`` (or ``.yml``,
-    ``.json``) in ``$CLAUDE_PROJECT_DIR`` or the session's ``cwd``; the same in ``~/.claude/``.
+    ``.json``) in ``$CLAUDE_PROJECT_DIR`` or the session's ``cwd``; the same in Claude Code's
+    user folder (``$CLAUDE_CONFIG_DIR``, else ``~/.claude/``).
     """
     env = os.environ if environ is None else environ
     explicit = env.get("HOOKGATE_CLAUDE_CODE_CONFIG")
@@ -444,7 +445,8 @@ def default_config_path(
     project = env.get("CLAUDE_PROJECT_DIR") or data.get("cwd")
     if isinstance(project, str) and project:
         roots.append(Path(project) / ".claude")
-    roots.append((home or Path.home()) / ".claude")
+    user_dir = env.get("CLAUDE_CONFIG_DIR")  # Claude Code's own user folder, if moved
+    roots.append(Path(user_dir).expanduser() if user_dir else (home or Path.home()) / ".claude")
     for root in roots:
         for name in CONFIG_NAMES:
             candidate = root / name
@@ -505,7 +507,7 @@ def gateway_evaluator(client: AsyncGatewayClient) -> Evaluate:
 
 
 async def run_gateway_bridge(
-    stdin_text: str, url: str, api_key: str | None, *, timeout_s: float = 30.0
+    stdin_text: str, url: str, api_key: str | None, *, timeout_s: float = 25.0
 ) -> ClaudeAnswer:
     """One ``hookgate claude-code --gateway URL`` run. An unreachable gateway, a refused key
     or a bad answer fails closed where Claude Code can be stopped (see :func:`failure_answer`).

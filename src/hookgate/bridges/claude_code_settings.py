@@ -22,19 +22,26 @@ import shlex
 import shutil
 import sys
 import tempfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
 __all__ = [
+    "CLAUDE_CODE_PATH",
     "DEFAULT_EVENTS",
+    "TRANSPORTS",
     "InstallReport",
     "SettingsError",
     "bridge_command",
+    "claude_config_dir",
+    "curl_command",
     "default_settings_path",
+    "gateway_hook",
     "install",
     "is_bridge_command",
+    "is_hookgate_hook",
+    "remove_hooks",
     "uninstall",
 ]
 
@@ -61,6 +68,13 @@ _BRIDGE: Final = re.compile(
 )
 #: Seconds Claude Code gives the bridge (hookgate's own hooks stop at 10 s each).
 DEFAULT_TIMEOUT_S: Final = 30
+#: The gateway's endpoint that speaks Claude Code's hook contract.
+CLAUDE_CODE_PATH: Final = "/api/v1/claude-code/hook"
+#: How Claude Code reaches a gateway: curl (fail-closed, default), Claude Code's own http
+#: hook (fail-open when the gateway is down), or the Python bridge (fail-closed, slower start).
+TRANSPORTS: Final = ("curl", "http", "python")
+#: Events where exit 2 stops the action (kept in step with the bridge's own rule).
+_BLOCKING: Final = frozenset({"PreToolUse", "PermissionRequest", "UserPromptSubmit"})
 
 
 class SettingsError(ValueError):
@@ -80,6 +94,73 @@ def is_bridge_command(command: Any) -> bool:
     return isinstance(command, str) and _BRIDGE.search(command.strip()) is not None
 
 
+def is_hookgate_hook(hook: Any) -> bool:
+    """A hook ``install`` wrote: the bridge command, the curl command or the http hook that
+    post to the gateway's Claude Code endpoint."""
+    if not isinstance(hook, Mapping):
+        return False
+    if hook.get("type") == "http":
+        url = hook.get("url")
+        return isinstance(url, str) and url.rstrip("/").endswith(CLAUDE_CODE_PATH)
+    command = hook.get("command")
+    if is_bridge_command(command):
+        return True
+    return (
+        isinstance(command, str)
+        and command.startswith("curl ")
+        and CLAUDE_CODE_PATH in command
+        and "HOOKGATE_API_KEY" in command
+    )
+
+
+def _endpoint(gateway: str) -> str:
+    return gateway.rstrip("/") + CLAUDE_CODE_PATH
+
+
+def curl_command(gateway: str, *, event: str, timeout_s: int = DEFAULT_TIMEOUT_S) -> str:
+    """A command hook that posts Claude Code's input to the gateway with curl.
+
+    Any failure (gateway down, slow, a refused key, an error status) exits 2 on events where
+    that stops the action, 1 elsewhere. curl gives up before Claude Code's own timeout would
+    (a timed-out hook lets the action proceed). The key goes in through a here-document on
+    file descriptor 3, so it never shows in the process list.
+    """
+    url = _endpoint(gateway)
+    code = 2 if event in _BLOCKING else 1
+    limit = max(1, timeout_s - 2)
+    return (
+        f"curl -sS -f -m {limit} --connect-timeout {min(5, limit)}"
+        " -H 'Content-Type: application/json' -H @/dev/fd/3 --data-binary @-"
+        f" {shlex.quote(url)} 3<<HOOKGATE_KEY || {{ echo \"hookgate: gateway {url} did not"
+        f" answer (curl exit $?)\" >&2; exit {code}; }}\n"
+        "Authorization: Bearer $HOOKGATE_API_KEY\nHOOKGATE_KEY"
+    )
+
+
+def gateway_hook(
+    gateway: str,
+    *,
+    event: str,
+    transport: str = "curl",
+    timeout_s: int = DEFAULT_TIMEOUT_S,
+    executable: str | None = None,
+) -> dict[str, Any]:
+    """The hook entry for ``event`` that asks ``gateway`` through ``transport``."""
+    if transport == "curl":
+        return {"type": "command", "command": curl_command(gateway, event=event,
+                                                           timeout_s=timeout_s),
+                "timeout": timeout_s}
+    if transport == "http":
+        return {"type": "http", "url": _endpoint(gateway),
+                "headers": {"Authorization": "Bearer $HOOKGATE_API_KEY"},
+                "allowedEnvVars": ["HOOKGATE_API_KEY"], "timeout": timeout_s}
+    if transport == "python":
+        exe = executable or _hookgate_executable()
+        command = " ".join(shlex.quote(p) for p in (exe, "claude-code", "--gateway", gateway))
+        return {"type": "command", "command": command, "timeout": timeout_s}
+    raise ValueError(f"transport must be one of {', '.join(TRANSPORTS)}, not {transport!r}")
+
+
 def bridge_command(config: str | None = None, executable: str | None = None) -> str:
     """The command line Claude Code runs: hookgate's own executable, absolute."""
     exe = executable or _hookgate_executable()
@@ -96,10 +177,28 @@ def _hookgate_executable() -> str:
     return shutil.which("hookgate") or "hookgate"
 
 
-def default_settings_path(*, user: bool, cwd: Path | None = None, home: Path | None = None) -> Path:
-    """``.claude/settings.json`` of the project (``cwd``), or ``~/.claude/settings.json``."""
+def claude_config_dir(
+    environ: Mapping[str, str] | None = None, home: Path | None = None
+) -> Path:
+    """Claude Code's user folder: ``$CLAUDE_CONFIG_DIR``, else ``~/.claude``."""
+    env = os.environ if environ is None else environ
+    configured = env.get("CLAUDE_CONFIG_DIR")
+    if configured:
+        return Path(configured).expanduser()
+    return (home or Path.home()) / ".claude"
+
+
+def default_settings_path(
+    *,
+    user: bool,
+    cwd: Path | None = None,
+    home: Path | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> Path:
+    """``.claude/settings.json`` of the project (``cwd``), or the user's settings.json in
+    Claude Code's user folder (``$CLAUDE_CONFIG_DIR`` or ``~/.claude``)."""
     if user:
-        return (home or Path.home()) / ".claude" / "settings.json"
+        return claude_config_dir(environ, home) / "settings.json"
     return (cwd or Path.cwd()) / ".claude" / "settings.json"
 
 
@@ -164,12 +263,22 @@ def _hooks_section(path: Path, data: Mapping[str, Any]) -> Any:
 
 def install(
     path: Path,
-    command: str,
+    command: str | None = None,
     *,
     events: Iterable[str] = DEFAULT_EVENTS,
     timeout_s: int = DEFAULT_TIMEOUT_S,
+    hook_for: Callable[[str], dict[str, Any]] | None = None,
 ) -> InstallReport:
-    """Add ``command`` as a hook for each event; idempotent."""
+    """Add hookgate's hook for each event (``command``, or the entry ``hook_for(event)``
+    makes); idempotent, and a different transport or command replaces the old entry."""
+    if hook_for is None:
+        if command is None:
+            raise ValueError("install needs a command or hook_for")
+        bridge = command
+
+        def hook_for(event: str) -> dict[str, Any]:
+            return {"type": "command", "command": bridge, "timeout": timeout_s}
+
     report = InstallReport(path)
     existing = _read(path)
     document = existing or _Document({}, "  ", True)
@@ -180,23 +289,24 @@ def install(
         groups = hooks.setdefault(event, [])
         if not isinstance(groups, list):
             raise SettingsError(f"{path}: hooks.{event} must be a list of matcher groups")
+        wanted = hook_for(event)
         ours = [
-            hook
+            (group["hooks"], index)
             for group in groups
             if isinstance(group, dict) and isinstance(group.get("hooks"), list)
-            for hook in group["hooks"]
-            if isinstance(hook, dict) and is_bridge_command(hook.get("command"))
+            for index, hook in enumerate(group["hooks"])
+            if is_hookgate_hook(hook)
         ]
         if ours:
-            if ours[0].get("command") == command and ours[0].get("timeout") == timeout_s:
+            inner, index = ours[0]
+            if inner[index] == wanted:
                 report.unchanged.append(event)
             else:
-                ours[0]["command"] = command
-                ours[0]["timeout"] = timeout_s
+                inner[index] = wanted
                 report.updated.append(event)
             continue
         group: dict[str, Any] = {"matcher": "*"} if event in _MATCHED else {}
-        group["hooks"] = [{"type": "command", "command": command, "timeout": timeout_s}]
+        group["hooks"] = [wanted]
         groups.append(group)
         report.added.append(event)
     if report.added or report.updated:
@@ -211,7 +321,18 @@ def install(
 
 
 def uninstall(path: Path) -> InstallReport:
-    """Remove every ``hookgate claude-code`` hook, and the containers only they filled."""
+    """Remove every hook ``install`` wrote, and the containers only they filled."""
+    report = remove_hooks(path, lambda event, hook: is_hookgate_hook(hook), restore=True)
+    _original_path(path).unlink(missing_ok=True)
+    return report
+
+
+def remove_hooks(
+    path: Path, unwanted: Callable[[str, Any], bool], *, restore: bool = False
+) -> InstallReport:
+    """Remove the hooks for which ``unwanted(event, hook)`` holds, and the groups, event
+    lists and ``hooks`` object that only held them. With ``restore``, the original text
+    saved by ``install`` comes back when the settings are the same as it."""
     report = InstallReport(path)
     document = _read(path)
     if document is None:
@@ -230,8 +351,7 @@ def uninstall(path: Path) -> InstallReport:
             if not isinstance(inner, list):
                 kept_groups.append(group)
                 continue
-            kept = [h for h in inner if not (isinstance(h, dict)
-                                             and is_bridge_command(h.get("command")))]
+            kept = [h for h in inner if not unwanted(event, h)]
             if len(kept) == len(inner):
                 kept_groups.append(group)
                 continue
@@ -249,9 +369,8 @@ def uninstall(path: Path) -> InstallReport:
     if report.removed:
         if not hooks:
             del document.data["hooks"]
-        if not _restore_original(path, document.data):
+        if not (restore and _restore_original(path, document.data)):
             _write(path, document)
-    _original_path(path).unlink(missing_ok=True)
     return report
 
 

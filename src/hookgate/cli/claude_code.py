@@ -74,28 +74,63 @@ def _settings_path(settings: str | None, user: bool) -> Path:
 @claude_code.command("install")
 @click.option("--settings", "settings_file", type=click.Path(dir_okay=False), default=None,
               help="settings.json to edit (default: .claude/settings.json of this project).")
-@click.option("--user", is_flag=True, help="Edit ~/.claude/settings.json instead.")
+@click.option("--user", is_flag=True,
+              help="Edit the user's settings.json ($CLAUDE_CONFIG_DIR, else ~/.claude).")
 @click.option("-c", "--config", "config_path", type=click.Path(dir_okay=False), default=None,
               help="Hooks file the installed command passes with --config.")
+@click.option("--gateway", "gateway_url", default=None,
+              help="Ask this hookgate gateway (http://host:port) instead of a local hooks file; "
+              "the key is read from HOOKGATE_API_KEY when Claude Code runs the hook.")
+@click.option("--transport", type=click.Choice(cc_settings.TRANSPORTS), default="curl",
+              show_default=True,
+              help="With --gateway: curl (fail-closed, fast), http (Claude Code's own http "
+              "hook; fail-open when the gateway is down) or python (fail-closed, slower start).")
 @click.option("-e", "--event", "events", multiple=True,
               type=click.Choice(sorted(CLAUDE_EVENTS.values())),
               help=f"Claude Code event to hook (repeatable; default: "
               f"{', '.join(cc_settings.DEFAULT_EVENTS)}).")
-@click.option("--timeout", type=click.IntRange(1, 600), default=cc_settings.DEFAULT_TIMEOUT_S,
+@click.option("--timeout", type=click.IntRange(3, 600), default=cc_settings.DEFAULT_TIMEOUT_S,
               show_default=True, help="Seconds Claude Code waits for hookgate.")
+@click.option("--move-imported/--keep-imported", "move_imported", default=None,
+              help="Hooks that `hookgate import claude-code` copied into the hooks file would "
+              "run twice: take them out of settings.json (asked when interactive).")
 def install(
     settings_file: str | None,
     user: bool,
     config_path: str | None,
+    gateway_url: str | None,
+    transport: str,
     events: tuple[str, ...],
     timeout: int,
+    move_imported: bool | None,
 ) -> None:
     """Add hookgate to the hooks of a Claude Code settings.json."""
+    from hookgate.bridges.claude_code_doubles import (
+        hooks_file_beside,
+        imported_twice,
+        remove_imported,
+    )
+
     path = _settings_path(settings_file, user)
-    command = cc_settings.bridge_command(config_path)
+    if gateway_url and config_path:
+        raise click.UsageError("--config and --gateway exclude each other")
+    if gateway_url:
+        if not gateway_url.startswith(("http://", "https://")):
+            raise click.UsageError("--gateway must be an http:// or https:// URL")
+        url = gateway_url
+
+        def hook_for(event: str) -> dict[str, Any]:
+            return cc_settings.gateway_hook(url, event=event, transport=transport,
+                                            timeout_s=timeout)
+    else:
+        command = cc_settings.bridge_command(config_path)
+
+        def hook_for(event: str) -> dict[str, Any]:
+            return {"type": "command", "command": command, "timeout": timeout}
+
     try:
         report = cc_settings.install(
-            path, command, events=events or cc_settings.DEFAULT_EVENTS, timeout_s=timeout
+            path, events=events or cc_settings.DEFAULT_EVENTS, hook_for=hook_for
         )
     except cc_settings.SettingsError as exc:
         raise click.ClickException(str(exc)) from None
@@ -103,15 +138,37 @@ def install(
                          ("already installed", report.unchanged)):
         if names:
             click.echo(f"{path}: {label}: {', '.join(names)}")
-    click.echo(f"command: {command}")
+    click.echo(f"hook: {json.dumps(hook_for((events or cc_settings.DEFAULT_EVENTS)[0]))}")
+    if gateway_url is None:
+        hooks_file = Path(config_path) if config_path else hooks_file_beside(path)
+        doubles = imported_twice(path, hooks_file)
+        if doubles:
+            _offer_to_move(path, hooks_file, doubles, move_imported, remove_imported)
+
+
+def _offer_to_move(path: Path, hooks_file: Path | None, doubles: list[Any],
+                   move: bool | None, remove: Any) -> None:
+    listing = "".join(f"\n  {double}" for double in doubles)
+    click.echo(f"{len(doubles)} hook(s) in {path} are also in {hooks_file} (imported) and "
+               f"would run twice:{listing}", err=True)
+    if move is None and sys.stdin.isatty():
+        move = click.confirm(f"Take them out of {path}?", default=True, err=True)
+    if move:
+        removed = remove(path, doubles)
+        click.echo(f"{path}: removed {removed} imported hook(s); hookgate runs them now",
+                   err=True)
+    elif move is None:
+        click.echo("warning: they run twice; rerun with --move-imported to take them out of "
+                   "settings.json, or --keep-imported to keep both", err=True)
 
 
 @claude_code.command("uninstall")
 @click.option("--settings", "settings_file", type=click.Path(dir_okay=False), default=None,
               help="settings.json to edit (default: .claude/settings.json of this project).")
-@click.option("--user", is_flag=True, help="Edit ~/.claude/settings.json instead.")
+@click.option("--user", is_flag=True,
+              help="Edit the user's settings.json ($CLAUDE_CONFIG_DIR, else ~/.claude).")
 def uninstall(settings_file: str | None, user: bool) -> None:
-    """Remove what ``install`` added; the rest of the file stays as it was."""
+    """Remove what ``install`` added (any transport); the rest of the file stays as it was."""
     path = _settings_path(settings_file, user)
     try:
         report = cc_settings.uninstall(path)
@@ -145,7 +202,9 @@ def import_claude_code(settings_file: str, output: str | None) -> None:
     for problem in conversion.problems:
         click.echo(f"not imported: {problem}", err=True)
     hooks: list[dict[str, Any]] = [
-        {key: value for key, value in raw.items() if value is not None}
+        # No scope: the file loads as global hooks, or as a tenant's with
+        # `hookgate hooks import --tenant T`.
+        {key: value for key, value in raw.items() if value is not None and key != "scope"}
         for raw in conversion.hooks
     ]
     if output and output.endswith(".json"):

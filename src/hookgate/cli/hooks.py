@@ -26,7 +26,7 @@ import click
 import yaml
 
 from hookgate.cli.store_options import run_with_store, store_options
-from hookgate.config import ConfigError, load_hooks
+from hookgate.config import ConfigError, parse_hooks, read_document
 from hookgate.definition import GLOBAL_TENANT, HookDefinition
 from hookgate.settings import Settings
 from hookgate.store import Caller, HookFilter, HookRecord, Store
@@ -208,6 +208,21 @@ def plan_import(
     return plan
 
 
+def _load_for(path: str, tenant_id: str | None, edition: str) -> list[HookDefinition]:
+    """The file's hooks; with ``--tenant``, a hook that names no ``scope`` belongs to that
+    tenant (a hooks file made for a project, such as ``hookgate import claude-code``'s,
+    imports into a tenant as it is)."""
+    document = read_document(path)
+    hooks = document.get("hooks") if isinstance(document, dict) else None
+    if tenant_id is not None and isinstance(hooks, list):
+        document = {**document, "hooks": [
+            {**hook, "scope": "tenant"} if isinstance(hook, dict) and "scope" not in hook
+            else hook
+            for hook in hooks
+        ]}
+    return parse_hooks(document, edition=edition, base_dir=Path(path).resolve().parent)
+
+
 @hooks.command("import")
 @click.argument("path", type=click.Path(dir_okay=False))
 @click.option("--tenant", "tenant_id", default=None, help="Import into this tenant.")
@@ -232,7 +247,7 @@ def import_command(
     """Apply the hooks file PATH to the store and report what changed."""
     edition = edition or Settings.from_env().edition
     try:
-        definitions = load_hooks(path, edition=edition)
+        definitions = _load_for(path, tenant_id, edition)
     except ConfigError as exc:
         for problem in exc.problems:
             click.echo(f"{path}: {problem}", err=True)

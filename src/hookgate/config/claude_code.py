@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from hookgate.bridges.claude_code_settings import is_bridge_command
+from hookgate.bridges.claude_code_settings import is_hookgate_hook
 from hookgate.config.formats import ConfigError, ConfigFormat, register_format
 from hookgate.definition import MAX_TIMEOUT_MS, DefinitionError, HookDefinition, validate_definition
 from hookgate.events import UnknownEventError, get_event
@@ -33,6 +33,7 @@ from hookgate.events import UnknownEventError, get_event
 __all__ = [
     "CLAUDE_CODE",
     "Conversion",
+    "command_line",
     "convert_settings",
     "is_claude_settings",
     "load_claude_settings",
@@ -111,6 +112,17 @@ def convert_settings(document: Mapping[str, Any]) -> Conversion:
     return out
 
 
+def command_line(hook: Mapping[str, Any]) -> str:
+    """A Claude Code command hook's ``command`` and ``args`` as one shell command line."""
+    command = str(hook.get("command"))
+    args = hook.get("args")
+    if not args:
+        return command
+    if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
+        raise ValueError("must be a list of strings")
+    return " ".join(shlex.quote(part) for part in (command, *args))
+
+
 def _convert_hook(where: str, hook: Any, out: Conversion) -> dict[str, Any] | None:
     if not isinstance(hook, Mapping):
         out.problems.append(f"{where}: must be an object")
@@ -126,18 +138,17 @@ def _convert_hook(where: str, hook: Any, out: Conversion) -> dict[str, Any] | No
     if not isinstance(command, str) or not command.strip():
         out.problems.append(f"{where}.command: must be a non-empty string")
         return None
-    if is_bridge_command(command):
+    if is_hookgate_hook(hook):
         out.notes.append(f"{where}: skipped, it runs hookgate itself (the bridge)")
         return None
     if hook.get("shell") not in (None, "bash", "sh"):
         out.problems.append(f"{where}.shell: {hook['shell']!r} hooks are not supported")
         return None
-    args = hook.get("args")
-    if args:
-        if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
-            out.problems.append(f"{where}.args: must be a list of strings")
-            return None
-        command = " ".join(shlex.quote(part) for part in (command, *args))
+    try:
+        command = command_line(hook)
+    except ValueError as exc:
+        out.problems.append(f"{where}.args: {exc}")
+        return None
     timeout = hook.get("timeout")
     timeout_ms = MAX_TIMEOUT_MS
     if timeout is not None:
