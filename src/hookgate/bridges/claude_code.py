@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -455,14 +454,6 @@ def default_config_path(
     return None
 
 
-def _importable_beside(path: Path) -> None:
-    """``callable: "mymodule:fn"`` in ``.claude/hookgate.yaml`` finds ``.claude/mymodule.py``:
-    the hooks file's folder is searched after the installed packages."""
-    folder = str(path.resolve().parent)
-    if folder not in sys.path:
-        sys.path.append(folder)
-
-
 async def run_bridge(
     stdin_text: str,
     config_path: str | None,
@@ -481,7 +472,6 @@ async def run_bridge(
     path = Path(config_path) if config_path else default_config_path(data, environ, home)
     if path is None:
         return ClaudeAnswer()  # no hooks file anywhere: nothing to enforce
-    _importable_beside(path)
     engine = Engine(settings=settings)
     try:
         try:

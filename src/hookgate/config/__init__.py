@@ -8,6 +8,7 @@ modules. Every problem is reported with where it is (``hooks[2].matcher: …``).
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +60,12 @@ def parse_hooks(
 
 
 def load_hooks(path: str | Path, *, edition: str = "lite") -> list[HookDefinition]:
-    """Definitions from a hooks file in any known format; raise :class:`ConfigError`."""
+    """Definitions from a hooks file in any known format; raise :class:`ConfigError`.
+
+    ``callable: "guards:fn"`` in a hooks file finds ``guards.py`` beside that file: its folder
+    is searched after the installed packages (appended, so it never shadows them)."""
     file = Path(path)
+    folder = str(file.resolve().parent)
+    if folder not in sys.path:
+        sys.path.append(folder)
     return parse_hooks(read_document(file), edition=edition, base_dir=file.resolve().parent)
