@@ -21,11 +21,12 @@ EXPECTED_HOOKGATE = {
     "hookgate.audit", "hookgate.chain", "hookgate.definition", "hookgate.matching",
     "hookgate.hook_event", "hookgate.log", "hookgate.registry", "hookgate.safeguards",
     "hookgate.config", "hookgate.config.formats", "hookgate.payload_limits",
+    "hookgate.state", "hookgate.state.model", "hookgate.state.stores", "hookgate.state.binding",
 }
 #: Packages that would mean a heavy import crept in.
 FORBIDDEN = ("click", "aiohttp", "yarl", "multidict", "starlette", "uvicorn", "websockets",
              "pydantic", "prometheus_client", "opentelemetry", "cryptography", "aiosqlite",
-             "asyncpg", "httpx", "redis")
+             "asyncpg", "httpx", "redis", "tempfile", "shutil")
 
 
 def imported_modules(tmp_path: Path, hooks_name: str) -> set[str]:

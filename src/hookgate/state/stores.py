@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -105,6 +104,8 @@ class FileStateStore(MemoryStateStore):
 
     def _write(self, text: str) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        import tempfile  # here: the engine (and each Claude Code hook call) imports this module
+
         handle, temporary = tempfile.mkstemp(prefix=f".{self.path.name}.", dir=self.path.parent)
         try:
             with os.fdopen(handle, "w", encoding="utf-8") as out:
