@@ -11,7 +11,8 @@ DANGEROUS = ("rm -rf /", "mkfs", "dd if=/dev/zero", ":(){ :|:& };:")
 
 def block_dangerous_shell(event: HookEvent) -> dict[str, Any] | None:
     """Block shell commands that destroy the machine."""
-    command = str((event.tool_input or {}).get("cmd", ""))
+    tool_input = event.tool_input or {}
+    command = str(tool_input.get("cmd") or tool_input.get("command") or "")
     for needle in DANGEROUS:
         if needle in command:
             return {"decision": "block", "reason": f"dangerous shell command: {needle!r}"}
