@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from tests.adapters.anthropic_api import AnthropicScript, Reply
 from tests.adapters.support import require_package
 
