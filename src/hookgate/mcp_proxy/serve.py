@@ -5,9 +5,9 @@ from __future__ import annotations
 import logging
 
 from mcp.server.runner import serve_dual_era_loop
-from mcp.server.stdio import stdio_server
 
 from hookgate.mcp_proxy.proxy import McpProxy
+from hookgate.mcp_proxy.stdio import proxy_stdio
 
 __all__ = ["serve_http", "serve_stdio"]
 
@@ -16,7 +16,7 @@ log = logging.getLogger("hookgate.mcp_proxy")
 
 async def serve_stdio(proxy: McpProxy) -> None:
     """Serve one client on this process's stdin/stdout until it closes stdin."""
-    async with proxy.upstream.running(), stdio_server() as (read, write):
+    async with proxy.upstream.running(), proxy_stdio() as (read, write):
         # No fixed initialization options: the answer to `initialize` is built when it
         # arrives, from the upstream's capabilities (see McpProxy.capabilities).
         await serve_dual_era_loop(proxy.server, read, write, lifespan_state={})

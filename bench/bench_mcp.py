@@ -1,0 +1,85 @@
+"""``hookgate mcp-proxy``: one ``tools/call`` through the proxy vs straight to the upstream.
+
+Both clients are real ``mcp.Client`` sessions over stdio in one event loop, taking turns call
+by call (so machine noise hits them alike); the median per-call time is reported:
+
+* direct: the client starts the upstream server itself and calls its ``add`` tool;
+* proxied: the client starts ``hookgate mcp-proxy --config HOOKS -- <the same server>`` with
+  one matching callable ``pre_tool_use`` hook (it reads the arguments and allows), and makes
+  the same call (goal: at most 1.3x the direct call).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import tempfile
+from contextlib import AsyncExitStack
+from pathlib import Path
+
+from bench.harness import Row, interleaved_medians_us
+
+REPO = Path(__file__).resolve().parent.parent
+UPSTREAM = str(Path(__file__).parent / "scripts" / "mcp_upstream.py")
+HOOKGATE = str(Path(sys.executable).parent / "hookgate")
+HOOKS = """\
+hooks:
+  - name: check-add
+    event: pre_tool_use
+    handler_type: callable
+    matcher: "^add$"
+    config: {callable: "bench.mcp_hooks:check_add"}
+"""
+
+
+async def _measure(samples: int) -> dict[str, float]:
+    from mcp import Client, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    with tempfile.TemporaryDirectory() as folder:
+        hooks = Path(folder) / "hooks.yaml"
+        hooks.write_text(HOOKS)
+        env = {"PYTHONPATH": str(REPO)}
+        direct_params = StdioServerParameters(command=sys.executable, args=[UPSTREAM])
+        proxied_params = StdioServerParameters(
+            command=HOOKGATE,
+            args=["mcp-proxy", "--config", str(hooks), "--", sys.executable, UPSTREAM],
+            env=env,
+            cwd=str(REPO),
+        )
+        with open(Path(folder) / "stderr.log", "w") as errlog:  # noqa: ASYNC230 - setup
+            async with AsyncExitStack() as stack:
+                direct = await stack.enter_async_context(
+                    Client(stdio_client(direct_params, errlog=errlog))  # type: ignore[arg-type]
+                )
+                proxied = await stack.enter_async_context(
+                    Client(stdio_client(proxied_params, errlog=errlog))  # type: ignore[arg-type]
+                )
+                for client in (direct, proxied):  # warm both paths (imports, caches)
+                    for _ in range(20):
+                        await client.call_tool("add", {"a": 2, "b": 3})
+                return await interleaved_medians_us(
+                    {
+                        "direct": lambda: direct.call_tool("add", {"a": 2, "b": 3}),
+                        "proxied": lambda: proxied.call_tool("add", {"a": 2, "b": 3}),
+                    },
+                    samples=samples,
+                )
+
+
+def run(quick: bool) -> list[Row]:
+    times = asyncio.run(_measure(100 if quick else 1000))
+    direct, proxied = times["direct"], times["proxied"]
+    return [
+        Row("mcp", "tools/call straight to the upstream (stdio)", direct, "µs"),
+        Row(
+            "mcp",
+            "tools/call through mcp-proxy, 1 matching callable hook",
+            proxied,
+            "µs",
+            baseline="the same call straight to the upstream over stdio",
+            baseline_value=direct,
+            goal="<= 1.3x",
+            passed=proxied <= 1.3 * direct,
+        ),
+    ]

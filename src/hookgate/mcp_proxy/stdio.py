@@ -1,0 +1,107 @@
+"""The proxy's own stdin/stdout as MCP message streams, without a thread per line.
+
+The SDK's ``stdio_server`` reads and writes through ``anyio.wrap_file``, which hands every
+line to a worker thread and back; on the proxy's hot path that costs more than the rest of a
+forwarded call. When stdin and stdout are pipes (how MCP clients start servers) the same
+streams are served by the event loop directly; otherwise the SDK's transport is used.
+
+Like the SDK's, this keeps the wire clean: while serving, fd 0 reads /dev/null and fd 1
+points at stderr, so a hook's stray ``print`` or a child's output cannot corrupt the
+protocol stream.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import stat
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+from mcp import types
+from mcp.server.stdio import stdio_server
+from mcp.shared.message import SessionMessage
+
+__all__ = ["proxy_stdio"]
+
+_LINE_LIMIT = 64 * 1024 * 1024  # one JSON-RPC message per line; tool results can be large
+
+
+def _is_pipe(fd: int) -> bool:
+    try:
+        mode = os.fstat(fd).st_mode
+    except OSError:
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
+
+
+@asynccontextmanager
+async def proxy_stdio() -> AsyncIterator[tuple[Any, Any]]:
+    """``(read_stream, write_stream)`` over this process's stdin and stdout."""
+    if not (_is_pipe(0) and _is_pipe(1)):
+        async with stdio_server() as streams:
+            yield streams
+        return
+    wire_in, wire_out = os.dup(0), os.dup(1)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    os.dup2(2, 1)
+    try:
+        async with _pipe_streams(wire_in, wire_out) as streams:
+            yield streams
+    finally:
+        os.dup2(wire_in, 0)
+        os.dup2(wire_out, 1)
+        os.close(wire_in)
+        os.close(wire_out)
+
+
+@asynccontextmanager
+async def _pipe_streams(fd_in: int, fd_out: int) -> AsyncIterator[tuple[Any, Any]]:
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader(limit=_LINE_LIMIT)
+    in_file = os.fdopen(os.dup(fd_in), "rb", buffering=0)
+    out_file = os.fdopen(os.dup(fd_out), "wb", buffering=0)
+    read_transport, _ = await loop.connect_read_pipe(
+        lambda: asyncio.StreamReaderProtocol(reader), in_file
+    )
+    write_transport, protocol = await loop.connect_write_pipe(
+        asyncio.streams.FlowControlMixin, out_file
+    )
+    writer = asyncio.StreamWriter(write_transport, protocol, None, loop)
+    incoming_send, incoming = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+    outgoing, outgoing_receive = anyio.create_memory_object_stream[SessionMessage](0)
+
+    async def read_lines() -> None:
+        async with incoming_send:
+            while line := await reader.readline():
+                if not line.strip():
+                    continue
+                try:
+                    message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+                except Exception as exc:
+                    await incoming_send.send(exc)
+                    continue
+                await incoming_send.send(SessionMessage(message))
+
+    async def write_lines() -> None:
+        async with outgoing_receive:
+            async for item in outgoing_receive:
+                data = item.message.model_dump_json(by_alias=True, exclude_unset=True)
+                writer.write(data.encode() + b"\n")
+                await writer.drain()
+
+    try:
+        async with anyio.create_task_group() as group:
+            group.start_soon(read_lines)
+            group.start_soon(write_lines)
+            try:
+                yield incoming, outgoing
+            finally:
+                group.cancel_scope.cancel()
+    finally:
+        read_transport.close()
+        write_transport.close()
