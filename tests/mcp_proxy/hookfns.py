@@ -32,6 +32,8 @@ async def guard_echo(event: HookEvent) -> dict[str, Any] | None:
 
 def review_echo(event: HookEvent) -> dict[str, Any] | None:
     text = (event.tool_input or {}).get("text", "")
+    # A careless hook printing to stdout must not corrupt the proxy's MCP stream.
+    print(f"stray output from a hook: {text[:10]}")
     if "password" in text:
         return {"updated_input": "[redacted by hookgate]"}
     if text.startswith("ctx"):

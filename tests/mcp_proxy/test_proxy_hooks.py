@@ -152,6 +152,12 @@ async def test_upstream_stderr_goes_to_the_proxy_log(client, state) -> None:
     wait_for(lambda: "demo-upstream: started pid" in (state / "proxy.log").read_text())
 
 
+async def test_a_hook_printing_to_stdout_does_not_corrupt_the_stream(client, state) -> None:
+    result = await client.call_tool("echo", {"text": "noisy"})
+    assert text_of(result) == "echo: noisy"
+    wait_for(lambda: "stray output from a hook: noisy" in (state / "proxy.log").read_text())
+
+
 async def test_the_client_sees_the_upstream_capabilities_and_instructions(client) -> None:
     assert client.server_capabilities.prompts is not None
     assert client.server_capabilities.resources is not None

@@ -79,6 +79,11 @@ def build(state: Path | None) -> MCPServer:
         """This server's process id (tells a restarted upstream apart)."""
         return str(os.getpid())
 
+    @server.tool(structured_output=False)
+    def getenv(name: str) -> str:
+        """One environment variable of this server ("" when unset)."""
+        return os.environ.get(name, "")
+
     @server.resource("demo://greeting")
     def greeting() -> str:
         """A static greeting."""
