@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.handlers.process_support import process_hook, read_log
 from tests.support.webhook_server import Reply, WebhookServer
 
 from hookgate import Engine
@@ -212,3 +213,17 @@ def test_bad_state_config_is_rejected_naming_the_field(state: Any, message: str)
         Engine([{"event": "pre_tool_use", "handler_type": "callable", "name": "h",
                  "config": {"callable": f"{FNS}:remember", "state": state}}])
     assert message in str(caught.value) and "config" in str(caught.value)
+
+
+async def test_state_in_and_changes_out_for_a_process_hook(tmp_path: Path) -> None:
+    log = tmp_path / "messages.jsonl"
+    answers = {"hook.before_tool": {"action": "continue", "state": {"session": {"k": "v"}}}}
+    engine = Engine([process_hook(log=log, answers=answers, config={"state": True})])
+    try:
+        for _ in range(2):
+            outcome = await engine.fire("pre_tool_use", {"tool_name": "x", "session_id": "s"})
+            assert outcome.allowed, outcome.to_dict()
+    finally:
+        await engine.aclose()
+    calls = [m["params"] for m in read_log(log) if m.get("method") == "hook.before_tool"]
+    assert [call["state"] for call in calls] == [{"session": {}}, {"session": {"k": "v"}}]
