@@ -10,6 +10,7 @@ import pytest
 from tests.conftest import require_service
 from tests.server.gateway_process import GatewayProcess
 from tests.server.test_replicas_redis import REDIS_URL, _redis_up
+from tests.support.webhook_server import Reply, WebhookServer
 
 ALLOW = ("--allow-callable", "tests.state.statefns")
 HOOK = {"event": "pre_tool_use", "handler_type": "callable", "scope": "global",
@@ -49,6 +50,27 @@ def test_tenant_b_cannot_read_tenant_a_state(tmp_path: Path) -> None:
             "note=a-only"]
     finally:
         gateway.stop()
+
+
+def test_a_tenant_hook_cannot_read_or_rewrite_a_global_hook_state(tmp_path: Path) -> None:
+    with WebhookServer(default=Reply(200, {"state": {"session": {"note": "forged"}}})) as web:
+        gateway = GatewayProcess(tmp_path / "data", args=ALLOW,
+                                 env={"HOOKGATE_SSRF_ALLOWLIST": "127.0.0.1/32"}).start()
+        try:
+            gateway.rest("POST", "/api/v1/hooks", json=HOOK).raise_for_status()
+            a_admin = gateway.create_key("tenant-a", "admin")
+            own = gateway.rest("POST", "/api/v1/hooks", a_admin, json={
+                "event": "pre_tool_use", "handler_type": "http", "scope": "tenant",
+                "name": "tenant hook", "priority": -10,
+                "config": {"url": web.url(), "state": {"namespace": "memo"}}})
+            assert own.status_code in (200, 201), own.text
+            dispatch(gateway, a_admin, session_id="s1", tool_input={"remember": "operator's"})
+            again = dispatch(gateway, a_admin, session_id="s1", tool_input={})
+            assert context(again) == ["note=operator's"]  # the forged note did not land
+            seen = [request.json["state"] for request in web.requests]
+            assert seen == [{"session": {}}, {"session": {"note": "forged"}}]
+        finally:
+            gateway.stop()
 
 
 @pytest.mark.redis

@@ -64,6 +64,10 @@ async def prepare_state(
     spec = state_spec(hook.config, hook.name or hook.id)
     if spec is None:
         return payload, None
+    if hook.scope != "global":
+        # A tenant's own hooks get namespaces apart from the operator's global hooks, so a
+        # tenant cannot read or rewrite what a global guard keeps about its sessions.
+        spec = StateSpec(f"tenant:{spec.namespace}", spec.ttl_s)
     keys = scope_keys(spec, payload)
     loaded = await store.load(list(keys.values())) if keys else {}
     view = None
