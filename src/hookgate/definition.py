@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Final, Literal, cast
 
 from hookgate.events import UnknownEventError, get_event
+from hookgate.host_code import edition_refusal, runs_host_code
 from hookgate.matching import FilterError, compile_if_expr, compile_matcher
 from hookgate.state.model import state_problems
 
@@ -82,6 +83,9 @@ class HookDefinition:
     source: Literal["builtin", "user"] = "user"
     #: Tie-break after priority: lower runs first (registration order, or creation time).
     order: int = 0
+    #: Set by the gateway's store, never from input: a master-scope key wrote this version,
+    #: so it may run code on the host (see :mod:`hookgate.host_code`).
+    written_by_master: bool = field(default=False, compare=False)
 
     @property
     def label(self) -> str:
@@ -216,13 +220,6 @@ def validate_definition(
                     f"{', '.join(sorted(types))}",
                 )
             )
-        elif handler_type == "command" and edition == "standard":
-            problems.append(
-                Problem(
-                    "handler_type",
-                    "command hooks are not available on the standard edition; use http or prompt",
-                )
-            )
 
     scope = raw.get("scope") or default_scope
     if scope is not None and scope not in SCOPES:
@@ -330,6 +327,10 @@ def validate_definition(
                 problems.append(Problem("config", message))
         for message in state_problems(config.get("state")):
             problems.append(Problem("config", message))
+    if isinstance(handler_type, str) and handler_type in types and isinstance(config, Mapping):
+        refusal = edition_refusal(edition, handler_type)
+        if refusal is not None and runs_host_code(handler_type, dict(config)):
+            problems.append(Problem("handler_type", refusal))
 
     hook_id = raw.get("id")
     if hook_id is not None and not isinstance(hook_id, str):

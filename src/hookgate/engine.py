@@ -19,10 +19,11 @@ from typing import Any, TypeVar
 
 from hookgate.audit import AuditSink, ExecutionRecord, input_hash
 from hookgate.chain import Batch, Call, ChainGen, ChainSettings, Reply, matters, run_chain
-from hookgate.definition import HookDefinition, validate_definition
+from hookgate.definition import DefinitionError, HookDefinition, Problem, validate_definition
 from hookgate.events import CATALOGUE, KNOWN_FIELDS, EventSpec, get_event, normalize_payload
 from hookgate.handlers import Handler, Invocation, Services, handler_class
 from hookgate.hook_event import HookEvent
+from hookgate.host_code import HostCodePolicy
 from hookgate.log import log_event
 from hookgate.outcome import (
     ROW_DECISION,
@@ -31,6 +32,7 @@ from hookgate.outcome import (
     ROW_ERROR,
     ROW_HOOK,
     ROW_MATCHED,
+    HookError,
     HookResult,
     Outcome,
 )
@@ -261,8 +263,10 @@ class Engine:
             dry_run=True,
         )
         self._handlers: dict[str, Handler] = {}
+        self._host_code_policy = HostCodePolicy()
+        self._refusals: dict[tuple[str, int, bool, str], str | None] = {}
         self._sync_cache: dict[
-            int,
+            tuple[int, str],
             tuple[Sequence[CompiledHook], dict[CompiledHook, Callable[[HookEvent], Any]] | None],
         ] = {}
         self._event_ids = itertools.count(1)
@@ -275,14 +279,26 @@ class Engine:
         for hook in hooks:
             self.add(hook)
 
+    @property
+    def host_code_policy(self) -> HostCodePolicy:
+        """Who may run host code beyond the edition's rule (the gateway's master rule)."""
+        return self._host_code_policy
+
+    @host_code_policy.setter
+    def host_code_policy(self, policy: HostCodePolicy) -> None:
+        self._host_code_policy = policy
+        self._refusals.clear()
+        self._sync_cache.clear()
+
     # -- registration ---------------------------------------------------------------------
 
     def add(self, hook: HookDefinition | Mapping[str, Any]) -> HookDefinition:
         """Register a hook (a definition, or a raw dict validated here)."""
         if isinstance(hook, HookDefinition):
             definition = hook
-            if definition.handler_type == "command" and self.settings.edition == "standard":
-                validate_definition(definition.to_dict(), edition="standard")
+            refusal = self.host_code_policy.refusal(definition, self.settings.edition)
+            if refusal is not None:
+                raise DefinitionError([Problem("handler_type", refusal)], name=definition.name)
         else:
             raw = dict(hook)
             raw.setdefault("order", self.registry.next_order())
@@ -554,6 +570,9 @@ class Engine:
     ) -> Reply:
         hook = call[0]
         started = time.perf_counter()
+        refusal = self._refusal(hook.definition)
+        if refusal is not None:
+            return (None, HookError(refusal), False, 0.0)
         try:
             handler = self.handler(hook.definition.handler_type)
         except Exception as exc:
@@ -593,15 +612,32 @@ class Engine:
             return (None, None, True, elapsed)
         return (answer, None, False, elapsed)
 
+    def _refusal(self, definition: HookDefinition) -> str | None:
+        """Why the host-code policy refuses to run this hook version (cached per version)."""
+        edition = self.settings.edition  # read each time: a server may switch it
+        key = (definition.id, definition.version, definition.written_by_master, edition)
+        refusals = self._refusals
+        if key in refusals:
+            return refusals[key]
+        if len(refusals) > 4096:
+            refusals.clear()
+        refusal = refusals[key] = self.host_code_policy.refusal(definition, edition)
+        return refusal
+
     def _sync_functions(
         self, hooks: Sequence[CompiledHook]
     ) -> dict[CompiledHook, Callable[[HookEvent], Any]] | None:
         """Plain functions for every hook, when all of them have one (else ``None``)."""
-        cached = self._sync_cache.get(id(hooks))
+        # Keyed by edition too: the host-code rule depends on it, and a server may switch it.
+        key = (id(hooks), self.settings.edition)
+        cached = self._sync_cache.get(key)
         if cached is not None and cached[0] is hooks:
             return cached[1]
         functions: dict[CompiledHook, Callable[[HookEvent], Any]] | None = {}
         for compiled in hooks:
+            if self._refusal(compiled.definition) is not None:
+                functions = None  # the async path reports the refusal
+                break
             try:
                 handler = self.handler(compiled.definition.handler_type)
             except (KeyError, ImportError):
@@ -617,7 +653,7 @@ class Engine:
             functions[compiled] = fn
         if len(self._sync_cache) > 1024:
             self._sync_cache.clear()
-        self._sync_cache[id(hooks)] = (hooks, functions)
+        self._sync_cache[key] = (hooks, functions)
         return functions
 
     def _record(self, spec: EventSpec, data: Mapping[str, Any], outcome: Outcome) -> None:

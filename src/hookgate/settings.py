@@ -5,19 +5,18 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal
+
+from hookgate.host_code import EDITIONS, Edition
 
 __all__ = ["Settings"]
-
-Edition = Literal["lite", "standard"]
 
 
 @dataclass(slots=True)
 class Settings:
     """Knobs shared by the engine, the handlers and the gateway.
 
-    ``edition``: ``lite`` allows every handler; ``standard`` refuses ``command`` hooks when they
-    are defined and again when they run.
+    ``edition``: ``lite`` allows every handler; ``standard`` refuses every hook that runs code
+    on the host (see :mod:`hookgate.host_code`) when it is defined and again when it runs.
     ``ssrf_allowlist``: CIDRs and host names outbound hook URLs may reach although private.
     """
 
@@ -30,6 +29,9 @@ class Settings:
     breaker_window_s: float = 60.0
     breaker_cooldown_s: float = 30.0
     ssrf_allowlist: tuple[str, ...] = ()
+    #: Module prefixes ``callable`` hooks named by a string may import (``None``: any; the
+    #: gateway sets its ``--allow-callable`` list, checked before any import).
+    callable_modules: tuple[str, ...] | None = None
     extra: dict[str, str] = field(default_factory=dict)
 
     @classmethod
@@ -37,7 +39,7 @@ class Settings:
         env = os.environ if environ is None else environ
         settings = cls()
         edition = env.get("HOOKGATE_EDITION")
-        if edition in ("lite", "standard"):
+        if edition in EDITIONS:
             settings.edition = edition  # type: ignore[assignment]
         allow = env.get("HOOKGATE_SSRF_ALLOWLIST", "")
         settings.ssrf_allowlist = tuple(p.strip() for p in allow.split(",") if p.strip())

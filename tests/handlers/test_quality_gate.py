@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from hookgate import Engine, Settings
+from hookgate.definition import DefinitionError
 from hookgate.handlers.quality_gate import QualityGateHandler
 
 
@@ -36,12 +39,17 @@ async def test_all_gates_pass_and_non_blocking_failures_are_listed() -> None:
 
 
 async def test_command_gates_never_run_on_the_standard_edition() -> None:
-    engine = Engine(settings=Settings(edition="standard"))
+    settings = Settings(edition="standard")
+    engine = Engine(settings=settings)
+    with pytest.raises(DefinitionError, match="not available on the standard edition"):
+        engine.add(gate_hook({"type": "command", "command": "true"}))
+    settings.edition = "lite"
     engine.add(gate_hook({"type": "command", "command": "true"}))
+    settings.edition = "standard"  # defined before a switch: refused when it would run
     outcome = await engine.fire("subagent_stop", output="x", wait=True)
     await engine.aclose()
     assert outcome.trace[0].decision == "error"
-    assert "disabled on the standard edition" in (outcome.trace[0].error or "")
+    assert "not available on the standard edition" in (outcome.trace[0].error or "")
 
 
 def test_config_problems_name_the_gate() -> None:

@@ -9,7 +9,9 @@ from pathlib import Path
 import pytest
 from tests.server.gateway_process import GatewayProcess
 
-ALLOW_TEST_HOOKS = ("--allow-callable", "tests.server.hookfns")
+# The shared gateways let tenant admins use the test suite's callable hooks; the host-code
+# boundary itself is tested on gateways without --tenant-host-code (test_host_code.py).
+ALLOW_TEST_HOOKS = ("--allow-callable", "tests.server.hookfns", "--tenant-host-code")
 
 
 @dataclass

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from hookgate.config import ConfigError, load_hooks
+from hookgate.host_code import EDITIONS
 from hookgate.settings import Settings
 
 
@@ -16,7 +17,7 @@ def register(main: click.Group) -> None:
 @click.argument("path", type=click.Path(dir_okay=False))
 @click.option(
     "--edition",
-    type=click.Choice(["lite", "standard"]),
+    type=click.Choice(EDITIONS),
     default=None,
     help="Validate for this edition (default: HOOKGATE_EDITION or lite).",
 )

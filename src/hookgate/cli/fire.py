@@ -12,6 +12,7 @@ import click
 from hookgate.config import ConfigError
 from hookgate.engine import Engine
 from hookgate.events import UnknownEventError, get_event
+from hookgate.host_code import EDITIONS
 from hookgate.outcome import Outcome
 from hookgate.settings import Settings
 
@@ -51,7 +52,7 @@ def parse_input(text: str | None) -> dict[str, Any]:
     default=None,
     help="Event fields as a JSON object (tool_name, tool_input, prompt, …); - reads stdin.",
 )
-@click.option("--edition", type=click.Choice(["lite", "standard"]), default=None)
+@click.option("--edition", type=click.Choice(EDITIONS), default=None)
 @click.option("--compact", is_flag=True, help="Print the outcome on one line.")
 def fire(
     event: str, config_path: str, input_json: str | None, edition: str | None, compact: bool

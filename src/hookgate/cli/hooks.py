@@ -28,6 +28,7 @@ import yaml
 from hookgate.cli.store_options import run_with_store, store_options
 from hookgate.config import ConfigError, parse_hooks, read_document
 from hookgate.definition import GLOBAL_TENANT, HookDefinition
+from hookgate.host_code import EDITIONS
 from hookgate.settings import Settings
 from hookgate.store import Caller, HookFilter, HookRecord, Store
 
@@ -230,7 +231,7 @@ def _load_for(path: str, tenant_id: str | None, edition: str) -> list[HookDefini
 @click.option("--dry-run", is_flag=True, help="Report what would change; write nothing.")
 @click.option(
     "--edition",
-    type=click.Choice(["lite", "standard"]),
+    type=click.Choice(EDITIONS),
     default=None,
     help="Validate for this edition (default: HOOKGATE_EDITION or lite).",
 )

@@ -32,6 +32,7 @@ import yaml
 from hookgate.config import ConfigError, read_document
 from hookgate.config.quality_gates import extract_gates
 from hookgate.definition import MAX_TIMEOUT_MS, DefinitionError, validate_definition
+from hookgate.host_code import EDITIONS, edition_refusal
 from hookgate.quality_gates import Gate, GateConfigError, parse_gates
 
 __all__ = ["convert_gates", "register"]
@@ -90,7 +91,7 @@ def convert_gates(
         hook, gate_notes = _common(gate, index, agent)
         where = f"gate {index + 1} ({gate.name or gate.type})"
         if gate.type == "command":
-            if edition == "standard":
+            if edition_refusal(edition, "command") is not None:
                 problems.append(
                     f"{where}: command gates cannot run on the standard edition; put the check "
                     "behind a webhook and add an http hook by hand"
@@ -156,7 +157,7 @@ def convert_gates(
     show_default=True,
     help="What agent (reviewer) gates become.",
 )
-@click.option("--edition", type=click.Choice(["lite", "standard"]), default="lite")
+@click.option("--edition", type=click.Choice(EDITIONS), default="lite")
 def quality_gates(path: str, output: str | None, agent_to: str, edition: str) -> None:
     """Convert GoClaw quality gates in PATH to hookgate hook definitions.
 

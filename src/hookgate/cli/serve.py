@@ -18,6 +18,7 @@ from typing import Any
 import click
 
 from hookgate.cli.store_options import store_options
+from hookgate.host_code import EDITIONS
 from hookgate.secrets import Keyring, SecretError
 from hookgate.store import Caller, StoreError, open_store
 from hookgate.store.location import DATA_DIR_ENV, DATABASE_URL_ENV, default_data_dir
@@ -104,9 +105,13 @@ See docs/gateway.md for every setting."""
 @click.option("--port", envvar="HOOKGATE_PORT", type=int, default=DEFAULT_PORT,
               show_default=True, help="Port (0 picks a free one and prints it).")
 @store_options
-@click.option("--edition", envvar="HOOKGATE_EDITION", type=click.Choice(["lite", "standard"]),
+@click.option("--edition", envvar="HOOKGATE_EDITION", type=click.Choice(EDITIONS),
               default="lite", show_default=True,
-              help="standard refuses command hooks when defined and when run.")
+              help="standard refuses every hook that runs code on the host (command, process, "
+              "callable, command gates) when defined, tested and run.")
+@click.option("--tenant-host-code", is_flag=True, envvar="HOOKGATE_TENANT_HOST_CODE",
+              help="Let tenant admins define, test and run hooks that run code on this host "
+              "(single-team deployments). Default: only master-scope keys may.")
 @click.option("--allow-callable", "callable_modules", multiple=True, metavar="MODULE",
               help="Let callable hooks name functions in MODULE (repeatable). Default: none.")
 @click.option("--max-frame-bytes", type=int, default=1 << 20, show_default=True,
@@ -147,6 +152,7 @@ def serve(
     llm_providers: tuple[str, ...],
     connect_timeout_s: float,
     redis_url: str | None,
+    tenant_host_code: bool,
 ) -> None:
     """Run the hookgate gateway."""
     import uvicorn
@@ -186,6 +192,7 @@ def serve(
         connect_timeout_s=connect_timeout_s,
         redis_url=redis_url,
         llm_providers=providers,
+        tenant_host_code=tenant_host_code,
     )
     if redis_url:
         try:

@@ -26,6 +26,7 @@ from typing import Any
 
 from hookgate.config.formats import ConfigError, ConfigFormat, register_format
 from hookgate.definition import MAX_TIMEOUT_MS, DefinitionError, HookDefinition, validate_definition
+from hookgate.host_code import edition_refusal
 from hookgate.quality_gates import GateConfigError, parse_gates
 
 __all__ = [
@@ -83,10 +84,9 @@ def load_quality_gates(document: Any, *, edition: str, base_dir: Path) -> list[H
         gates = parse_gates(found.gates, base_dir=base_dir, where=found.where)
     except GateConfigError as exc:
         raise ConfigError(exc.problems) from None
-    if edition == "standard" and any(gate.type == "command" for gate in gates):
-        raise ConfigError(
-            [f"{found.where}: command gates are not available on the standard edition"]
-        )
+    refusal = edition_refusal(edition, "quality_gate")
+    if refusal is not None and any(gate.type == "command" for gate in gates):
+        raise ConfigError([f"{found.where}: command gates: {refusal}"])
     raw: dict[str, Any] = {
         "event": "subagent_stop",
         "handler_type": "quality_gate",

@@ -54,6 +54,9 @@ class Handler:
     """
 
     handler_type: ClassVar[str] = ""
+    #: Runs code on the host (a program, a Python function): the host-code boundary
+    #: (:mod:`hookgate.host_code`) applies to every hook of this type.
+    host_code: ClassVar[bool] = False
 
     def __init__(self, services: Services) -> None:
         self.services = services
@@ -62,6 +65,12 @@ class Handler:
     def validate_config(cls, config: Mapping[str, Any]) -> list[str]:
         """Problems with a hook's ``config``, one message each; empty when valid."""
         return []
+
+    @classmethod
+    def runs_on_host(cls, config: Mapping[str, Any]) -> bool:
+        """Does a hook with this ``config`` run code on the host? ``host_code`` unless a
+        handler's config decides (a quality gate list with a command gate)."""
+        return cls.host_code
 
     async def run(self, call: Invocation) -> HookResult | Mapping[str, Any] | None:
         raise NotImplementedError(f"{type(self).__name__}.run must be implemented")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
 from hookgate.definition import HookDefinition
@@ -18,9 +18,22 @@ from hookgate.handlers.base import Handler, Invocation
 from hookgate.hook_event import HookEvent
 from hookgate.outcome import HookError, HookResult
 
-__all__ = ["CallableHandler", "resolve_callable"]
+__all__ = ["CallableHandler", "module_allowed", "resolve_callable"]
 
 HookFunction = Callable[[HookEvent], Any]
+
+
+def module_allowed(target: Any, allowed: Sequence[str]) -> bool:
+    """Is ``target`` a ``'module:function'`` string in one of the ``allowed`` module prefixes?
+
+    A string check only: nothing is imported (an import runs the module's code).
+    """
+    if not isinstance(target, str):
+        return False
+    module = target.partition(":")[0]
+    return bool(module) and any(
+        module == prefix or module.startswith(prefix + ".") for prefix in allowed
+    )
 
 
 def resolve_callable(target: Any) -> HookFunction:
@@ -46,6 +59,7 @@ def resolve_callable(target: Any) -> HookFunction:
 
 class CallableHandler(Handler):
     handler_type: ClassVar[str] = "callable"
+    host_code: ClassVar[bool] = True
 
     def __init__(self, services: Any) -> None:
         super().__init__(services)
@@ -65,8 +79,20 @@ class CallableHandler(Handler):
         key = (hook.id, hook.version)
         found = self._functions.get(key)
         if found is None:
+            target = hook.config.get("callable")
+            allowed = self.services.settings.callable_modules
+            if (
+                allowed is not None
+                and hook.source != "builtin"  # hookgate's own functions
+                and isinstance(target, str)
+                and not module_allowed(
+                    target, allowed
+                )
+            ):
+                # Checked before the import: importing runs the module.
+                raise HookError(f"callable {target!r} is not in an allowed module")
             try:
-                fn = resolve_callable(hook.config.get("callable"))
+                fn = resolve_callable(target)
             except ValueError as exc:
                 raise HookError(str(exc)) from None
             is_async = inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(

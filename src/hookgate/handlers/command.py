@@ -62,6 +62,7 @@ _ANSWER_KEYS: Final = frozenset(
 
 class CommandHandler(Handler):
     handler_type: ClassVar[str] = "command"
+    host_code: ClassVar[bool] = True
 
     @classmethod
     def validate_config(cls, config: Mapping[str, Any]) -> list[str]:
@@ -86,8 +87,6 @@ class CommandHandler(Handler):
         return problems
 
     async def run(self, call: Invocation) -> HookResult | Mapping[str, Any] | None:
-        if self.services.settings.edition == "standard":
-            raise HookError("command hooks are disabled on the standard edition")
         config = call.hook.config
         claude = config.get("format") == "claude_code"
         cwd = config.get("cwd")

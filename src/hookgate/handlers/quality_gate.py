@@ -20,7 +20,7 @@ from typing import Any, ClassVar
 from hookgate.handlers.agent import Delegation
 from hookgate.handlers.base import Handler, Invocation
 from hookgate.outbound import close_shared_client
-from hookgate.outcome import HookError, HookResult
+from hookgate.outcome import HookResult
 from hookgate.quality_gates import GateConfigError, QualityGates, parse_gates
 
 __all__ = ["QualityGateHandler"]
@@ -38,13 +38,15 @@ class QualityGateHandler(Handler):
             problems.extend(exc.problems)
         return problems
 
+    @classmethod
+    def runs_on_host(cls, config: Mapping[str, Any]) -> bool:
+        gates = config.get("gates")
+        if not isinstance(gates, list):
+            return False
+        return any(isinstance(gate, Mapping) and gate.get("type") == "command" for gate in gates)
+
     async def run(self, call: Invocation) -> HookResult:
         gates = QualityGates(parse_gates(call.hook.config["gates"]), services=self.services)
-        if self.services.settings.edition == "standard" and any(
-            gate.type == "command" for gate in gates.gates
-        ):
-            # Defence in depth, as for command hooks: shell commands never run on standard.
-            raise HookError("command gates are disabled on the standard edition")
         delegation = Delegation.from_payload(call.payload, call.event.name)
         report = await gates.evaluate(delegation)
         details: dict[str, Any] = {"gates": [r.to_dict() for r in report.results]}

@@ -22,10 +22,18 @@ from hookgate.engine import Engine
 from hookgate.handlers import Services, available_handler_types
 from hookgate.llm.providers import ProviderRegistry, ProviderSpec, credential_problems
 from hookgate.llm.select import operator_registry
+from hookgate.handlers.callable import module_allowed
+from hookgate.host_code import (
+    HostCodePolicy,
+    edition_refusal,
+    host_code_types,
+    master_refusal,
+    runs_host_code,
+)
 from hookgate.log import log_event
 from hookgate.safeguards import BreakerStatus
 from hookgate.secrets import Keyring
-from hookgate.server.auth import Authenticator, Principal
+from hookgate.server.auth import Authenticator, Principal, require_role
 from hookgate.server.errors import ApiError
 from hookgate.server.metrics import GatewayMetrics
 from hookgate.server.tracing import HookTracer
@@ -61,6 +69,9 @@ class GatewayOptions:
     #: The model providers prompt and agent hooks may use (``--llm-provider``); empty: the
     #: public OpenAI and Anthropic endpoints with the keys in the gateway's environment.
     llm_providers: tuple[ProviderSpec, ...] = ()
+    #: Let tenant admins define, test and run hooks that run code on the host (default: only
+    #: master scope may; see :mod:`hookgate.host_code`).
+    tenant_host_code: bool = False
 
 
 class Gateway:
@@ -78,6 +89,8 @@ class Gateway:
         self.options = options or GatewayOptions()
         self.settings = settings or Settings.from_env()
         self.settings.edition = self.options.edition  # type: ignore[assignment]
+        # Checked before any import, at definition and again when a hook runs.
+        self.settings.callable_modules = tuple(self.options.callable_modules)
         self.store = store
         self.keyring = keyring
         self.source = StoreHookSource(store)
@@ -105,6 +118,7 @@ class Gateway:
         self.engine = Engine(
             settings=self.settings, source=self.source, audit=self.audit, services=services
         )
+        self.engine.host_code_policy = HostCodePolicy(master_only=not self.options.tenant_host_code)
         self.auth = Authenticator(store)
         self._breaker_states: dict[str, str] = {}
         self._audit_progress = (0, time.monotonic())
@@ -207,26 +221,52 @@ class Gateway:
             handler.forget(definition.id)
 
     def handler_types(self) -> list[str]:
+        """The handler types this gateway accepts (host-code ones are gone on standard)."""
         types = []
         for name in available_handler_types():
-            if name == "command" and self.edition == "standard":
+            if edition_refusal(self.edition, name) is not None and name in host_code_types():
                 continue
             if name == "callable" and not self.options.callable_modules:
                 continue
             types.append(name)
         return types
 
-    def check_allowed(self, definition: HookDefinition) -> None:
-        """Gateway-only rules on top of validation: ``callable`` hooks run Python inside the
-        gateway, so they may only name functions in modules the operator allowed."""
-        if definition.handler_type != "callable":
+    def host_code_info(self, who: Principal) -> dict[str, Any]:
+        """For the panel: which handler types run code on the host and, when this key may not
+        define them, why."""
+        reason = edition_refusal(self.edition, "host-code")
+        if reason is None and not (who.master or self.options.tenant_host_code):
+            reason = master_refusal("host-code", "defining")
+        return {"handler_types": host_code_types(), "allowed": reason is None, "reason": reason}
+
+    def check_host_code(
+        self, who: Principal, handler_type: object, config: object, action: str
+    ) -> None:
+        """The host-code boundary for API calls, on the raw definition (before validation,
+        which may import code): refused on the standard edition, and to tenant keys unless
+        ``--tenant-host-code``. Admin role at least, even for a dry run."""
+        if not runs_host_code(handler_type, config):
             return
-        target = definition.config.get("callable")
-        module = target.partition(":")[0] if isinstance(target, str) else ""
+        refusal = edition_refusal(self.edition, str(handler_type))
+        if refusal is not None:
+            raise ApiError(
+                "INVALID_REQUEST",
+                f"handler_type: {refusal}",
+                details={"problems": [{"field": "handler_type", "message": refusal}]},
+            )
+        require_role(who, "admin", f"{action} a {handler_type} hook")
+        if not who.master and not self.options.tenant_host_code:
+            raise ApiError("UNAUTHORIZED", master_refusal(str(handler_type), action))
+
+    def check_allowed(self, handler_type: object, config: object) -> None:
+        """Gateway-only rule before validation: ``callable`` hooks run Python inside the
+        gateway, so they may only name functions in modules the operator allowed. Checked on
+        the string, before validation imports anything."""
+        if handler_type != "callable":
+            return
+        target = config.get("callable") if isinstance(config, Mapping) else None
         allowed = self.options.callable_modules
-        if not module or not any(
-            module == prefix or module.startswith(prefix + ".") for prefix in allowed
-        ):
+        if not module_allowed(target, allowed):
             hint = (
                 f"allowed modules: {', '.join(allowed)}"
                 if allowed
@@ -263,6 +303,7 @@ class Gateway:
             "version": __version__,
             "handler_types": self.handler_types(),
             "llm_providers": self.providers.info(),
+            "host_code": self.host_code_info(who),
             "events": EVENTS_INFO,
             "methods": sorted(METHODS),
         }

@@ -59,8 +59,6 @@ _SERVER_FIELDS: Final = frozenset(
         "breaker",
     }
 )
-#: Handler types that run code on the gateway host: testing one needs the admin role.
-_HOST_CODE: Final = frozenset({"command", "process", "callable"})
 
 Body = Callable[["Gateway", Principal, Any], Awaitable[dict[str, Any]]]
 
@@ -251,6 +249,17 @@ async def hooks_get(gateway: Gateway, who: Principal, p: schemas.HookIdParams) -
     return {"hook": hook_view(gateway, record)}
 
 
+def _check_code(gateway: Gateway, who: Principal, raw: Mapping[str, Any], action: str) -> None:
+    """The gateway's rules for a raw definition, before validation (which may import code):
+    the callable allowlist, then the host-code boundary. Builtins are hookgate's own code
+    (``source`` is a server field: a client's raw definition never carries it)."""
+    if raw.get("source") == "builtin":
+        return
+    config = raw.get("config")
+    gateway.check_allowed(raw.get("handler_type"), config)
+    gateway.check_host_code(who, raw.get("handler_type"), config, action)
+
+
 def _writable(raw: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in raw.items() if k not in _SERVER_FIELDS}
 
@@ -262,10 +271,10 @@ async def hooks_create(gateway: Gateway, who: Principal, p: Any) -> dict[str, An
         raise ApiError("UNAUTHORIZED", MASTER_MESSAGE)
     # A global hook belongs to no tenant (the store files it under the sentinel tenant).
     raw["tenant_id"] = None if raw.get("scope") == "global" else (tenant_id or who.tenant_id)
+    _check_code(gateway, who, raw, "defining")
     definition = validate_definition(raw, edition=gateway.edition, default_scope=None)
     if definition.scope == "global" and not who.master:
         raise ApiError("UNAUTHORIZED", MASTER_MESSAGE)
-    gateway.check_allowed(definition)
     gateway.check_credentials(definition)
     sealed = prepare_secret_headers(definition.config, definition.id, gateway.keyring)
     sealed = prepare_api_key(sealed, definition.id, gateway.keyring)
@@ -279,6 +288,9 @@ async def hooks_update(gateway: Gateway, who: Principal, p: schemas.UpdateParams
     updates = _writable(p.updates)
     updates.pop("tenant_id", None)
     current = await gateway.store.get_hook(who.caller, p.hook_id)
+    # Changing a hook that runs host code, or turning one into such a hook, is defining it.
+    _check_code(gateway, who, current.definition.to_dict(), "changing")
+    _check_code(gateway, who, {**current.definition.to_dict(), **updates}, "defining")
     if "config" in updates:
         # Secret headers sent back as null keep their stored value; new ones are sealed.
         stored = current.definition.config
@@ -292,7 +304,6 @@ async def hooks_update(gateway: Gateway, who: Principal, p: schemas.UpdateParams
         candidate = validate_definition(
             _writable(merged), edition=gateway.edition, default_scope=None
         )
-        gateway.check_allowed(candidate)
         gateway.check_credentials(candidate)
     record = await gateway.store.update_hook(
         who.caller,
@@ -334,16 +345,17 @@ async def hooks_test(gateway: Gateway, who: Principal, p: schemas.TestParams) ->
         if p.config is not None:
             raise ApiError("INVALID_REQUEST", "give either config or hookId, not both")
         definition = (await gateway.store.get_hook(who.caller, p.hook_id)).definition
+        _check_code(gateway, who, definition.to_dict(), "testing")
     elif p.config is not None:
         raw = _writable(p.config)
         raw["tenant_id"] = who.tenant_id
+        _check_code(gateway, who, raw, "testing")
         definition = validate_definition(raw, edition=gateway.edition, default_scope="tenant")
-        gateway.check_allowed(definition)
         gateway.check_credentials(definition)
     else:
         raise ApiError("INVALID_REQUEST", "hooks.test needs config (a hook definition) or hookId")
-    if definition.handler_type in _HOST_CODE:
-        require_role(who, "admin", f"testing a {definition.handler_type} hook")
+    # Passed the boundary above: this dry run is the caller's (a master key's) to run.
+    definition = replace(definition, written_by_master=who.master)
     sample = normalize_payload(p.sample_event)
     problem = payload_problem(sample)
     if problem is not None:

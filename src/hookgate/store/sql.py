@@ -63,13 +63,13 @@ _HOOK_COLUMNS: Final = (
     "id, tenant_id, agent_ids, event, handler_type, scope, config, name, matcher, if_expr, "
     "timeout_ms, on_timeout, on_error, priority, enabled, version, source, sort_order, "
     "created_at, updated_at, breaker_state, breaker_faults, breaker_last_fault, "
-    "breaker_changed_at, created_by, updated_by"
+    "breaker_changed_at, created_by, updated_by, metadata"
 )
 _HOOK_INSERT: Final = (
     "INSERT INTO agent_hooks (id, tenant_id, agent_ids, event, handler_type, scope, config, "
     "name, matcher, if_expr, timeout_ms, on_timeout, on_error, priority, enabled, version, "
-    "source, sort_order, created_at, updated_at, created_by, updated_by) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    "source, sort_order, created_at, updated_at, created_by, updated_by, metadata) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 # Everything a definition change rewrites (not id, tenant, source, order, created_at).
 _HOOK_UPDATE: Final = (
@@ -94,6 +94,8 @@ EXECUTION_INSERT: Final = (
     "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
     "ON CONFLICT (dedup_key) DO NOTHING"
 )
+#: The hook row's metadata key recording that a master-scope caller wrote this version.
+MASTER_WRITTEN: Final = "written_by_master"
 _KEY_COLUMNS: Final = "id, tenant_id, role, master, name, prefix, created_at, revoked_at"
 # Fields a patch may repeat (as sent back by a client) but never change.
 _IDENTITY_FIELDS: Final = ("id", "tenant_id", "source", "version", "order")
@@ -157,6 +159,7 @@ def _hook_params(d: HookDefinition, now: float, actor: str | None) -> tuple[Any,
         now,
         actor,
         actor,
+        _json({MASTER_WRITTEN: d.written_by_master}, "metadata"),
     )
 
 
@@ -207,6 +210,7 @@ def hook_from_row(row: Row) -> HookRecord:
         version=row["version"],
         source=row["source"],
         order=row["sort_order"],
+        written_by_master=bool(_loads(row["metadata"] or "{}").get(MASTER_WRITTEN)),
     )
     breaker = BreakerSnapshot(
         state=row["breaker_state"],
@@ -422,7 +426,13 @@ class SqlStore(ABC, Store):
         try:
             async with self._write() as sql:
                 version = await self._bump(sql)
-                stored = replace(definition, tenant_id=tenant, version=1, order=version)
+                stored = replace(
+                    definition,
+                    tenant_id=tenant,
+                    version=1,
+                    order=version,
+                    written_by_master=caller.master,
+                )
                 await sql.execute(_HOOK_INSERT, *_hook_params(stored, now, actor))
         except Exception as exc:
             if self._is_unique_violation(exc):
@@ -485,6 +495,9 @@ class SqlStore(ABC, Store):
         return records
 
     async def _locked_hook(self, sql: Sql, caller: Caller, hook_id: str) -> HookRecord:
+        return hook_from_row(await self._locked_row(sql, caller, hook_id))
+
+    async def _locked_row(self, sql: Sql, caller: Caller, hook_id: str) -> Row:
         row = await sql.fetchrow(
             f"SELECT {_HOOK_COLUMNS} FROM agent_hooks WHERE id = ?{self.lock_clause}", hook_id
         )
@@ -492,7 +505,7 @@ class SqlStore(ABC, Store):
             raise NotFound(f"no hook {hook_id}")
         if not caller.can_change_tenant(row["tenant_id"]):
             raise Forbidden(f"hook {hook_id} is global: only master scope can change it")
-        return hook_from_row(row)
+        return row
 
     def _merge(
         self, current: HookDefinition, patch: Mapping[str, Any], edition: str
@@ -545,11 +558,21 @@ class SqlStore(ABC, Store):
         now = time.time()
         try:
             async with self._write() as sql:
-                current = await self._locked_hook(sql, caller, hook_id)
+                row = await self._locked_row(sql, caller, hook_id)
+                current = hook_from_row(row)
+                current_metadata = _loads(row["metadata"] or "{}")
                 if expected_version is not None and current.version != expected_version:
                     raise VersionConflict(hook_id, expected_version, current.version)
-                updated = self._merge(current.definition, patch, edition)
+                updated = replace(
+                    self._merge(current.definition, patch, edition),
+                    written_by_master=caller.master,
+                )
                 await sql.execute(_HOOK_UPDATE, *_update_params(updated, now, actor))
+                await sql.execute(
+                    "UPDATE agent_hooks SET metadata = ? WHERE id = ?",
+                    _json({**current_metadata, MASTER_WRITTEN: caller.master}, "metadata"),
+                    hook_id,
+                )
                 breaker = current.breaker
                 if updated.enabled and not current.definition.enabled:
                     await sql.execute(_RESET_BREAKER, now, hook_id)
@@ -632,14 +655,16 @@ class SqlStore(ABC, Store):
                 if not definition.name:
                     raise StoreError("a builtin hook needs a name (it identifies the row)")
                 row = await sql.fetchrow(
-                    f"SELECT {_HOOK_COLUMNS}, metadata FROM agent_hooks "
+                    f"SELECT {_HOOK_COLUMNS} FROM agent_hooks "
                     f"WHERE source = 'builtin' AND tenant_id = ? AND name = ?{self.lock_clause}",
                     GLOBAL_TENANT,
                     definition.name,
                 )
                 # The release version lives apart from the row version, which also counts
                 # the operator's toggles.
-                release = _json({"builtin_version": definition.version}, "metadata")
+                release = _json(
+                    {"builtin_version": definition.version, MASTER_WRITTEN: True}, "metadata"
+                )
                 if row is None:
                     version = await self._bump(sql)
                     fresh = replace(

@@ -39,6 +39,7 @@ _ChildKey = tuple[Any, ...]
 
 class ProcessHandler(Handler):
     handler_type: ClassVar[str] = "process"
+    host_code: ClassVar[bool] = True
 
     def __init__(self, services: Services) -> None:
         super().__init__(services)
@@ -61,7 +62,28 @@ class ProcessHandler(Handler):
             kind = call.payload.get("kind")
             if not isinstance(kind, str) or not observes(spec.observe, kind):
                 return None  # not in this hook's observe list
-            child = self._child(hook, spec, event)
+        if call.dry_run:
+            return await self._dry_run(call, spec)
+        return await self._run(call, self._child(hook, spec, event))
+
+    async def _dry_run(
+        self, call: Invocation, spec: ProcessSpec
+    ) -> HookResult | Mapping[str, Any] | None:
+        """A test run gets its own process, stopped before the answer: nothing is left
+        running, and the hook's live process (if any) is not disturbed."""
+        label = spec.name or call.hook.name or call.hook.id
+        child = HookProcess(spec, label=label, modes=spec.modes(call.event.name))
+        try:
+            return await self._run(call, child)
+        finally:
+            # Shielded: a timeout cancelling the run must not cancel the stop.
+            await asyncio.shield(child.aclose())
+
+    async def _run(
+        self, call: Invocation, child: HookProcess
+    ) -> HookResult | Mapping[str, Any] | None:
+        event = call.event.name
+        if event == "runtime_event":
             await child.notify(RUNTIME_EVENT_METHOD, runtime_envelope(call.payload))
             return None
         method = METHODS.get(event)
@@ -70,7 +92,6 @@ class ProcessHandler(Handler):
                 f"process hooks answer {', '.join(METHODS)} and observe runtime_event; "
                 f"{event} has no process-hook method"
             )
-        child = self._child(hook, spec, event)
         try:
             params = build_params(event, call.payload)
             if "state" in call.payload:  # hook state in (config.state)
