@@ -22,6 +22,7 @@ EXPECTED_HOOKGATE = {
     "hookgate.hook_event", "hookgate.log", "hookgate.registry", "hookgate.safeguards",
     "hookgate.config", "hookgate.config.formats", "hookgate.payload_limits",
     "hookgate.state", "hookgate.state.model", "hookgate.state.stores", "hookgate.state.binding",
+    "hookgate.host_code",
 }
 #: Packages that would mean a heavy import crept in.
 FORBIDDEN = ("click", "aiohttp", "yarl", "multidict", "starlette", "uvicorn", "websockets",

@@ -20,8 +20,6 @@ from hookgate.builtins import builtin_definitions
 from hookgate.definition import HookDefinition
 from hookgate.engine import Engine
 from hookgate.handlers import Services, available_handler_types
-from hookgate.llm.providers import ProviderRegistry, ProviderSpec, credential_problems
-from hookgate.llm.select import operator_registry
 from hookgate.handlers.callable import module_allowed
 from hookgate.host_code import (
     HostCodePolicy,
@@ -30,6 +28,8 @@ from hookgate.host_code import (
     master_refusal,
     runs_host_code,
 )
+from hookgate.llm.providers import ProviderRegistry, ProviderSpec, credential_problems
+from hookgate.llm.select import operator_registry
 from hookgate.log import log_event
 from hookgate.safeguards import BreakerStatus
 from hookgate.secrets import Keyring
