@@ -27,6 +27,7 @@ from pathlib import Path
 import httpx
 
 from bench.bench_gateway import _start
+from bench.harness import Row
 from hookgate.bridges.claude_code_settings import gateway_hook
 
 EVENT = {"session_id": "bench", "transcript_path": "", "cwd": "/tmp", "permission_mode":
@@ -40,7 +41,9 @@ GATEWAY_HOOK = {"event": "pre_tool_use", "handler_type": "callable", "scope": "g
                 "config": {"callable": "bench.gateway_hooks:allow"}}
 
 
-def _medians_ms(commands: dict[str, list[str]], env: dict[str, str], rounds: int) -> dict[str, float]:
+def _medians_ms(
+    commands: dict[str, list[str]], env: dict[str, str], rounds: int
+) -> dict[str, float]:
     stdin = json.dumps(EVENT).encode()
     times: dict[str, list[float]] = {name: [] for name in commands}
     names = list(commands)
@@ -57,8 +60,6 @@ def _medians_ms(commands: dict[str, list[str]], env: dict[str, str], rounds: int
 
 
 def run(quick: bool = False) -> list[Row]:
-    from bench.harness import Row
-
     rounds = 15 if quick else 60
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     hookgate = str(Path(sys.executable).parent / "hookgate")

@@ -9,7 +9,7 @@ untrusted input and reports every problem with the field it belongs to.
 
 from __future__ import annotations
 
-import uuid
+import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Final, Literal, cast
@@ -60,6 +60,16 @@ class DefinitionError(ValueError):
         super().__init__(where + "; ".join(str(p) for p in self.problems))
 
 
+
+def random_id() -> str:
+    """A random (version 4) UUID in its canonical text form, without importing uuid (which
+    imports platform: start-up time of every ``hookgate claude-code`` call)."""
+    value = bytearray(os.urandom(16))
+    value[6] = value[6] & 0x0F | 0x40
+    value[8] = value[8] & 0x3F | 0x80
+    digits = value.hex()
+    return f"{digits[:8]}-{digits[8:12]}-{digits[12:16]}-{digits[16:20]}-{digits[20:]}"
+
 @dataclass(frozen=True, slots=True)
 class HookDefinition:
     """One validated hook. Frozen: an update produces a new definition with a higher version."""
@@ -78,7 +88,7 @@ class HookDefinition:
     enabled: bool = True
     agent_ids: tuple[str, ...] = ()
     tenant_id: str | None = None
-    id: str = field(default_factory=lambda: str(uuid.uuid4()))
+    id: str = field(default_factory=lambda: random_id())
     version: int = 1
     source: Literal["builtin", "user"] = "user"
     #: Tie-break after priority: lower runs first (registration order, or creation time).

@@ -8,11 +8,11 @@ per hook version.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from typing import Any, Final
 
 import re2
-from cel_expr_python import cel
 
 __all__ = [
     "MAX_PATTERN_LENGTH",
@@ -73,42 +73,79 @@ def compile_matcher(pattern: str | None) -> Matcher | None:
     return Matcher(pattern)
 
 
-_T = cel.Type
 # Variables an if_expr may use. Fields an event does not carry read as their zero value.
-_CEL_VARIABLES: Final[dict[str, Any]] = {
-    "tool_name": _T.STRING,
-    "tool_input": _T.Map(_T.STRING, _T.DYN),
-    "depth": _T.INT,
-    "event": _T.STRING,
-    "prompt": _T.DYN,
-    "session_id": _T.DYN,
-    "tenant_id": _T.DYN,
-    "agent_id": _T.DYN,
-    "user_id": _T.DYN,
-    "turn_id": _T.DYN,
-    "tool_response": _T.DYN,
-    "tool_use_id": _T.DYN,
-    "task": _T.DYN,
-    "output": _T.DYN,
-    "source_agent": _T.DYN,
-    "target_agent": _T.DYN,
-    "request": _T.DYN,
-    "response": _T.DYN,
-    "content": _T.DYN,
-    "message": _T.DYN,
-    "source": _T.DYN,
-    "model": _T.DYN,
-    "channel": _T.DYN,
-    "error": _T.DYN,
-    "payload": _T.Map(_T.STRING, _T.DYN),
-}
+_CEL_NAMES: Final[tuple[str, ...]] = (
+    "tool_name",
+    "tool_input",
+    "depth",
+    "event",
+    "prompt",
+    "session_id",
+    "tenant_id",
+    "agent_id",
+    "user_id",
+    "turn_id",
+    "tool_response",
+    "tool_use_id",
+    "task",
+    "output",
+    "source_agent",
+    "target_agent",
+    "request",
+    "response",
+    "content",
+    "message",
+    "source",
+    "model",
+    "channel",
+    "error",
+    "payload",
+)
+
+
+@functools.cache
+def _cel() -> Any:
+    """The CEL module and its environment, loaded when the first if_expr compiles: most
+    hooks have none, and every Claude Code hook call starts a fresh process."""
+    from cel_expr_python import cel
+
+    T = cel.Type
+    variables = {
+        "tool_name": T.STRING,
+        "tool_input": T.Map(T.STRING, T.DYN),
+        "depth": T.INT,
+        "event": T.STRING,
+        "prompt": T.DYN,
+        "session_id": T.DYN,
+        "tenant_id": T.DYN,
+        "agent_id": T.DYN,
+        "user_id": T.DYN,
+        "turn_id": T.DYN,
+        "tool_response": T.DYN,
+        "tool_use_id": T.DYN,
+        "task": T.DYN,
+        "output": T.DYN,
+        "source_agent": T.DYN,
+        "target_agent": T.DYN,
+        "request": T.DYN,
+        "response": T.DYN,
+        "content": T.DYN,
+        "message": T.DYN,
+        "source": T.DYN,
+        "model": T.DYN,
+        "channel": T.DYN,
+        "error": T.DYN,
+        "payload": T.Map(T.STRING, T.DYN),
+    }
+    return cel, cel.NewEnv(variables=variables)
+
+
 _ZERO: Final[dict[str, Any]] = {"tool_name": "", "tool_input": {}, "depth": 0, "event": ""}
-_ENV = cel.NewEnv(variables=_CEL_VARIABLES)
 
 
 def cel_activation(event: str, payload: Mapping[str, Any]) -> dict[str, Any]:
     """The variables an if_expr sees for one event; built once per fire and shared."""
-    data: dict[str, Any] = {name: payload.get(name) for name in _CEL_VARIABLES}
+    data: dict[str, Any] = {name: payload.get(name) for name in _CEL_NAMES}
     for name, zero in _ZERO.items():
         if data[name] is None:
             data[name] = zero
@@ -124,28 +161,31 @@ def cel_activation(event: str, payload: Mapping[str, Any]) -> dict[str, Any]:
 class CelFilter:
     """A compiled, boolean CEL expression."""
 
-    __slots__ = ("_expression", "source")
+    __slots__ = ("_bool", "_error", "_expression", "source")
 
     def __init__(self, source: str) -> None:
+        cel, env = _cel()
         try:
-            expression = _ENV.compile(source)
+            expression = env.compile(source)
         except RuntimeError as exc:
             raise FilterError(f"if_expr does not compile: {_tidy(str(exc))}") from None
         result_type = expression.return_type()
-        if result_type != _T.BOOL and result_type != _T.DYN:
+        if result_type != cel.Type.BOOL and result_type != cel.Type.DYN:
             raise FilterError(
                 f"if_expr must be a boolean expression; it returns {result_type.name()}"
             )
         self.source = source
         self._expression = expression
+        self._bool = cel.Type.BOOL
+        self._error = cel.Type.ERROR
 
     def evaluate(self, activation: Mapping[str, Any]) -> bool:
         """True or False; raise :class:`FilterError` when evaluation fails or is not boolean."""
         value = self._expression.eval(data=activation)
         kind = value.type()
-        if kind == _T.BOOL:
+        if kind == self._bool:
             return bool(value.value())
-        if kind == _T.ERROR:
+        if kind == self._error:
             raise FilterError(f"if_expr failed: {value.value()}")
         raise FilterError(f"if_expr returned {kind.name()}, not a boolean")
 
