@@ -40,10 +40,11 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass
+from time import perf_counter
 from typing import TYPE_CHECKING, Any
 
 from hookgate.events import ABORT, BLOCK, CONTEXT, RESULT, UPDATED_INPUT, EventSpec
-from hookgate.matching import FilterError, cel_activation
+from hookgate.matching import FilterBudgetError, FilterError, cel_activation
 from hookgate.outcome import (
     ROW_BREAKER,
     ROW_DECISION,
@@ -181,11 +182,25 @@ def run_chain(
                 if not matched:
                     row[ROW_SKIPPED] = "matcher did not match"
                     continue
+            timeout_s = hook.timeout_s
             if hook.condition is not None:
-                if activation is None:
-                    activation = cel_activation(spec.name, current)
+                filter_started = perf_counter()
                 try:
+                    if activation is None:
+                        activation = cel_activation(spec.name, current)
                     passed = hook.condition.evaluate(activation)
+                except FilterBudgetError as exc:
+                    # Input too large to filter: the hook cannot tell whether it applies, so
+                    # it fails, by its on_error policy (padding must not slip past a guard).
+                    row[ROW_MATCHED] = True
+                    row[ROW_DECISION] = "error"
+                    row[ROW_ERROR] = str(exc)
+                    if blocking and definition.on_error != "allow":
+                        outcome.decision = "block"
+                        outcome.reason = f"hook {definition.label!r} failed closed: {exc}"
+                        return outcome
+                    row[ROW_SKIPPED] = "if_expr input over its bound"
+                    continue
                 except FilterError as exc:
                     _details(row)["cel_eval_result"] = None
                     row[ROW_SKIPPED] = "if_expr could not be evaluated"
@@ -194,6 +209,23 @@ def run_chain(
                 _details(row)["cel_eval_result"] = passed
                 if not passed:
                     row[ROW_SKIPPED] = "if_expr is false"
+                    continue
+                # The filter's time counts against the hook's timeout.
+                spent = perf_counter() - filter_started
+                timeout_s -= spent
+                if timeout_s <= 0:
+                    row[ROW_MATCHED] = True
+                    row[ROW_DECISION] = "timeout"
+                    row[ROW_ERROR] = (
+                        f"if_expr took {spent * 1000:.0f} ms, the whole "
+                        f"{definition.timeout_ms} ms timeout"
+                    )
+                    if blocking and definition.on_timeout == "block":
+                        outcome.decision = "block"
+                        outcome.reason = (
+                            f"hook {definition.label!r} failed closed: {row[ROW_ERROR]}"
+                        )
+                        return outcome
                     continue
             row[ROW_MATCHED] = True
             if watched:
@@ -222,7 +254,7 @@ def run_chain(
                 outcome.decision = "block"
                 outcome.reason = f"hook chain exceeded its {budget:g} s budget"
                 return outcome
-            batch.append((hook, hook.timeout_s, row, index - 1, len(rows)))
+            batch.append((hook, timeout_s, row, index - 1, len(rows)))
             if watched and blocking:
                 break
         if not batch:

@@ -24,6 +24,7 @@ from hookgate.events import CATALOGUE, KNOWN_FIELDS, EventSpec, get_event, norma
 from hookgate.handlers import Handler, Invocation, Services, handler_class
 from hookgate.hook_event import HookEvent
 from hookgate.host_code import HostCodePolicy
+from hookgate.hook_threads import HookThreads
 from hookgate.log import log_event
 from hookgate.outcome import (
     ROW_DECISION,
@@ -115,6 +116,17 @@ class EngineStats:
     background_dropped: int = 0
     background_failed: int = 0
     audit_records: int = 0
+    threads: HookThreads | None = None
+
+    @property
+    def hook_threads_stuck(self) -> int:
+        """Worker threads still running a plain hook that overran its timeout."""
+        return self.threads.stuck if self.threads is not None else 0
+
+    @property
+    def hook_threads_abandoned(self) -> int:
+        """Plain hook calls given up at their deadline so far."""
+        return self.threads.abandoned if self.threads is not None else 0
 
     def to_dict(self) -> dict[str, int]:
         return {
@@ -123,6 +135,8 @@ class EngineStats:
             "background_dropped": self.background_dropped,
             "background_failed": self.background_failed,
             "audit_records": self.audit_records,
+            "hook_threads_stuck": self.hook_threads_stuck,
+            "hook_threads_abandoned": self.hook_threads_abandoned,
         }
 
 
@@ -241,7 +255,11 @@ class Engine:
         self.source: HookSource = source if source is not None else self.registry
         self.audit = audit
         self.listeners: list[Callable[[Sequence[ExecutionRecord]], None]] = []
-        self.stats = EngineStats()
+        #: Plain-function hooks run here, so their timeouts hold (unless inline_sync_hooks).
+        self.threads = HookThreads()
+        self.services.extras.setdefault("hook_threads", self.threads)
+        self._inline = self.settings.inline_sync_hooks
+        self.stats = EngineStats(threads=self.threads)
         self._clock = clock
         self.breakers = BreakerBoard(
             threshold=self.settings.breaker_threshold,
@@ -535,8 +553,10 @@ class Engine:
     ) -> Outcome:
         functions = self._sync_functions(hooks) if spec.blocking else None
         if functions is not None:
-            # Plain functions cannot be interrupted by the loop anyway: call them directly.
-            outcome = self._run_plain(spec, data, hooks, functions)
+            if self._inline:
+                outcome = self._run_plain(spec, data, hooks, functions)
+            else:
+                outcome = await self._run_plain_async(spec, data, hooks, functions)
         else:
             outcome = await drive_async(
                 run_chain(hooks, spec, data, self._chain_settings),
@@ -556,8 +576,38 @@ class Engine:
         hooks: Sequence[CompiledHook],
         functions: Mapping[CompiledHook, Callable[[HookEvent], Any]],
     ) -> Outcome:
-        caller = _SyncCaller(spec.name, functions, self._clock)
-        return drive_sync(run_chain(hooks, spec, data, self._chain_settings), caller)
+        chain = run_chain(hooks, spec, data, self._chain_settings)
+        if self._inline:
+            return drive_sync(chain, _SyncCaller(spec.name, functions, self._clock))
+        threads, clock, name = self.threads, self._clock, spec.name
+
+        def on_worker(batch: Batch) -> list[Reply]:
+            calls, payload, deadline = batch
+            return threads.run_batch(calls, functions, HookEvent(name, payload), deadline, clock)
+
+        return drive_sync(chain, on_worker)
+
+    async def _run_plain_async(
+        self,
+        spec: EventSpec,
+        data: Mapping[str, Any],
+        hooks: Sequence[CompiledHook],
+        functions: Mapping[CompiledHook, Callable[[HookEvent], Any]],
+    ) -> Outcome:
+        # Plain functions on worker threads: the loop keeps serving while they run, and a
+        # call past its time answers a timeout at its deadline.
+        chain = run_chain(hooks, spec, data, self._chain_settings)
+        threads, clock, name = self.threads, self._clock, spec.name
+        try:
+            batch = next(chain)
+            while True:
+                calls, payload, deadline = batch
+                replies = await threads.run_batch_async(
+                    calls, functions, HookEvent(name, payload), deadline, clock
+                )
+                batch = chain.send(replies)
+        except StopIteration as done:
+            return done.value  # type: ignore[no-any-return]
 
     async def _execute(
         self,
@@ -780,6 +830,7 @@ class Engine:
                 await handler.aclose()
             except Exception as exc:
                 log_event("hookgate.handler_close_failed", error=str(exc))
+        self.threads.close()
 
     def close(self) -> None:
         """:meth:`aclose` for synchronous programs."""

@@ -4,19 +4,30 @@ Matchers are user-supplied regular expressions, so they run on RE2 (linear time,
 catastrophic backtracking; backreferences and lookaround are refused at validation).
 ``if_expr`` is CEL, type-checked at compile time against the event fields, compiled once
 per hook version.
+
+CEL runs inside the interpreter lock and its Python binding offers no evaluation budget, so
+its cost is bounded by what it may be given instead: an expression of at most
+:data:`MAX_IF_EXPR_CHARS` characters with at most :data:`MAX_COMPREHENSIONS` comprehension
+macros (``all``, ``exists``, ``exists_one``, ``map``, ``filter``), none inside another; and an
+event input of at most :data:`MAX_CEL_INPUT_BYTES` (larger input raises
+:class:`FilterBudgetError`, which the chain treats as the hook failing). The chain also
+counts the evaluation's time against the hook's timeout.
 """
 
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Mapping
 from typing import Any, Final
 
+import orjson
 import re2
 
 __all__ = [
     "MAX_PATTERN_LENGTH",
     "CelFilter",
+    "FilterBudgetError",
     "FilterError",
     "Matcher",
     "cel_activation",
@@ -25,10 +36,42 @@ __all__ = [
 ]
 
 MAX_PATTERN_LENGTH: Final = 1024
+MAX_IF_EXPR_CHARS: Final = 2048
+MAX_COMPREHENSIONS: Final = 2
+#: The event input an if_expr may be evaluated over (bytes of its JSON form).
+MAX_CEL_INPUT_BYTES: Final = 1 << 20
+_STRING_LITERAL: Final = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"")
+_MACRO: Final = re.compile(r"\.\s*(?:all|exists_one|exists|map|filter)\s*\(")
 
 
 class FilterError(ValueError):
     """A matcher or if_expr that does not compile, or an if_expr that is not boolean."""
+
+
+class FilterBudgetError(FilterError):
+    """An event input too large for an if_expr to be evaluated over."""
+
+
+def _comprehension_problem(source: str) -> str | None:
+    """Too many comprehension macros, or one inside another (quadratic or worse)."""
+    # Blank out string literals first, so text inside quotes is not taken for a macro.
+    code = _STRING_LITERAL.sub(lambda m: " " * len(m.group(0)), source)
+    starts = [m.end() - 1 for m in _MACRO.finditer(code)]
+    if len(starts) > MAX_COMPREHENSIONS:
+        return f"if_expr may use at most {MAX_COMPREHENSIONS} comprehension macros"
+    for index, start in enumerate(starts):
+        depth, end = 0, len(code)
+        for position in range(start, len(code)):
+            if code[position] == "(":
+                depth += 1
+            elif code[position] == ")":
+                depth -= 1
+                if depth == 0:
+                    end = position
+                    break
+        if any(start < other < end for other in starts[index + 1 :]):
+            return "if_expr may not nest one comprehension macro inside another"
+    return None
 
 
 _RE2_OPTIONS = re2.Options()
@@ -144,7 +187,17 @@ _ZERO: Final[dict[str, Any]] = {"tool_name": "", "tool_input": {}, "depth": 0, "
 
 
 def cel_activation(event: str, payload: Mapping[str, Any]) -> dict[str, Any]:
-    """The variables an if_expr sees for one event; built once per fire and shared."""
+    """The variables an if_expr sees for one event; built once per fire and shared. Raise
+    :class:`FilterBudgetError` when the input is over :data:`MAX_CEL_INPUT_BYTES`."""
+    try:
+        size = len(orjson.dumps(payload))
+    except TypeError:  # values that are not JSON (library callers): not measured
+        size = 0
+    if size > MAX_CEL_INPUT_BYTES:
+        raise FilterBudgetError(
+            f"the event input ({size} bytes) is over the {MAX_CEL_INPUT_BYTES} bytes an "
+            "if_expr may be evaluated over"
+        )
     data: dict[str, Any] = {name: payload.get(name) for name in _CEL_NAMES}
     for name, zero in _ZERO.items():
         if data[name] is None:
@@ -164,6 +217,11 @@ class CelFilter:
     __slots__ = ("_bool", "_error", "_expression", "source")
 
     def __init__(self, source: str) -> None:
+        if len(source) > MAX_IF_EXPR_CHARS:
+            raise FilterError(f"if_expr is longer than {MAX_IF_EXPR_CHARS} characters")
+        problem = _comprehension_problem(source)
+        if problem is not None:
+            raise FilterError(problem)
         cel, env = _cel()
         try:
             expression = env.compile(source)

@@ -32,6 +32,11 @@ class Settings:
     #: Module prefixes ``callable`` hooks named by a string may import (``None``: any; the
     #: gateway sets its ``--allow-callable`` list, checked before any import).
     callable_modules: tuple[str, ...] | None = None
+    #: Run plain (sync) function hooks on the caller's thread instead of a worker thread:
+    #: one thread hop less per event, but a function that overruns its timeout holds the
+    #: caller (and the event loop) until it returns; its timeout is only reported afterwards.
+    #: For library users whose hooks are their own, fast code. The gateway never does this.
+    inline_sync_hooks: bool = False
     extra: dict[str, str] = field(default_factory=dict)
 
     @classmethod

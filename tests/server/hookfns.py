@@ -25,3 +25,11 @@ def rewrite(event: Any) -> dict[str, Any]:
 async def slow(event: Any) -> None:
     await asyncio.sleep(0.05)
     return None
+
+
+def stall(event: Any) -> None:
+    """A plain function that overruns any sensible timeout (the attack in issue 10, item 7)."""
+    import time
+
+    time.sleep(float(event.get("tool_input", {}).get("seconds", 5)))
+    return None

@@ -4,10 +4,12 @@
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections.abc import Iterator
 from typing import Any
 
+import httpx
 import pytest
 from tests.server.conftest import ALLOW_TEST_HOOKS, Keys
 from tests.server.gateway_process import GatewayProcess
@@ -235,3 +237,57 @@ class TestAuditKeepsNoSecret:
         assert secret[:10] not in json.dumps(outcome)
         [row] = history(gateway, keys.a_viewer, session, count=1)
         assert secret[:10] not in json.dumps(row), row
+
+
+class TestNothingFreezesTheLoop:
+    def test_a_stalling_plain_callable_times_out_and_the_gateway_keeps_serving(
+        self, gateway: GatewayProcess, keys: Keys
+    ) -> None:
+        with open_ws(gateway.ws_url, keys.a_admin) as ws:
+            hook_id = ok(ws, "hooks.create", {
+                "event": "pre_tool_use", "handler_type": "callable", "scope": "tenant",
+                "name": "stall", "matcher": "^stall$", "timeout_ms": 300,
+                "config": {"callable": "tests.server.hookfns:stall"},
+            })["hookId"]
+        answered: dict[str, Any] = {}
+
+        def dispatch() -> None:
+            with open_ws(gateway.ws_url, keys.a_operator) as ws:
+                started = time.monotonic()
+                answered["outcome"] = ok(ws, "hooks.dispatch", {"event": "pre_tool_use",
+                    "input": {"tool_name": "stall", "tool_input": {"seconds": 8}}})
+                answered["seconds"] = time.monotonic() - started
+
+        caller = threading.Thread(target=dispatch)
+        caller.start()
+        try:
+            # While the function sleeps (8 s), the gateway answers other requests at once.
+            health_started = time.monotonic()
+            assert httpx.get(gateway.url + "/healthz", timeout=10).status_code == 200
+            assert time.monotonic() - health_started < 2.0
+        finally:
+            caller.join(30)
+        outcome = answered["outcome"]
+        assert outcome["decision"] == "block" and "timed out" in outcome["reason"], outcome
+        assert answered["seconds"] < 4.0, answered  # the 300 ms timeout held, not 8 s
+        metrics = gateway.rest("GET", "/metrics", keys.master).text
+        assert "hookgate_hook_threads_stuck 1.0" in metrics
+        assert "hookgate_hook_threads_abandoned_total 1.0" in metrics
+        with open_ws(gateway.ws_url, keys.a_admin) as ws:
+            ok(ws, "hooks.delete", {"hookId": hook_id})
+
+    def test_costly_filters_are_refused_when_defined(
+        self, gateway: GatewayProcess, keys: Keys
+    ) -> None:
+        long_expr = " || ".join(f"tool_input.s.contains('x{i}')" for i in range(3000))
+        nested = "tool_input.a.all(k, tool_input.b.exists(j, j == k))"
+        with open_ws(gateway.ws_url, keys.a_admin) as ws:
+            for expr, message in ((long_expr, "longer than 2048"), (nested, "nest")):
+                hook = {"event": "pre_tool_use", "handler_type": "callable", "scope": "tenant",
+                        "name": "filtered", "if_expr": expr,
+                        "config": {"callable": "tests.server.hookfns:allow"}}
+                error = fails(ws, "hooks.create", hook, "INVALID_REQUEST")
+                assert message in error["message"], error
+                error = fails(ws, "hooks.test", {"config": hook, "sampleEvent": {
+                    "tool_name": "x"}}, "INVALID_REQUEST")
+                assert message in error["message"], error

@@ -3,7 +3,8 @@
 Config: ``{"callable": fn}`` from code, or ``{"callable": "package.module:function"}`` in a
 hooks file. The function takes one :class:`~hookgate.hook_event.HookEvent` and returns a
 :class:`~hookgate.outcome.HookResult`, a dict with the outcome keys, or ``None`` to abstain.
-Plain functions run without an event loop when the engine is called synchronously.
+Plain functions run on the engine's worker threads (:mod:`hookgate.hook_threads`), so
+their timeouts hold; ``Settings.inline_sync_hooks`` runs them on the caller's thread.
 """
 
 from __future__ import annotations
@@ -111,7 +112,13 @@ class CallableHandler(Handler):
 
     async def run(self, call: Invocation) -> HookResult | Mapping[str, Any] | None:
         fn, is_async = self._function(call.hook)
-        answer = fn(HookEvent(call.event.name, call.payload))
+        event = HookEvent(call.event.name, call.payload)
+        threads = self.services.extras.get("hook_threads")
+        if is_async or threads is None or self.services.settings.inline_sync_hooks:
+            answer = fn(event)
+        else:
+            # On a worker thread: the engine's timeout cancels this await at the deadline.
+            answer = await threads.call(fn, event)
         if is_async or inspect.isawaitable(answer):
             answer = await answer
         return answer  # type: ignore[no-any-return]

@@ -63,6 +63,18 @@ class _StateCollector(Collector):
         )
         dropped.add_metric([], float(stats.get("background_dropped", 0)))
         yield dropped
+        stuck = GaugeMetricFamily(
+            "hookgate_hook_threads_stuck",
+            "Worker threads still running a plain hook function that overran its timeout.",
+        )
+        stuck.add_metric([], float(stats.get("hook_threads_stuck", 0)))
+        yield stuck
+        abandoned = CounterMetricFamily(
+            "hookgate_hook_threads_abandoned",
+            "Plain hook calls given up at their deadline (the caller got the timeout).",
+        )
+        abandoned.add_metric([], float(stats.get("hook_threads_abandoned", 0)))
+        yield abandoned
         failed = CounterMetricFamily(
             "hookgate_background_failed", "Background chains that raised (isolated)."
         )

@@ -1,0 +1,350 @@
+"""Worker threads for plain-function hooks, so that a timeout holds and the loop never stalls.
+
+A plain (sync) function cannot be interrupted. Run on the caller's thread, one that overruns
+its timeout holds the caller for its whole run, and on the gateway it freezes the event
+loop for every tenant. Here it runs on a reused worker thread while the caller waits with a
+deadline: at the deadline the caller gets a timeout (the hook's ``on_timeout`` outcome) and
+goes on; the worker is *abandoned*, counted in :attr:`HookThreads.stuck` until its function
+returns, and then taken back into the pool. The rest of its batch is not run by it.
+
+A batch of calls (the chain's unit, see :mod:`hookgate.chain`) goes to one worker, so one
+event costs one thread hop however many plain hooks it runs: ``python -m bench.run core``
+shows the price against calling the functions directly (a hop is a few µs to a few tens of
+µs, depending on load).
+
+When :data:`MAX_STUCK` workers are stuck, further calls are refused with an error (a block
+on blocking events) rather than starting ever more threads.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import math
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from functools import partial
+from typing import Any, Final
+
+from hookgate.chain import Call, Reply
+from hookgate.log import log_event
+
+__all__ = ["MAX_STUCK", "HookThreads", "TooManyStuck"]
+
+#: Workers that may be stuck in overrunning functions at once before calls are refused.
+MAX_STUCK: Final = 64
+#: Idle workers kept for reuse; more are let go.
+MAX_IDLE: Final = 16
+
+Functions = Mapping[Any, Callable[[Any], Any]]
+
+
+class TooManyStuck(RuntimeError):
+    """Too many hook threads are stuck in functions that overran their timeout."""
+
+
+class _Job:
+    """One batch of calls for one worker; written by the worker, read by the waiter."""
+
+    __slots__ = (
+        "abandoned",
+        "calls",
+        "clock",
+        "context",
+        "current",
+        "deadline",
+        "finished",
+        "functions",
+        "notify",
+        "replies",
+        "view",
+    )
+
+    def __init__(
+        self,
+        calls: Sequence[Call],
+        functions: Functions,
+        view: Any,
+        deadline: float | None,
+        clock: Callable[[], float],
+    ) -> None:
+        self.calls = calls
+        self.functions = functions
+        self.view = view
+        self.deadline = deadline
+        self.clock = clock
+        self.replies: list[Reply] = []
+        # (index, perf_counter at start, seconds allowed): one reference, swapped whole.
+        self.current: tuple[int, float, float] | None = None
+        self.abandoned = False
+        self.finished = False
+        self.notify: Callable[[], object] | None = None
+        # The caller's context variables (tracing, "inside a review"…) follow the calls.
+        self.context = contextvars.copy_context()
+
+    def run(self) -> None:
+        self.context.run(self._run)
+
+    def _run(self) -> None:
+        """The calls in order, with the driver contract's stop rules (see ``_SyncCaller``)."""
+        deadline, clock, perf = self.deadline, self.clock, time.perf_counter
+        functions, view, replies = self.functions, self.view, self.replies
+        for index, call in enumerate(self.calls):
+            if self.abandoned:
+                return
+            hook, timeout_s = call[0], call[1]
+            if deadline is not None:
+                remaining = deadline - clock()
+                if remaining <= 0:
+                    return
+                if remaining < timeout_s:
+                    timeout_s = remaining
+            started = perf()
+            self.current = (index, started, timeout_s)
+            try:
+                answer = functions[hook](view)
+            except Exception as exc:
+                replies.append((None, exc, False, (perf() - started) * 1000))
+                if deadline is not None:
+                    return
+                continue
+            elapsed = perf() - started
+            if elapsed > timeout_s:
+                replies.append((None, None, True, elapsed * 1000))
+                if deadline is not None:
+                    return
+                continue
+            replies.append((answer, None, False, elapsed * 1000))
+            if answer is not None and deadline is not None:
+                return
+
+
+class _Worker:
+    __slots__ = ("_go", "_job", "_pool", "thread")
+
+    def __init__(self, pool: HookThreads, number: int) -> None:
+        self._pool = pool
+        self._go = threading.Lock()
+        self._go.acquire()
+        self._job: _Job | None = None
+        self.thread = threading.Thread(
+            target=self._main, name=f"hookgate-hook-{number}", daemon=True
+        )
+        self.thread.start()
+
+    def start(self, job: _Job) -> None:
+        self._job = job
+        self._go.release()
+
+    def stop(self) -> None:
+        self._job = None
+        self._go.release()
+
+    def _main(self) -> None:
+        pool = self._pool
+        while True:
+            self._go.acquire()
+            job = self._job
+            if job is None:
+                return
+            try:
+                job.run()
+            except BaseException as exc:  # pragma: no cover - run() catches Exception
+                log_event("hookgate.hook_thread.failed", error=repr(exc))
+            with pool._lock:
+                job.finished = True
+                notify = None if job.abandoned else job.notify
+                if job.abandoned:
+                    pool.stuck -= 1
+                self._job = None
+                keep = len(pool._idle) < MAX_IDLE
+                if keep:
+                    pool._idle.append(self)
+            if job.abandoned:
+                log_event("hookgate.hook_thread.recovered", stuck=pool.stuck)
+            if notify is not None:
+                notify()
+            if not keep:
+                return
+
+
+class HookThreads:
+    """The pool. One per engine; threads are daemons, started on first use."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._idle: list[_Worker] = []
+        self._started = 0
+        #: Workers currently stuck in a function that overran its timeout.
+        self.stuck = 0
+        #: Calls abandoned at their deadline since the pool was made.
+        self.abandoned = 0
+
+    def _worker(self) -> _Worker:
+        with self._lock:
+            if self._idle:
+                return self._idle.pop()
+            if self.stuck >= MAX_STUCK:
+                raise TooManyStuck(
+                    f"{self.stuck} hook threads are stuck in functions that overran their "
+                    "timeout; refusing to start more"
+                )
+            self._started += 1
+            number = self._started
+        return _Worker(self, number)
+
+    def _abandon(self, job: _Job, now: float) -> tuple[Reply, int] | None:
+        """Give up on the job's current call if its time is up: the timeout reply and the
+        call's index, or None (it finished meanwhile, or moved on to a later call)."""
+        current = job.current
+        if current is None:
+            return None
+        index, started, allowed = current
+        with self._lock:
+            if job.finished or job.current is not current or now - started < allowed:
+                return None
+            job.abandoned = True
+            self.stuck += 1
+            self.abandoned += 1
+        log_event("hookgate.hook_thread.stuck", stuck=self.stuck, timeout_s=round(allowed, 3))
+        return (None, None, True, (now - started) * 1000), index
+
+    def _rearm(self, job: _Job, notify: Callable[[], object]) -> bool:
+        """Point the job's wake-up at a new waiter; False when it already finished."""
+        with self._lock:
+            if job.finished:
+                return False
+            job.notify = notify
+            return True
+
+    # -- sync callers ---------------------------------------------------------------------
+
+    def run_batch(
+        self,
+        calls: Sequence[Call],
+        functions: Functions,
+        view: Any,
+        deadline: float | None,
+        clock: Callable[[], float],
+    ) -> list[Reply]:
+        """Run a batch on a worker and wait; a call past its time answers a timeout."""
+        replies: list[Reply] = []
+        perf = time.perf_counter
+        while calls:
+            job = _Job(calls, functions, view, deadline, clock)
+            done = threading.Lock()
+            done.acquire()
+            job.notify = done.release
+            job.current = (0, perf(), calls[0][1])
+            try:
+                self._worker().start(job)
+            except TooManyStuck as exc:
+                return [*replies, (None, exc, False, 0.0)]
+            timed_out: tuple[Reply, int] | None = None
+            while True:
+                current = job.current
+                assert current is not None
+                wait = current[1] + current[2] - perf()
+                if done.acquire(timeout=max(wait, 0.0)):
+                    break
+                timed_out = self._abandon(job, perf())
+                if timed_out is not None:
+                    break
+            if timed_out is None:
+                return [*replies, *job.replies]
+            reply, index = timed_out
+            replies += job.replies[:index]
+            replies.append(reply)
+            if deadline is not None:
+                return replies  # a timeout ends a blocking batch
+            calls = calls[index + 1 :]
+        return replies
+
+    # -- the event loop -------------------------------------------------------------------
+
+    async def run_batch_async(
+        self,
+        calls: Sequence[Call],
+        functions: Functions,
+        view: Any,
+        deadline: float | None,
+        clock: Callable[[], float],
+    ) -> list[Reply]:
+        """:meth:`run_batch` for the event loop: it waits without blocking the loop."""
+        loop = asyncio.get_running_loop()
+        replies: list[Reply] = []
+        perf = time.perf_counter
+        while calls:
+            job = _Job(calls, functions, view, deadline, clock)
+            finished: asyncio.Future[None] = loop.create_future()
+            job.notify = partial(loop.call_soon_threadsafe, _settle, finished)
+            job.current = (0, perf(), calls[0][1])
+            try:
+                self._worker().start(job)
+            except TooManyStuck as exc:
+                return [*replies, (None, exc, False, 0.0)]
+            timed_out: tuple[Reply, int] | None = None
+            while True:
+                current = job.current
+                assert current is not None
+                timer = loop.call_later(
+                    max(current[1] + current[2] - perf(), 0.0), _settle, finished
+                )
+                try:
+                    await finished
+                finally:
+                    timer.cancel()
+                if job.finished:
+                    break
+                timed_out = self._abandon(job, perf())
+                if timed_out is not None:
+                    break
+                # Woken by the timer while the worker moved on to a later call: wait again.
+                finished = loop.create_future()
+                if not self._rearm(job, partial(loop.call_soon_threadsafe, _settle, finished)):
+                    break
+            if timed_out is None:
+                return [*replies, *job.replies]
+            reply, index = timed_out
+            replies += job.replies[:index]
+            replies.append(reply)
+            if deadline is not None:
+                return replies
+            calls = calls[index + 1 :]
+        return replies
+
+    async def call(self, fn: Callable[[Any], Any], arg: Any) -> Any:
+        """``fn(arg)`` on a worker, awaited; cancelling the await (the engine's timeout)
+        abandons the worker and counts it as stuck until ``fn`` returns."""
+        loop = asyncio.get_running_loop()
+        key = object()
+        job = _Job(((key, math.inf, [], 0, 0),), {key: fn}, arg, None, time.monotonic)  # type: ignore[arg-type]
+        finished: asyncio.Future[None] = loop.create_future()
+        job.notify = partial(loop.call_soon_threadsafe, _settle, finished)
+        self._worker().start(job)
+        try:
+            await finished
+        except asyncio.CancelledError:
+            with self._lock:
+                if not job.finished:
+                    job.abandoned = True
+                    self.stuck += 1
+                    self.abandoned += 1
+            raise
+        answer, error, _, _ = job.replies[0]
+        if error is not None:
+            raise error
+        return answer
+
+    def close(self) -> None:
+        """Let the idle workers go (stuck ones end when their function returns)."""
+        with self._lock:
+            idle, self._idle = self._idle, []
+        for worker in idle:
+            worker.stop()
+
+
+def _settle(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
