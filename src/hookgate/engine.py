@@ -23,8 +23,8 @@ from hookgate.definition import DefinitionError, HookDefinition, Problem, valida
 from hookgate.events import CATALOGUE, KNOWN_FIELDS, EventSpec, get_event, normalize_payload
 from hookgate.handlers import Handler, Invocation, Services, handler_class
 from hookgate.hook_event import HookEvent
-from hookgate.host_code import HostCodePolicy
 from hookgate.hook_threads import HookThreads
+from hookgate.host_code import HostCodePolicy
 from hookgate.log import log_event
 from hookgate.outcome import (
     ROW_DECISION,
