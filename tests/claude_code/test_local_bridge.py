@@ -11,6 +11,8 @@ import json
 from tests.support.anthropic_server import ScriptedAnthropic, say, use_tool
 from tests.support.claude_code_cli import ClaudeProject
 
+from hookgate.bridges.claude_code import CLAUDE_EVENTS
+
 GUARDS = '''
 def rewrite(event):
     command = event.tool_input["command"]
@@ -43,9 +45,12 @@ def callable_hook(event: str, target: str, **extra: object) -> dict[str, object]
             "config": {"callable": f"guards:{target}"}, **extra}
 
 
-def setup(project: ClaudeProject, *hooks: dict[str, object], events: tuple[str, ...] = ()) -> None:
+def setup(project: ClaudeProject, *hooks: dict[str, object]) -> None:
+    """Hooks file, guards module beside it, and hookgate installed for just the Claude Code
+    events the hooks need (each hook event is a Python start; the default five with none)."""
     (project.dir / ".claude" / "guards.py").write_text(GUARDS)  # found beside the hooks file
     project.write_hooks(list(hooks))
+    events = sorted({CLAUDE_EVENTS[str(hook["event"])] for hook in hooks})
     project.install(*[arg for event in events for arg in ("--event", event)])
 
 
@@ -156,7 +161,7 @@ def test_broken_hooks_file_fails_closed(project: ClaudeProject,
 def test_callable_with_a_syntax_error_fails_closed(project: ClaudeProject,
                                                    api: ScriptedAnthropic) -> None:
     # Only PreToolUse hooked: the tool call is what gets stopped, and the model is told why.
-    setup(project, callable_hook("pre_tool_use", "rewrite"), events=("PreToolUse",))
+    setup(project, callable_hook("pre_tool_use", "rewrite"))
     (project.dir / ".claude" / "guards.py").write_text("def rewrite(event:\n")
     api.script(use_tool("Bash", bash("touch MARKER && rm -rf junk")), say("ok"))
     project.run("go")
