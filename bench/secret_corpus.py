@@ -11,6 +11,7 @@ import base64
 import json
 import random
 import string
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -125,6 +126,16 @@ _FILLER = {
 }
 
 
+# Lines that look a little like secrets but are not (they count as false positives if found).
+_DECOYS: dict[str, Callable[[random.Random], str]] = {
+    ".py": lambda r: f"REQUEST_ID = '{uuid.UUID(int=r.getrandbits(128), version=4)}'",
+    ".yaml": lambda r: f"  image_digest: sha256:{r.randbytes(32).hex()}",
+    ".json": lambda r: f'  "id": "{uuid.UUID(int=r.getrandbits(128), version=4)}",',
+    ".md": lambda r: f"Fixed in commit {r.randbytes(20).hex()} (release 2.{r.randrange(9)}.0.1).",
+    ".env": lambda r: f"DOCS_EXAMPLE_HOST=192.0.2.{r.randrange(1, 255)}",
+}
+
+
 @dataclass(frozen=True, slots=True)
 class Seeded:
     kind: str
@@ -153,6 +164,7 @@ def write_corpus(root: Path, *, files: int, lines_per_file: int, secrets_per_fil
         suffix = extensions[index % len(extensions)]
         relative = f"pkg{index % 7}/module_{index}{suffix}"
         lines = [rng.choice(_FILLER[suffix]) for _ in range(lines_per_file)]
+        lines[rng.randrange(len(lines))] = _DECOYS[suffix](rng)
         count = int(secrets_per_file) + (rng.random() < secrets_per_file % 1)
         for _ in range(count):
             kind = kinds[len(seeded) % len(kinds)]

@@ -53,6 +53,10 @@ def test_private_addresses_and_internal_hosts(text: str, rule: str) -> None:
     "password = \"${DB_PASSWORD}\" and token: '<your-token>'",
     "path = 'src/hookgate/boundary/scanner_module_name.py'",
     "name_of_a_really_long_function_without_digits = 1",
+    "image_digest: sha256:" + "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+    '"integrity": "sha512-z4PhNX7vuL3xVChQ1m2AB9Yg5AULVxXcg/SpIdNs6c5H0NE8XYXysP+DGNKHfuwvY7'
+    'kxvUdBeoGlODJ6+SfaPg=="',
+    "request_id = '1b4e28ba-2fa1-41d2-883f-0016d3cca427'",
 ])
 def test_things_that_are_not_findings(text: str) -> None:
     assert rules_in(text) == []

@@ -209,9 +209,17 @@ def shannon_entropy(value: bytes) -> float:
 _HEX: Final = frozenset(b"0123456789abcdefABCDEF")
 
 
+_DIGEST: Final = rb"(?i)(?:sha(?:1|224|256|384|512)|md5|blake2b?)[:=-]"
+_DIGEST_LABEL: Final = re2.compile(_DIGEST + rb"$")
+_DIGEST_PREFIX: Final = re2.compile(rb"^" + _DIGEST)
+
+
 def _check_entropy(value: bytes, data: bytes, start: int, end: int,
                    options: Mapping[str, Any]) -> bool:
     if _is_word(_after(data, end)):
+        return False
+    # A labelled digest ("sha256:…", npm's "sha512-…") is a checksum, not a secret.
+    if _DIGEST_LABEL.search(data[max(0, start - 8):start]) or _DIGEST_PREFIX.search(value):
         return False
     if all(byte in _HEX for byte in value):
         if len(value) < int(options.get("hex_min_length", 32)):
