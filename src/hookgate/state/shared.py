@@ -30,9 +30,13 @@ def _dumps(value: Any) -> str:
 
 
 class SqlStateStore:
+    #: Seconds between sweeps of every expired row (the scopes a write touches are swept then).
+    SWEEP_EVERY_S = 60.0
+
     def __init__(self, store: SqlStore, *, clock: Clock = time.time) -> None:
         self.store = store
         self.clock = clock
+        self._swept_at = 0.0
 
     async def load(self, keys: Sequence[ScopeKey]) -> dict[ScopeKey, dict[str, Any]]:
         now = self.clock()
@@ -69,13 +73,16 @@ class SqlStateStore:
                         key.tenant_id, key.namespace, key.scope, key.scope_id, change.name,
                         _dumps(change.value), now + change.ttl_s,
                     )
-            # Expired rows of the scopes just touched go now; the rest are never read.
+            # Expired rows of the scopes just touched go now, all others once a minute.
             for key in {change.key for change in changes}:
                 await sql.execute(
                     "DELETE FROM hook_state WHERE tenant_id = ? AND namespace = ? AND "
                     "scope = ? AND scope_id = ? AND expires_at <= ?",
                     key.tenant_id, key.namespace, key.scope, key.scope_id, now,
                 )
+            if now - self._swept_at >= self.SWEEP_EVERY_S:
+                self._swept_at = now
+                await sql.execute("DELETE FROM hook_state WHERE expires_at <= ?", now)
 
     async def prune(self) -> int:
         """Delete every expired row; the number deleted."""
