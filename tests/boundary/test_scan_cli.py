@@ -81,6 +81,8 @@ def test_stdin_is_scanned(tree: Path) -> None:
     assert done.returncode == 1
     (finding,) = json.loads(done.stdout)["findings"]
     assert (finding["path"], finding["rule"]) == ("<stdin>", "stripe-key")
+    binary = hookgate("scan", "--stdin", cwd=tree, stdin=b"\x00\x01" + STRIPE.encode())
+    assert binary.returncode == 0 and "note: skipped <stdin>: binary" in binary.stdout
 
 
 def test_binary_and_huge_files_are_skipped_with_a_note(tree: Path) -> None:

@@ -61,7 +61,7 @@ def scan(paths: tuple[str, ...], from_stdin: bool, git_ranges: tuple[str, ...],
     Exit status: 0 clean, 1 findings at or above --fail-on, 2 bad usage or policy.
     """
     from hookgate.boundary.gitscan import GitError, scan_revisions
-    from hookgate.boundary.scanner import Scanner, ScanReport
+    from hookgate.boundary.scanner import Scanner, ScanReport, Skipped, looks_binary
 
     if not (paths or from_stdin or git_ranges):
         raise click.UsageError("give PATH..., --stdin or --git-range A..B")
@@ -69,9 +69,14 @@ def scan(paths: tuple[str, ...], from_stdin: bool, git_ranges: tuple[str, ...],
     scanner = Scanner(policy)
     report = ScanReport()
     if from_stdin:
-        data = sys.stdin.buffer.read()
-        report.scanned += 1
-        report.findings.extend(scanner.scan_bytes(data, "<stdin>"))
+        data = sys.stdin.buffer.read(policy.max_file_bytes + 1)
+        if len(data) > policy.max_file_bytes:
+            report.skipped.append(Skipped("<stdin>", f"larger than {policy.max_file_bytes} bytes"))
+        elif looks_binary(data):
+            report.skipped.append(Skipped("<stdin>", "binary"))
+        else:
+            report.scanned += 1
+            report.findings.extend(scanner.scan_bytes(data, "<stdin>"))
     if paths:
         report.extend(scanner.scan_paths(paths))
     for git_range in git_ranges:
