@@ -111,13 +111,11 @@ class HookgateCapability(AbstractCapability[Any]):
 
     def __init__(self, target: Target | Gate) -> None:
         self.gate = Gate(target)
-        self._prompt_done = False
+        # Runs whose prompt is still to be fired (one instance serves every run: a per-run
+        # copy through for_run would make Pydantic AI re-extract the agent's configuration).
+        self._prompt_pending: set[str | None] = set()
         # Context from pre_tool_use, appended to the result once the tool ran (by call id).
         self._contexts: dict[str, list[str]] = {}
-
-    async def for_run(self, ctx: RunContext[Any]) -> HookgateCapability:
-        # A fresh instance per run: the prompt is fired once per run.
-        return HookgateCapability(self.gate)
 
     # -- the run ----------------------------------------------------------------------------
 
@@ -126,7 +124,11 @@ class HookgateCapability(AbstractCapability[Any]):
         await self.gate.fire(
             "session_start", drop_none({**_ids(ctx), "source": SOURCE, "prompt": prompt})
         )
-        result = await handler()
+        self._prompt_pending.add(ctx.run_id)
+        try:
+            result = await handler()
+        finally:
+            self._prompt_pending.discard(ctx.run_id)
         await self.gate.fire(
             "stop", {**_ids(ctx), "last_message": as_text(result.output), "stop_reason": "end"}
         )
@@ -135,7 +137,7 @@ class HookgateCapability(AbstractCapability[Any]):
     # -- the model call ---------------------------------------------------------------------
 
     async def _prompt(self, ctx: RunContext[Any], messages: list[Any]) -> None:
-        self._prompt_done = True
+        self._prompt_pending.discard(ctx.run_id)
         part = _prompt_part(messages)
         if part is None:
             return
@@ -149,7 +151,7 @@ class HookgateCapability(AbstractCapability[Any]):
     async def before_model_request(
         self, ctx: RunContext[Any], request_context: ModelRequestContext
     ) -> ModelRequestContext:
-        if not self._prompt_done:
+        if ctx.run_id in self._prompt_pending:
             await self._prompt(ctx, request_context.messages)
         params = request_context.model_request_parameters
         parts = list(params.instruction_parts or [])

@@ -1,0 +1,397 @@
+"""Framework adapters: what hookgate adds to one agent run with one tool call.
+
+Per framework, the same run (the model calls a tool once, then answers) with the adapter and
+one matching callable ``pre_tool_use`` hook, against the run with no adapter at all (goal: the
+adapter adds under 5 %). A second row compares the adapter with a no-op stand-in registered at
+the same points of the framework (a middleware, plugin, capability or hook callbacks that do
+nothing): what is left is hookgate's own share, the rest is the framework's cost of calling
+out at all. Each framework uses its own offline model; the Claude Agent SDK rows run the
+bundled Claude Code CLI against a scripted Anthropic API on loopback. Runs alternate (one of
+each per round) so all see the same machine load; medians.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from bench.harness import Row, interleaved_medians_us
+from hookgate import Engine
+
+GOAL = "< 5% added"
+
+
+def _engine() -> Engine:
+    engine = Engine()
+
+    @engine.hook("pre_tool_use", matcher="^shell$")
+    def allow_ls(event: Any) -> None:
+        return None
+
+    return engine
+
+
+def _rows(framework: str, medians: dict[str, float]) -> list[Row]:
+    with_us = medians["with"]
+    return [
+        Row(
+            "adapters",
+            f"{framework}: run with 1 tool call, 1 matching hook",
+            with_us,
+            "µs",
+            "the same run without the adapter",
+            medians["without"],
+            GOAL,
+            with_us / medians["without"] < 1.05,
+        ),
+        Row(
+            "adapters",
+            f"{framework}: the same, vs no-op hooks at the same points",
+            with_us,
+            "µs",
+            "a no-op stand-in for the adapter (the framework's own cost of hooks)",
+            medians["noop"],
+        ),
+    ]
+
+
+def _interleaved_sync(makes: dict[str, Callable[[], object]], samples: int) -> dict[str, float]:
+    times: dict[str, list[float]] = {name: [] for name in makes}
+    names = list(makes)
+    for index in range(samples):
+        shift = index % len(names)
+        for name in names[shift:] + names[:shift]:
+            start = time.perf_counter()
+            makes[name]()
+            times[name].append((time.perf_counter() - start) * 1e6)
+    return {name: statistics.median(values) for name, values in times.items()}
+
+
+def _shell(cmd: str) -> str:
+    """Run a shell command."""
+    return f"ran {cmd}"
+
+
+# -- LangChain -----------------------------------------------------------------------------
+
+
+def _langchain(samples: int) -> list[Row]:
+    from langchain.agents import create_agent
+    from langchain.agents.middleware.types import AgentMiddleware
+    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+    from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+    from langchain_core.outputs import ChatGeneration, ChatResult
+    from langchain_core.tools import tool
+
+    from hookgate.adapters.langchain import HookgateMiddleware
+
+    class Scripted(GenericFakeChatModel):
+        def bind_tools(self, tools: Any, **kwargs: Any) -> Scripted:
+            return self
+
+        def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> Any:
+            if isinstance(messages[-1], ToolMessage):
+                message = AIMessage("done")
+            else:
+                call = {"name": "shell", "args": {"cmd": "ls"}, "id": "c1"}
+                message = AIMessage("", tool_calls=[call])
+            return ChatResult(generations=[ChatGeneration(message=message)])
+
+    class Noop(AgentMiddleware[Any, Any, Any]):
+        def before_agent(self, state: Any, runtime: Any) -> None:
+            return None
+
+        def after_agent(self, state: Any, runtime: Any) -> None:
+            return None
+
+        def wrap_model_call(self, request: Any, handler: Any) -> Any:
+            return handler(request)
+
+        def wrap_tool_call(self, request: Any, handler: Any) -> Any:
+            return handler(request)
+
+    shell = tool(_shell)
+    model = Scripted(messages=iter(()))
+    agents = {
+        "with": create_agent(model, [shell], middleware=[HookgateMiddleware(_engine())]),
+        "noop": create_agent(model, [shell], middleware=[Noop()]),
+        "without": create_agent(model, [shell]),
+    }
+    state = {"messages": [{"role": "user", "content": "list"}]}
+    medians = _interleaved_sync(
+        {name: (lambda agent=agent: agent.invoke(state)) for name, agent in agents.items()},
+        samples,
+    )
+    return _rows("LangChain v1 (invoke)", medians)
+
+
+# -- OpenAI Agents -------------------------------------------------------------------------
+
+
+def _openai_agents(samples: int) -> list[Row]:
+    from agents import Agent, RunHooks, Runner, function_tool, set_tracing_disabled
+    from agents.testing import ScriptedModel
+    from agents.testing.model import assistant_message, function_call
+
+    from hookgate.adapters.openai_agents import HookgateRunHooks, guard_tools
+
+    set_tracing_disabled(True)  # no exporter thread in the measurement
+    engine = _engine()
+    model = ScriptedModel()
+    tool = function_tool(_shell, name_override="shell")
+    plain = Agent(name="bench", model=model, tools=[tool])
+    guarded = Agent(name="bench", model=model, tools=guard_tools([tool], engine))
+    hooks = HookgateRunHooks(engine)
+    # The no-op stand-in: RunHooks that do nothing and a tool whose invoker only forwards.
+    forwarded = copy.copy(tool)
+    inner = tool.on_invoke_tool
+
+    async def forward(ctx: Any, args: str) -> Any:
+        return await inner(ctx, args)
+
+    forwarded.on_invoke_tool = forward
+    noop = Agent(name="bench", model=model, tools=[forwarded])
+
+    def run(agent: Agent[Any], run_hooks: Any) -> Callable[[], Awaitable[object]]:
+        async def once() -> object:
+            model.extend(
+                [[function_call("shell", {"cmd": "ls"}, call_id="c1")], [assistant_message("done")]]
+            )
+            return await Runner.run(agent, "list", hooks=run_hooks)
+
+        return once
+
+    medians = asyncio.run(
+        interleaved_medians_us(
+            {
+                "with": run(guarded, hooks),
+                "noop": run(noop, RunHooks()),
+                "without": run(plain, None),
+            },
+            samples=samples,
+        )
+    )
+    return _rows("OpenAI Agents", medians)
+
+
+# -- Pydantic AI ---------------------------------------------------------------------------
+
+
+def _pydantic_ai(samples: int) -> list[Row]:
+    from pydantic_ai import Agent
+    from pydantic_ai.capabilities import AbstractCapability
+    from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
+    from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+    from hookgate.adapters.pydantic_ai import HookgateCapability
+
+    def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        if len(messages) > 1:
+            return ModelResponse(parts=[TextPart("done")])
+        return ModelResponse(parts=[ToolCallPart("shell", {"cmd": "ls"}, tool_call_id="c1")])
+
+    class Noop(AbstractCapability[Any]):
+        async def wrap_run(self, ctx: Any, *, handler: Any) -> Any:
+            return await handler()
+
+        async def before_model_request(self, ctx: Any, request_context: Any) -> Any:
+            return request_context
+
+        async def after_model_request(
+            self, ctx: Any, *, request_context: Any, response: Any
+        ) -> Any:
+            return response
+
+        async def before_tool_execute(
+            self, ctx: Any, *, call: Any, tool_def: Any, args: Any
+        ) -> Any:
+            return args
+
+        async def after_tool_execute(
+            self, ctx: Any, *, call: Any, tool_def: Any, args: Any, result: Any
+        ) -> Any:
+            return result
+
+    agents: dict[str, Agent[None, str]] = {
+        "with": Agent(FunctionModel(respond), capabilities=[HookgateCapability(_engine())]),
+        "noop": Agent(FunctionModel(respond), capabilities=[Noop()]),
+        "without": Agent(FunctionModel(respond)),
+    }
+    for agent in agents.values():
+        agent.tool_plain(name="shell")(_shell)
+    medians = asyncio.run(
+        interleaved_medians_us(
+            {name: (lambda agent=agent: agent.run("list")) for name, agent in agents.items()},
+            samples=samples,
+        )
+    )
+    return _rows("Pydantic AI", medians)
+
+
+# -- Google ADK ----------------------------------------------------------------------------
+
+
+def _adk(samples: int) -> list[Row]:
+    from google.adk.agents import LlmAgent
+    from google.adk.apps import App
+    from google.adk.models.base_llm import BaseLlm
+    from google.adk.models.llm_request import LlmRequest
+    from google.adk.models.llm_response import LlmResponse
+    from google.adk.plugins.base_plugin import BasePlugin
+    from google.adk.runners import InMemoryRunner
+    from google.genai import types
+
+    from hookgate.adapters.adk import HookgatePlugin
+
+    class Scripted(BaseLlm):
+        model: str = "scripted"
+
+        async def generate_content_async(
+            self, llm_request: LlmRequest, stream: bool = False
+        ) -> Any:
+            if any(c.role == "model" for c in llm_request.contents):
+                part = types.Part(text="done")
+            else:
+                call = types.FunctionCall(name="shell", args={"cmd": "ls"}, id="c1")
+                part = types.Part(function_call=call)
+            yield LlmResponse(content=types.Content(role="model", parts=[part]))
+
+    def shell(cmd: str) -> dict[str, Any]:
+        """Run a shell command."""
+        return {"result": _shell(cmd)}
+
+    def runner(plugins: list[Any]) -> Callable[[], Awaitable[object]]:
+        agent = LlmAgent(name="bench", model=Scripted(), tools=[shell])
+        app_runner = InMemoryRunner(app=App(name="bench", root_agent=agent, plugins=plugins))
+        message = types.Content(role="user", parts=[types.Part(text="list")])
+
+        async def once() -> object:
+            session = await app_runner.session_service.create_session(app_name="bench", user_id="u")
+            return [
+                e
+                async for e in app_runner.run_async(
+                    user_id="u", session_id=session.id, new_message=message
+                )
+            ]
+
+        return once
+
+    class Noop(BasePlugin):
+        async def on_user_message_callback(self, **kwargs: Any) -> None:
+            return None
+
+        async def before_run_callback(self, **kwargs: Any) -> None:
+            return None
+
+        async def after_run_callback(self, **kwargs: Any) -> None:
+            return None
+
+        async def before_agent_callback(self, **kwargs: Any) -> None:
+            return None
+
+        async def after_agent_callback(self, **kwargs: Any) -> None:
+            return None
+
+        async def before_model_callback(self, **kwargs: Any) -> None:
+            return None
+
+        async def after_model_callback(self, **kwargs: Any) -> None:
+            return None
+
+        async def before_tool_callback(self, **kwargs: Any) -> None:
+            return None
+
+        async def after_tool_callback(self, **kwargs: Any) -> None:
+            return None
+
+    medians = asyncio.run(
+        interleaved_medians_us(
+            {
+                "with": runner([HookgatePlugin(_engine())]),
+                "noop": runner([Noop(name="noop")]),
+                "without": runner([]),
+            },
+            samples=samples,
+        )
+    )
+    return _rows("Google ADK", medians)
+
+
+# -- Claude Agent SDK ----------------------------------------------------------------------
+
+
+def _claude_agent_sdk(samples: int) -> list[Row]:
+    from claude_agent_sdk import ClaudeAgentOptions, HookMatcher, query
+
+    from hookgate.adapters.claude_agent_sdk import EVENTS, hook_matchers
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from tests.adapters.anthropic_api import AnthropicScript, Reply
+
+    root = Path(tempfile.mkdtemp(prefix="hookgate-bench-"))
+    (root / "home" / ".claude").mkdir(parents=True)
+    (root / "project").mkdir()
+    engine = _engine()
+    with AnthropicScript() as api:
+        env = {
+            "HOME": str(root / "home"),
+            "CLAUDE_CONFIG_DIR": str(root / "home" / ".claude"),
+            "ANTHROPIC_BASE_URL": api.url,
+            "ANTHROPIC_API_KEY": "sk-ant-offline",
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+            "NO_PROXY": "127.0.0.1,localhost",
+        }
+
+        def run(hooks: Any) -> Callable[[], Awaitable[object]]:
+            options = ClaudeAgentOptions(
+                hooks=hooks, cwd=str(root / "project"), env=env, allowed_tools=["Bash"]
+            )
+
+            async def once() -> object:
+                api.replies += [
+                    Reply(tool="Bash", tool_input={"command": "true"}),
+                    Reply(text="done"),
+                ]
+                return [m async for m in query(prompt="list", options=options)]
+
+            return once
+
+        async def nothing(input_data: Any, tool_use_id: Any, context: Any) -> dict[str, Any]:
+            return {}
+
+        noop = {event: [HookMatcher(hooks=[nothing])] for event in EVENTS}
+        medians = asyncio.run(
+            interleaved_medians_us(
+                {"with": run(hook_matchers(engine)), "noop": run(noop), "without": run(None)},
+                samples=samples,
+            )
+        )
+    return _rows("Claude Agent SDK (bundled CLI)", medians)
+
+
+FRAMEWORKS: dict[str, Callable[[int], list[Row]]] = {
+    "langchain": _langchain,
+    "openai-agents": _openai_agents,
+    "pydantic-ai": _pydantic_ai,
+    "adk": _adk,
+    "claude-agent-sdk": _claude_agent_sdk,
+}
+
+
+def run(quick: bool = False) -> list[Row]:
+    rows = []
+    for name, measure in FRAMEWORKS.items():
+        # A CLI run takes seconds: fewer rounds there.
+        samples = (3 if quick else 9) if name == "claude-agent-sdk" else (20 if quick else 200)
+        try:
+            rows.extend(measure(samples))
+        except ImportError as exc:
+            rows.append(Row("adapters", f"{name}: not installed ({exc.name})", 0.0, "µs"))
+    return rows
