@@ -38,7 +38,7 @@ class ScriptedChat(GenericFakeChatModel):
 
 
 class Harness:
-    def __init__(self, target: Any, mode: str) -> None:
+    def __init__(self, target: Any, mode: str, args: dict[str, Any] | None = None) -> None:
         self.mode = mode
         self.received: list[str] = []
         self.model = ScriptedChat(
@@ -46,7 +46,9 @@ class Harness:
                 [
                     AIMessage(
                         content="",
-                        tool_calls=[{"name": "shell", "args": {"cmd": "rm -rf /"}, "id": CALL_ID}],
+                        tool_calls=[
+                            {"name": "shell", "args": args or {"cmd": "rm -rf /"}, "id": CALL_ID}
+                        ],
                     ),
                     AIMessage(content="all done"),
                 ]
