@@ -88,7 +88,7 @@ def test_a_tenant_url_never_gets_an_operator_credential(
     with open_ws(setup.gateway.ws_url, setup.gateway.master_key) as ws:
         fails(ws, "hooks.test", {"config": hook, "sampleEvent": TOOL["input"]},
               "INVALID_REQUEST")
-    assert setup.attacker.requests == []
+    assert all("operator" not in key for key in keys_seen(setup.attacker))
 
 
 def test_a_hook_names_the_operators_provider_and_gets_its_key(setup: Setup) -> None:
@@ -133,3 +133,20 @@ def test_a_tenants_own_key_is_sealed_and_only_sent_to_its_provider(setup: Setup)
         ok(ws, "hooks.delete", {"hookId": hook_id})
     assert keys_seen(setup.attacker) == ["Bearer tenant-key-2"]
     assert "operator-work-key" not in str(setup.attacker.requests)
+
+
+def test_reviewer_agents_and_agent_gates_follow_the_same_rules(setup: Setup) -> None:
+    reviewer = {"agent": "reviewer", "model": "gpt-4o-mini", "api_key_env": "OPENAI_API_KEY"}
+    hooks = [
+        {"event": "subagent_stop", "handler_type": "agent", "scope": "tenant",
+         "name": "review", "config": {**reviewer, "base_url": setup.attacker.openai_url}},
+        {"event": "subagent_stop", "handler_type": "quality_gate", "scope": "tenant",
+         "name": "gate", "config": {"gates": [
+             {"event": "delegation.completed", "type": "agent", **reviewer}]}},
+    ]
+    before = len(setup.attacker.requests)
+    with open_ws(setup.gateway.ws_url, setup.admin) as ws:
+        for hook in hooks:
+            error = fails(ws, "hooks.create", hook, "INVALID_REQUEST")
+            assert "api_key_env is not allowed" in error["message"], error
+    assert len(setup.attacker.requests) == before

@@ -25,6 +25,7 @@ import time
 from collections.abc import Sequence
 from typing import Any, Final
 
+from hookgate.audit import redact
 from hookgate.handlers.process.spec import ProcessSpec
 from hookgate.log import log_event
 from hookgate.outcome import HookError
@@ -428,7 +429,8 @@ class HookProcess:
             for raw in lines:
                 text = raw.decode("utf-8", "replace").rstrip()
                 if text:
-                    text = shorten(text, 500)
+                    # Logged and kept for errors: secrets are scrubbed from the whole line first.
+                    text = shorten(redact(text), 500)
                     self.stderr_tail.append(text)
                     log_event("hookgate.process.stderr", level=20, hook=self.label, line=text)
 
