@@ -27,6 +27,11 @@ Rules, in order of application:
   The first block (``decision: block``, ``continue: false``, an ``ask``/``defer`` with no
   approver, an abort) ends the chain, and so does a synthetic result. Context from every hook
   is kept in order.
+* Approvals (when an approver is configured): an ``ask``/``defer`` answer, or any answer that
+  lets the call through from a hook with ``approval: required``, marks the outcome as needing
+  a person (the first such hook is the one named) and the chain goes on, so a later block
+  still wins without bothering anyone and the person sees the input the later hooks
+  rewrote. The engine then asks the approver. Without an approver both block.
 * Failures on blocking events: a malformed answer always blocks; an error follows
   ``on_error``; a timeout follows ``on_timeout``; an exhausted chain budget blocks.
 * Non-blocking events run their hooks concurrently; nothing they answer can block, every
@@ -106,6 +111,8 @@ class ChainSettings:
     breakers: BreakerBoard | None = None
     #: Dry runs (``hooks.test``) ignore the breaker and do not feed it.
     dry_run: bool = False
+    #: An approver is configured: ``ask``/``defer`` wait for a person instead of blocking.
+    approvals: bool = False
 
 
 def _details(row: list[Any]) -> dict[str, Any]:
@@ -277,6 +284,14 @@ def run_chain(
                     if breakers is not None and definition.id in faulted:
                         breakers.success(definition.id)
                     row[ROW_DECISION] = "abstain"
+                    approval = definition.approval
+                    if (
+                        blocking
+                        and approval is not None
+                        and approval.required
+                        and _ask(outcome, row, definition, "required", None, settings)
+                    ):
+                        return outcome
                     continue
                 try:
                     result = coerce_result(answer)
@@ -345,6 +360,16 @@ def run_chain(
                 outcome.continue_ = result.continue_ and result.abort != "hard"
                 outcome.reason = result.reason or f"hook {label!r} aborted the {result.abort} turn"
                 return outcome
+            if (
+                result.decision in ("ask", "defer")
+                and result.continue_
+                and settings.approvals
+            ):
+                _ask(outcome, row, definition, result.decision, result.reason, settings)
+                if result.updated_input is not None:
+                    current, copied = _rewrite(current, copied, spec, result, outcome)
+                    activation = None
+                break  # like an allow: the chain goes on; the person decides at the end
             if result.blocks:
                 row[ROW_DECISION] = "block"
                 outcome.decision = "block"
@@ -358,24 +383,23 @@ def run_chain(
                     outcome.reason = result.reason or f"blocked by hook {label!r}"
                 return outcome
             if result.updated_input is not None:
-                input_field = spec.input_field
-                assert input_field is not None  # _check_allowed guarantees it
-                if not copied:
-                    current = dict(current)
-                    copied = True
-                current[input_field] = result.updated_input  # type: ignore[index]
-                outcome.updated_input = result.updated_input
+                current, copied = _rewrite(current, copied, spec, result, outcome)
                 activation = None  # later if_expr see the rewrite
+            required = definition.approval is not None and definition.approval.required
             if result.result is not None:
                 row[ROW_DECISION] = "respond"
                 outcome.result = result.result
                 outcome.reason = result.reason
+                if required:
+                    _ask(outcome, row, definition, "required", result.reason, settings)
                 return outcome
             row[ROW_DECISION] = "allow"
             if result.decision == "allow":
                 # Said so, rather than only rewrote or added context: bridges that can grant
                 # a permission (Claude Code) grant it only then.
                 _details(row)["explicit_allow"] = True
+            if required and _ask(outcome, row, definition, "required", result.reason, settings):
+                return outcome
             break  # a blocking batch stops after an answer
         if not blocking:
             continue
@@ -387,6 +411,47 @@ def run_chain(
             del rows[unrun[4] - 1 :]
             index = unrun[3]
     return outcome
+
+
+def _rewrite(
+    current: Mapping[str, Any],
+    copied: bool,
+    spec: EventSpec,
+    result: HookResult,
+    outcome: Outcome,
+) -> tuple[Mapping[str, Any], bool]:
+    """Apply a hook's ``updated_input`` to the payload later hooks see."""
+    input_field = spec.input_field
+    assert input_field is not None  # _check_allowed guarantees it
+    if not copied:
+        current = dict(current)
+        copied = True
+    current[input_field] = result.updated_input  # type: ignore[index]
+    outcome.updated_input = result.updated_input
+    return current, copied
+
+
+def _ask(
+    outcome: Outcome,
+    row: list[Any],
+    definition: Any,
+    kind: str,
+    reason: str | None,
+    settings: ChainSettings,
+) -> bool:
+    """Mark the outcome as needing a person; True when that blocks (no approver)."""
+    row[ROW_DECISION] = "ask"
+    if reason:
+        _details(row)["reason"] = reason
+    if not settings.approvals:
+        outcome.decision = "block"
+        outcome.reason = (
+            f"hook {definition.label!r} requires approval and no approver is configured"
+        )
+        return True
+    if outcome._ask is None:
+        outcome._ask = (definition, kind, reason)
+    return False
 
 
 def _check_allowed(result: HookResult, spec: EventSpec) -> None:

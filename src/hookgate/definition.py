@@ -20,9 +20,12 @@ from hookgate.matching import FilterError, compile_if_expr, compile_matcher
 from hookgate.state.model import state_problems
 
 __all__ = [
+    "DEFAULT_APPROVAL_TIMEOUT_MS",
     "DEFAULT_TIMEOUT_MS",
     "GLOBAL_TENANT",
+    "MAX_APPROVAL_TIMEOUT_MS",
     "MAX_TIMEOUT_MS",
+    "ApprovalPolicy",
     "DefinitionError",
     "HookDefinition",
     "Problem",
@@ -31,6 +34,10 @@ __all__ = [
 
 DEFAULT_TIMEOUT_MS: Final = 5000
 MAX_TIMEOUT_MS: Final = 10000
+#: How long a person has to decide an approval the hook asked for (PicoClaw's default).
+DEFAULT_APPROVAL_TIMEOUT_MS: Final = 60_000
+#: Approvals may wait for hours, not forever: a day at most.
+MAX_APPROVAL_TIMEOUT_MS: Final = 24 * 3600 * 1000
 #: The sentinel tenant id global hooks are stored under (GoClaw's master tenant).
 GLOBAL_TENANT: Final = "0193a5b0-7000-7000-8000-000000000001"
 
@@ -71,6 +78,31 @@ def random_id() -> str:
     return f"{digits[:8]}-{digits[8:12]}-{digits[12:16]}-{digits[16:20]}-{digits[20:]}"
 
 @dataclass(frozen=True, slots=True)
+class ApprovalPolicy:
+    """How a hook's approvals behave (``approval`` in a definition).
+
+    ``required``: every call this hook lets through (allow or abstain) waits for a person, as
+    if the hook had answered ``ask``. ``timeout_ms``: how long the person has. ``on_timeout``:
+    what an approval nobody decided in time becomes (deny by default).
+    """
+
+    required: bool = False
+    timeout_ms: int = DEFAULT_APPROVAL_TIMEOUT_MS
+    on_timeout: Policy = "block"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "required": self.required,
+            "timeout_ms": self.timeout_ms,
+            "on_timeout": self.on_timeout,
+        }
+
+
+#: Hooks that say nothing about approvals.
+DEFAULT_APPROVAL: Final = ApprovalPolicy()
+
+
+@dataclass(frozen=True, slots=True)
 class HookDefinition:
     """One validated hook. Frozen: an update produces a new definition with a higher version."""
 
@@ -96,6 +128,12 @@ class HookDefinition:
     #: Set by the gateway's store, never from input: a master-scope key wrote this version,
     #: so it may run code on the host (see :mod:`hookgate.host_code`).
     written_by_master: bool = field(default=False, compare=False)
+    #: Human approval settings (``None``: the defaults, approval only when the hook asks).
+    approval: ApprovalPolicy | None = None
+
+    @property
+    def approval_policy(self) -> ApprovalPolicy:
+        return self.approval or DEFAULT_APPROVAL
 
     @property
     def label(self) -> str:
@@ -117,6 +155,8 @@ class HookDefinition:
             "config": _plain(self.config),
             "agent_ids": list(self.agent_ids),
         }
+        if self.approval is not None:
+            data["approval"] = self.approval.to_dict()
         if include_identity:
             data.update(
                 id=self.id,
@@ -169,8 +209,57 @@ _FIELDS: Final = frozenset(
         "updated_at",
         "created_by",
         "description",
+        "approval",
     }
 )
+
+
+def parse_approval(raw: Any, problems: list[Problem]) -> ApprovalPolicy | None:
+    """``approval``: ``"required"``, ``"on_ask"`` or ``{required?, timeout_ms?, on_timeout?}``."""
+    if raw is None or raw == "on_ask":
+        return None
+    if raw == "required":
+        return ApprovalPolicy(required=True)
+    if not isinstance(raw, Mapping):
+        problems.append(
+            Problem(
+                "approval",
+                "must be 'required', 'on_ask' or an object {required, timeout_ms, on_timeout}",
+            )
+        )
+        return None
+    unknown = sorted(set(raw) - {"required", "timeout_ms", "on_timeout"})
+    for key in unknown:
+        problems.append(Problem(f"approval.{key}", "unknown field"))
+    required = raw.get("required", False)
+    if not isinstance(required, bool):
+        problems.append(Problem("approval.required", "must be true or false"))
+        required = False
+    timeout_ms = raw.get("timeout_ms", DEFAULT_APPROVAL_TIMEOUT_MS)
+    if (
+        not isinstance(timeout_ms, int)
+        or isinstance(timeout_ms, bool)
+        or not 1000 <= timeout_ms <= MAX_APPROVAL_TIMEOUT_MS
+    ):
+        problems.append(
+            Problem(
+                "approval.timeout_ms",
+                f"must be an integer between 1000 and {MAX_APPROVAL_TIMEOUT_MS} ms "
+                f"(24 hours), got {timeout_ms!r}",
+            )
+        )
+        timeout_ms = DEFAULT_APPROVAL_TIMEOUT_MS
+    on_timeout = raw.get("on_timeout", "block")
+    if on_timeout not in POLICIES:
+        problems.append(
+            Problem("approval.on_timeout", f"must be 'block' or 'allow', got {on_timeout!r}")
+        )
+        on_timeout = "block"
+    if unknown:
+        return None
+    return ApprovalPolicy(
+        required=required, timeout_ms=timeout_ms, on_timeout=cast(Policy, on_timeout)
+    )
 
 
 def validate_definition(
@@ -342,6 +431,12 @@ def validate_definition(
         if refusal is not None and runs_host_code(handler_type, dict(config)):
             problems.append(Problem("handler_type", refusal))
 
+    approval = parse_approval(raw.get("approval"), problems)
+    if approval is not None and spec is not None and not spec.blocking:
+        problems.append(
+            Problem("approval", f"{spec.name} is not a blocking event: nothing can wait for it")
+        )
+
     hook_id = raw.get("id")
     if hook_id is not None and not isinstance(hook_id, str):
         problems.append(Problem("id", "must be a string"))
@@ -372,5 +467,6 @@ def validate_definition(
         version=version,
         source=cast(Literal["builtin", "user"], source),
         order=order if isinstance(order, int) else 0,
+        approval=approval,
         **extra,
     )

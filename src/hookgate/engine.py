@@ -17,6 +17,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+from hookgate.approvals import (
+    ApprovalRequest,
+    Approver,
+    apply_decision,
+    ask_approver,
+    new_approval_id,
+)
 from hookgate.audit import AuditSink, ExecutionRecord, input_hash
 from hookgate.chain import Batch, Call, ChainGen, ChainSettings, Reply, matters, run_chain
 from hookgate.definition import DefinitionError, HookDefinition, Problem, validate_definition
@@ -247,10 +254,14 @@ class Engine:
         audit: AuditSink | None = None,
         services: Services | None = None,
         clock: Callable[[], float] = time.monotonic,
+        approver: Approver | None = None,
     ) -> None:
         self.settings = settings or Settings()
         self.services = services or Services(settings=self.settings)
         self.services.extras.setdefault("engine", self)
+        if approver is not None:
+            self.services.extras["approver"] = approver
+        self.approver: Approver | None = self.services.extras.get("approver")
         self.registry = source if isinstance(source, HookRegistry) else HookRegistry()
         self.source: HookSource = source if source is not None else self.registry
         self.audit = audit
@@ -272,6 +283,7 @@ class Engine:
             max_depth=self.settings.max_depth,
             clock=clock,
             breakers=self.breakers,
+            approvals=self.approver is not None,
         )
         self._dry_settings = ChainSettings(
             chain_budget_s=self.settings.chain_budget_s,
@@ -338,6 +350,7 @@ class Engine:
         on_timeout: str | None = None,
         on_error: str | None = None,
         enabled: bool = True,
+        approval: str | Mapping[str, Any] | None = None,
     ) -> Callable[[F], F]:
         """Decorator: register a function or coroutine function as a ``callable`` hook."""
 
@@ -358,6 +371,8 @@ class Engine:
                 raw["on_timeout"] = on_timeout
             if on_error is not None:
                 raw["on_error"] = on_error
+            if approval is not None:
+                raw["approval"] = approval
             self.add(raw)
             return fn
 
@@ -474,6 +489,8 @@ class Engine:
                 self._record(spec, data, outcome)
                 if self.audit is not None:
                     self._loop_thread().run(self.audit.wait_durable())
+            if outcome._ask is not None:
+                return self._loop_thread().run(self._approve(spec, data, outcome))
             return outcome
         return self._loop_thread().run(self._run(spec, data, hooks))
 
@@ -567,7 +584,48 @@ class Engine:
             self._record(spec, data, outcome)
             if self.audit is not None:
                 await self.audit.wait_durable()
+        if outcome._ask is not None:
+            return await self._approve(spec, data, outcome)
         return outcome
+
+    async def _approve(self, spec: EventSpec, data: Mapping[str, Any], outcome: Outcome) -> Outcome:
+        """A hook asked for a person: ask the approver and fold in the decision."""
+        assert outcome._ask is not None and self.approver is not None
+        definition, kind, reason = outcome._ask
+        if outcome.decision == "block":  # a later hook blocked: nobody needs to be asked
+            outcome._ask = None
+            return outcome
+        policy = definition.approval_policy
+        tool_input = outcome.updated_input
+        if tool_input is None and spec.input_field:
+            tool_input = data.get(spec.input_field)
+        match_value = data.get(spec.match_field) if spec.match_field else None
+        request = ApprovalRequest(
+            id=new_approval_id(),
+            event=spec.name,
+            kind=kind,
+            hook_id=definition.id,
+            hook_name=definition.label,
+            reason=reason,
+            tool_name=match_value if isinstance(match_value, str) else None,
+            tool_input=tool_input,
+            tenant_id=data.get("tenant_id"),
+            agent_id=data.get("agent_id"),
+            session_id=data.get("session_id"),
+            event_id=self._event_id(data),
+            timeout_s=policy.timeout_ms / 1000,
+            on_timeout=policy.on_timeout,
+            outcome=outcome,
+        )
+        decision = await ask_approver(self.approver, request)
+        log_event(
+            "hookgate.approval.outcome",
+            approval_id=decision.approval_id or request.id,
+            status=decision.status,
+            hook=definition.label,
+            event=spec.name,
+        )
+        return apply_decision(outcome, request, decision)
 
     def _run_plain(
         self,

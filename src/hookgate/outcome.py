@@ -231,14 +231,16 @@ def entry_from_row(row: list[Any]) -> TraceEntry:
 class Outcome:
     """The single decision for one event. ``to_dict`` has exactly the documented keys:
     ``decision``, ``reason``, ``updated_input``, ``additional_context``, ``result``,
-    ``abort``, ``continue`` and ``trace``.
+    ``abort``, ``continue`` and ``trace``, plus ``approval`` when a person was asked.
     """
 
     __slots__ = (
+        "_ask",
         "_rows",
         "_trace",
         "abort",
         "additional_context",
+        "approval",
         "continue_",
         "decision",
         "reason",
@@ -268,6 +270,12 @@ class Outcome:
         self.continue_ = continue_
         self._trace = trace
         self._rows: list[list[Any]] | None = None
+        #: The first hook that asked for a person: ``(definition, kind, reason)``; set by the
+        #: chain when approvals are on, consumed by the engine.
+        self._ask: tuple[Any, str, str | None] | None = None
+        #: What a person decided (``{id, status, decided_by, comment, input_edited, …}``),
+        #: when this outcome went through an approval.
+        self.approval: dict[str, Any] | None = None
 
     @property
     def trace(self) -> list[TraceEntry]:
@@ -291,7 +299,7 @@ class Outcome:
         )
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        data = {
             "decision": self.decision,
             "reason": self.reason,
             "updated_input": self.updated_input,
@@ -301,6 +309,9 @@ class Outcome:
             "continue": self.continue_,
             "trace": [entry.to_dict() for entry in self.trace],
         }
+        if self.approval is not None:
+            data["approval"] = dict(self.approval)
+        return data
 
     def to_json(self, **kwargs: Any) -> str:
         return json.dumps(self.to_dict(), default=str, **kwargs)

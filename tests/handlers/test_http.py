@@ -13,6 +13,7 @@ import pytest
 from tests.support.webhook_server import Reply, WebhookServer
 
 from hookgate import Engine, MemoryAudit, Settings
+from hookgate.approvals import ApprovalRequest, CallbackApprover
 from hookgate.handlers.base import Services
 from hookgate.handlers.http import HttpHandler
 from hookgate.header_secrets import MASK, mask_hook, seal_headers
@@ -161,12 +162,20 @@ async def test_malformed_answers_fail_closed_even_with_on_error_allow(
 
 
 async def test_ask_passes_on_when_an_approver_exists(server: WebhookServer) -> None:
-    engine = Engine(settings=LOOPBACK, services=Services(LOOPBACK, {"approver": object()}))
+    asked: list[str | None] = []
+
+    def deny(request: ApprovalRequest) -> bool:
+        asked.append(request.reason)
+        return False
+
+    approver = CallbackApprover(deny, name="ops")
+    engine = Engine(settings=LOOPBACK, services=Services(LOOPBACK, {"approver": approver}))
     server.script(Reply(200, {"decision": "ask", "reason": "needs a human"}))
     engine.add(webhook(server.url()))
     outcome = await fire(engine)
     await engine.aclose()
-    assert outcome.decision == "block" and "asked for approval" in (outcome.reason or "")
+    assert asked == ["needs a human"]
+    assert outcome.decision == "block" and outcome.reason == "denied by ops"
 
 
 # -- status classes, retries, caps ----------------------------------------------------------

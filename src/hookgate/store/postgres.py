@@ -20,8 +20,10 @@ from datetime import date
 from typing import Any, Final
 
 import asyncpg
+import orjson
 
 from hookgate.log import log_event
+from hookgate.store.approvals import ApprovalRow
 from hookgate.store.base import ExecutionRow, StoreError
 from hookgate.store.migrations import load_migrations
 from hookgate.store.sql import EXECUTION_COLUMNS, Row, SqlStore, execution_params
@@ -29,6 +31,8 @@ from hookgate.store.sql import EXECUTION_COLUMNS, Row, SqlStore, execution_param
 __all__ = ["NOTIFY_CHANNEL", "PostgresStore"]
 
 NOTIFY_CHANNEL: Final = "hookgate_hooks"
+#: Every approval change (created, decided, expired): waiters on every replica wake up.
+APPROVALS_CHANNEL: Final = "hookgate_approvals"
 # pg_advisory_xact_lock key for migrations: any fixed number ("hookgate" in ASCII).
 _MIGRATION_LOCK: Final = 0x686F6F6B67617465
 # Execution batches up to this size go in as one INSERT … SELECT FROM unnest(arrays) (one
@@ -168,6 +172,7 @@ class PostgresStore(SqlStore):
         # WAL flush unless audit_synchronous_commit (see docs/storage.md, "Durability").
         self._audit_pool: asyncpg.Pool | None = None
         self._listener: asyncpg.Connection | None = None
+        self._approval_listener: asyncpg.Connection | None = None
 
     def __repr__(self) -> str:
         # The URL may hold a password: show only host and database.
@@ -212,9 +217,10 @@ class PostgresStore(SqlStore):
             raise StoreError(f"cannot connect to PostgreSQL at {self!r}: {exc}") from None
 
     async def close(self) -> None:
-        if self._listener is not None:
-            await self._listener.close()
-            self._listener = None
+        for listener in (self._listener, self._approval_listener):
+            if listener is not None:
+                await listener.close()
+        self._listener = self._approval_listener = None
         for pool in (self._audit_pool, self._pool):
             if pool is not None:
                 await pool.close()
@@ -246,6 +252,32 @@ class PostgresStore(SqlStore):
         await sql.execute(
             "SELECT pg_notify(?, ?)", NOTIFY_CHANNEL, f"{self.schema or ''}:{version}"
         )
+
+    async def _announce_approval(self, sql: Any, row: ApprovalRow) -> None:
+        payload = orjson.dumps(
+            {"schema": self.schema or "", "id": row.id, "tenant": row.tenant_id,
+             "status": row.status}
+        ).decode()
+        await sql.execute("SELECT pg_notify(?, ?)", APPROVALS_CHANNEL, payload)
+
+    async def watch_approvals(self) -> None:
+        """LISTEN for approval changes made by other processes (idempotent)."""
+        if self._approval_listener is not None:
+            return
+        conn = await asyncpg.connect(self.database_url, server_settings=self._server_settings())
+
+        def on_notify(_conn: object, _pid: int, _channel: str, payload: str) -> None:
+            try:
+                data = orjson.loads(payload)
+            except orjson.JSONDecodeError:
+                return
+            if isinstance(data, dict) and data.get("schema") == (self.schema or ""):
+                self._approval_signal(
+                    str(data.get("id")), str(data.get("tenant")), str(data.get("status"))
+                )
+
+        await conn.add_listener(APPROVALS_CHANNEL, on_notify)
+        self._approval_listener = conn
 
     async def watch_changes(self) -> None:
         """LISTEN for hook changes made by other processes; each calls the change listeners

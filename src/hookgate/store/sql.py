@@ -24,9 +24,16 @@ import orjson
 
 from hookgate.budget import BudgetStatus, month_start, utc_now
 from hookgate.chain import sort_key
-from hookgate.definition import GLOBAL_TENANT, HookDefinition, validate_definition
+from hookgate.definition import (
+    DEFAULT_APPROVAL_TIMEOUT_MS,
+    GLOBAL_TENANT,
+    ApprovalPolicy,
+    HookDefinition,
+    validate_definition,
+)
 from hookgate.log import log_event
 from hookgate.registry import applies_to
+from hookgate.store.approvals import ApprovalStoreMixin
 from hookgate.store.base import (
     API_KEY_ROLES,
     DEFAULT_BUDGET_TOKENS,
@@ -63,20 +70,20 @@ _HOOK_COLUMNS: Final = (
     "id, tenant_id, agent_ids, event, handler_type, scope, config, name, matcher, if_expr, "
     "timeout_ms, on_timeout, on_error, priority, enabled, version, source, sort_order, "
     "created_at, updated_at, breaker_state, breaker_faults, breaker_last_fault, "
-    "breaker_changed_at, created_by, updated_by, metadata"
+    "breaker_changed_at, created_by, updated_by, metadata, approval"
 )
 _HOOK_INSERT: Final = (
     "INSERT INTO agent_hooks (id, tenant_id, agent_ids, event, handler_type, scope, config, "
     "name, matcher, if_expr, timeout_ms, on_timeout, on_error, priority, enabled, version, "
-    "source, sort_order, created_at, updated_at, created_by, updated_by, metadata) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    "source, sort_order, created_at, updated_at, created_by, updated_by, metadata, approval) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 # Everything a definition change rewrites (not id, tenant, source, order, created_at).
 _HOOK_UPDATE: Final = (
     "UPDATE agent_hooks SET agent_ids = ?, event = ?, handler_type = ?, scope = ?, "
     "config = ?, name = ?, matcher = ?, if_expr = ?, timeout_ms = ?, on_timeout = ?, "
-    "on_error = ?, priority = ?, enabled = ?, version = ?, updated_at = ?, updated_by = ? "
-    "WHERE id = ?"
+    "on_error = ?, priority = ?, enabled = ?, version = ?, updated_at = ?, updated_by = ?, "
+    "approval = ? WHERE id = ?"
 )
 _RESET_BREAKER: Final = (
     "UPDATE agent_hooks SET breaker_state = 'closed', breaker_faults = 0, "
@@ -160,6 +167,22 @@ def _hook_params(d: HookDefinition, now: float, actor: str | None) -> tuple[Any,
         actor,
         actor,
         _json({MASTER_WRITTEN: d.written_by_master}, "metadata"),
+        _approval_json(d),
+    )
+
+
+def _approval_json(d: HookDefinition) -> str | None:
+    return None if d.approval is None else _json(d.approval.to_dict(), "approval")
+
+
+def _approval_from(value: Any) -> ApprovalPolicy | None:
+    if value is None:
+        return None
+    raw = _loads(value)
+    return ApprovalPolicy(
+        required=bool(raw.get("required", False)),
+        timeout_ms=int(raw.get("timeout_ms", DEFAULT_APPROVAL_TIMEOUT_MS)),
+        on_timeout="allow" if raw.get("on_timeout") == "allow" else "block",
     )
 
 
@@ -181,6 +204,7 @@ def _update_params(d: HookDefinition, now: float, actor: str | None) -> tuple[An
         d.version,
         now,
         actor,
+        _approval_json(d),
         d.id,
     )
 
@@ -211,6 +235,7 @@ def hook_from_row(row: Row) -> HookRecord:
         source=row["source"],
         order=row["sort_order"],
         written_by_master=bool(_loads(row["metadata"] or "{}").get(MASTER_WRITTEN)),
+        approval=_approval_from(row["approval"]),
     )
     breaker = BreakerSnapshot(
         state=row["breaker_state"],
@@ -313,7 +338,7 @@ def decode_cursor(cursor: str) -> int:
         raise StoreError(f"invalid history cursor {cursor!r}") from None
 
 
-class SqlStore(ABC, Store):
+class SqlStore(ApprovalStoreMixin, ABC, Store):
     """The shared implementation of :class:`~hookgate.store.base.Store`."""
 
     backend: str
@@ -322,6 +347,7 @@ class SqlStore(ABC, Store):
 
     def __init__(self) -> None:
         self._listeners: list[Callable[[int], None]] = []
+        self._approval_listeners = []
 
     # -- backend hooks ----------------------------------------------------------------------
 

@@ -33,9 +33,12 @@ def load_migrations(backend: Literal["sqlite", "postgres"]) -> list[Migration]:
         if match:
             found.append(Migration(int(match[1]), match[2], entry.read_text(encoding="utf-8")))
     found.sort(key=lambda m: m.version)
-    expected = list(range(1, len(found) + 1))
-    if [m.version for m in found] != expected:
-        raise RuntimeError(f"{backend} migrations are not numbered 1..n: {found!r}")
+    versions = [m.version for m in found]
+    # Numbers are handed out ahead of time, so a later one may be released before an
+    # earlier one: gaps are allowed (each is applied once, whenever it arrives), but not
+    # duplicates or a missing first migration.
+    if not versions or versions[0] != 1 or len(set(versions)) != len(versions):
+        raise RuntimeError(f"{backend} migrations must start at 1, each once: {versions!r}")
     return found
 
 

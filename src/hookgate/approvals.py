@@ -1,0 +1,220 @@
+"""Human approvals: the approver interface and how a decision becomes the outcome.
+
+A hook on a blocking event that answers ``ask`` (or ``defer``), or a hook configured with
+``approval: required``, asks a person. The engine hands an :class:`ApprovalRequest` to its
+:class:`Approver` and waits; the :class:`ApprovalDecision` that comes back becomes the
+outcome (:func:`apply_decision`):
+
+* ``approved``: allow, with the approver's edited input as ``updated_input`` when they
+  edited it (otherwise whatever the hooks rewrote);
+* ``denied``: block, with the approver's comment in the reason;
+* ``expired``: the hook's ``approval.on_timeout`` (block unless configured to allow);
+* ``pending``: nobody decided within the caller's wait (the gateway's REST mirror waits a
+  bounded time); block for now, with the approval id to wait on again.
+
+The library's approvers (:class:`CallbackApprover`) call a function; the gateway's approver
+stores the approval, shows it in the panel and waits for a person.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal, Protocol, runtime_checkable
+
+from hookgate.outcome import Outcome
+
+__all__ = [
+    "ApprovalDecision",
+    "ApprovalRequest",
+    "Approver",
+    "CallbackApprover",
+    "apply_decision",
+    "new_approval_id",
+]
+
+DecisionStatus = Literal["approved", "denied", "expired", "pending"]
+STATUSES: Final = ("approved", "denied", "expired", "pending")
+
+
+def new_approval_id() -> str:
+    return "apr_" + uuid.uuid4().hex
+
+
+@dataclass(slots=True)
+class ApprovalRequest:
+    """What a person is asked to decide."""
+
+    id: str
+    event: str
+    #: ``ask``, ``defer`` (the hook's answer) or ``required`` (the hook's configuration).
+    kind: str
+    hook_id: str
+    hook_name: str
+    reason: str | None
+    #: The tool and the input it would run with (after every hook's rewrite).
+    tool_name: str | None
+    tool_input: Any
+    tenant_id: str | None = None
+    agent_id: str | None = None
+    session_id: str | None = None
+    event_id: str | None = None
+    timeout_s: float = 60.0
+    on_timeout: Literal["block", "allow"] = "block"
+    created_at: float = field(default_factory=time.time)
+    #: The outcome the hooks folded, applied when the person approves.
+    outcome: Outcome | None = None
+
+    @property
+    def expires_at(self) -> float:
+        return self.created_at + self.timeout_s
+
+
+@dataclass(slots=True)
+class ApprovalDecision:
+    status: DecisionStatus
+    decided_by: str | None = None
+    comment: str | None = None
+    #: The input the approver edited (``input_edited`` says whether they did).
+    edited_input: Any = None
+    input_edited: bool = False
+    approval_id: str | None = None
+    decided_at: float | None = None
+    expires_at: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.approval_id,
+            "status": self.status,
+            "decided_by": self.decided_by,
+            "comment": self.comment,
+            "input_edited": self.input_edited,
+            "decided_at": self.decided_at,
+            "expires_at": self.expires_at,
+        }
+
+
+@runtime_checkable
+class Approver(Protocol):
+    """Decides approvals. ``decide`` may wait as long as ``request.timeout_s``; past that the
+    engine treats the approval as expired."""
+
+    async def decide(self, request: ApprovalRequest) -> ApprovalDecision: ...
+
+
+ApproverFunction = Callable[
+    [ApprovalRequest], "bool | ApprovalDecision | Mapping[str, Any] | None"
+] | Callable[[ApprovalRequest], Awaitable["bool | ApprovalDecision | Mapping[str, Any] | None"]]
+
+
+class CallbackApprover:
+    """An approver that calls a function (plain or async) for each request.
+
+    The function answers ``True`` (approve), ``False`` (deny), ``None`` (not decided: the
+    approval expires), an :class:`ApprovalDecision`, or a dict
+    ``{"approved": bool, "comment"?: str, "updated_input"?: …, "decided_by"?: str}``.
+    """
+
+    def __init__(self, function: ApproverFunction, *, name: str = "callback") -> None:
+        self.function = function
+        self.name = name
+
+    async def decide(self, request: ApprovalRequest) -> ApprovalDecision:
+        answer: Any = self.function(request)
+        if inspect.isawaitable(answer):
+            answer = await answer
+        return decision_from_answer(answer, self.name, request.id)
+
+
+def decision_from_answer(answer: Any, who: str, approval_id: str) -> ApprovalDecision:
+    """Read an approver function's answer; anything unclear denies."""
+    if isinstance(answer, ApprovalDecision):
+        return answer
+    if answer is None:
+        return ApprovalDecision("expired", approval_id=approval_id)
+    if isinstance(answer, bool):
+        return ApprovalDecision(
+            "approved" if answer else "denied", decided_by=who, approval_id=approval_id
+        )
+    if isinstance(answer, Mapping):
+        approved = answer.get("approved")
+        comment = answer.get("comment")
+        edited = "updated_input" in answer
+        return ApprovalDecision(
+            "approved" if approved is True else "denied",
+            decided_by=str(answer.get("decided_by") or who),
+            comment=comment if isinstance(comment, str) else None,
+            edited_input=answer.get("updated_input"),
+            input_edited=edited and approved is True,
+            approval_id=approval_id,
+        )
+    return ApprovalDecision(
+        "denied",
+        decided_by=who,
+        comment=f"the approver answered {type(answer).__name__}, not a decision",
+        approval_id=approval_id,
+    )
+
+
+async def ask_approver(approver: Approver, request: ApprovalRequest) -> ApprovalDecision:
+    """Ask ``approver`` within the request's timeout (wall clock); a failure denies."""
+    try:
+        async with asyncio.timeout(request.timeout_s):
+            return await approver.decide(request)
+    except TimeoutError:
+        return ApprovalDecision("expired", approval_id=request.id)
+    except Exception as exc:  # fail closed: an approver that broke approves nothing
+        return ApprovalDecision(
+            "denied",
+            decided_by="hookgate",
+            comment=f"the approver failed: {type(exc).__name__}: {exc}",
+            approval_id=request.id,
+        )
+
+
+def apply_decision(
+    outcome: Outcome, request: ApprovalRequest, decision: ApprovalDecision
+) -> Outcome:
+    """Turn the folded outcome and the person's decision into the final outcome."""
+    outcome._ask = None
+    info = decision.to_dict()
+    info["id"] = decision.approval_id or request.id
+    info["hook"] = request.hook_name
+    if info["expires_at"] is None:
+        info["expires_at"] = request.expires_at
+    outcome.approval = info
+    who = decision.decided_by or "an approver"
+    note = f": {decision.comment}" if decision.comment else ""
+    if decision.status == "approved":
+        outcome.decision = "allow"
+        if decision.input_edited:
+            outcome.updated_input = decision.edited_input
+        outcome.reason = f"approved by {who}{note}"
+        return outcome
+    if decision.status == "denied":
+        outcome.decision = "block"
+        outcome.result = None
+        outcome.reason = f"denied by {who}{note}"
+        return outcome
+    if decision.status == "expired":
+        waited = f"{request.timeout_s:g} s"
+        if request.on_timeout == "allow":
+            outcome.decision = "allow"
+            outcome.reason = f"approval not decided within {waited}; allowed by its policy"
+        else:
+            outcome.decision = "block"
+            outcome.result = None
+            outcome.reason = f"approval not decided within {waited}; denied by its policy"
+        return outcome
+    outcome.decision = "block"
+    outcome.result = None
+    outcome.reason = (
+        f"waiting for approval {info['id']} (hook {request.hook_name!r}"
+        + (f": {request.reason}" if request.reason else "")
+        + "); wait on it with approvals.wait"
+    )
+    return outcome
