@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import logging
 import os
 import threading
 import time
@@ -620,6 +621,7 @@ class Engine:
         decision = await ask_approver(self.approver, request)
         log_event(
             "hookgate.approval.outcome",
+            level=logging.INFO,
             approval_id=decision.approval_id or request.id,
             status=decision.status,
             hook=definition.label,

@@ -33,3 +33,7 @@ def stall(event: Any) -> None:
 
     time.sleep(float(event.get("tool_input", {}).get("seconds", 5)))
     return None
+
+
+def ask(event: Any) -> dict[str, Any]:
+    return {"decision": "ask", "reason": f"a person should look at {event.tool_name}"}

@@ -138,6 +138,12 @@ See docs/gateway.md for every setting."""
 @click.option("--redis-url", envvar="HOOKGATE_REDIS_URL", default=None,
               help="redis://host:port/db: share prompt hooks' decision cache and per-turn "
               "counters between replicas (needs hookgate[redis]).")
+@click.option("--approval-webhook", envvar="HOOKGATE_APPROVAL_WEBHOOK", default=None,
+              metavar="URL", help="POST a notification here (SSRF-guarded like http hooks) "
+              "when a hook asks a person for approval.")
+@click.option("--public-url", envvar="HOOKGATE_PUBLIC_URL", default=None, metavar="URL",
+              help="The panel's address as people reach it (the link in approval "
+              "notifications); default: the address this gateway listens on.")
 def serve(
     host: str,
     port: int,
@@ -153,6 +159,8 @@ def serve(
     connect_timeout_s: float,
     redis_url: str | None,
     tenant_host_code: bool,
+    approval_webhook: str | None,
+    public_url: str | None,
 ) -> None:
     """Run the hookgate gateway."""
     import uvicorn
@@ -193,6 +201,8 @@ def serve(
         redis_url=redis_url,
         llm_providers=providers,
         tenant_host_code=tenant_host_code,
+        approval_webhook_url=approval_webhook,
+        public_url=public_url or base,
     )
     if redis_url:
         try:

@@ -33,12 +33,14 @@ from hookgate.llm.select import operator_registry
 from hookgate.log import log_event
 from hookgate.safeguards import BreakerStatus
 from hookgate.secrets import Keyring
+from hookgate.server.approvals import GatewayApprovals
 from hookgate.server.auth import Authenticator, Principal, require_role
 from hookgate.server.errors import ApiError
 from hookgate.server.metrics import GatewayMetrics
 from hookgate.server.tracing import HookTracer
 from hookgate.settings import Settings
 from hookgate.store import Caller, ExecutionRow, Store
+from hookgate.store.approvals import ApprovalStoreMixin
 from hookgate.store.audit_writer import AuditWriter, open_error_detail
 from hookgate.store.breakers import BreakerRecorder
 from hookgate.store.budget import SqlBudgetStore
@@ -72,6 +74,10 @@ class GatewayOptions:
     #: Let tenant admins define, test and run hooks that run code on the host (default: only
     #: master scope may; see :mod:`hookgate.host_code`).
     tenant_host_code: bool = False
+    #: POSTed (SSRF-guarded) when an approval is created; ``None``: no notification.
+    approval_webhook_url: str | None = None
+    #: The panel's public address, for the link in approval notifications.
+    public_url: str | None = None
 
 
 class Gateway:
@@ -115,6 +121,17 @@ class Gateway:
             services.extras.setdefault("decision_cache", RedisDecisionCache(redis))
             services.extras.setdefault("turn_counter", RedisTurnCounter(redis))
             services.extras.setdefault("hook_state", RedisStateStore(redis))
+        # Hooks that ask wait for a person: approvals live in the store (every SQL store).
+        self.approvals: GatewayApprovals | None = None
+        if isinstance(store, ApprovalStoreMixin):
+            self.approvals = GatewayApprovals(
+                store,
+                keyring=keyring,
+                services=services,
+                webhook_url=self.options.approval_webhook_url,
+                panel_url=self.options.public_url,
+            )
+            services.extras["approver"] = self.approvals
         self.engine = Engine(
             settings=self.settings, source=self.source, audit=self.audit, services=services
         )
@@ -158,6 +175,8 @@ class Gateway:
                 updated=list(seeded.updated),
             )
         await self.source.start()
+        if self.approvals is not None:
+            await self.approvals.start()
         # Count every stored hook, not only the served (enabled) ones: a fresh gateway has
         # disabled builtins, and "hooks=0" would read as "nothing was loaded".
         stored = await self.store.list_hooks(Caller.system())
@@ -175,6 +194,10 @@ class Gateway:
         if self._closing:
             return
         self._closing = True
+        if self.approvals is not None:
+            # Agents waiting for a person get "pending" with the approval id now, instead of
+            # holding the shutdown; the approval stays in the store for the next gateway.
+            await self.approvals.close()
         try:
             await asyncio.wait_for(self._idle.wait(), timeout=drain_timeout_s)
         except TimeoutError:

@@ -21,6 +21,15 @@ from hookgate.events import CATALOGUE, UnknownEventError, get_event, normalize_p
 from hookgate.payload_limits import payload_problem
 from hookgate.secrets import is_sealed_text
 from hookgate.server import schemas
+from hookgate.server.approval_methods import (
+    approvals_approve,
+    approvals_deny,
+    approvals_get,
+    approvals_list,
+    approvals_wait,
+    approvals_watch,
+)
+from hookgate.server.approvals import approval_wait_limit
 from hookgate.server.auth import Principal, require_role
 from hookgate.server.errors import ApiError
 from hookgate.server.hook_secrets import prepare_api_key, prepare_secret_headers
@@ -446,7 +455,11 @@ async def hooks_dispatch(
     tracer = gateway.tracer
     if parent is not None and tracer is not None:
         tracer.expect(str(data["event_id"]), parent[0])
-    outcome = await gateway.engine.fire(spec.name, data, wait=p.wait)
+    limit = approval_wait_limit.set(p.approval_wait_s)
+    try:
+        outcome = await gateway.engine.fire(spec.name, data, wait=p.wait)
+    finally:
+        approval_wait_limit.reset(limit)
     if tracer is not None and parent is not None and (spec.blocking or p.wait):
         tracer.forget(str(data["event_id"]))
     gateway.metrics.observe_dispatch(spec.name, outcome.decision, time.perf_counter() - started)
@@ -517,8 +530,48 @@ METHOD_LIST: Final = (
     _method(
         "hooks.dispatch", "operator", schemas.DispatchParams, schemas.OutcomePayload,
         hooks_dispatch,
-        "Fire an event for the caller's tenant and return the outcome.",
+        "Fire an event for the caller's tenant and return the outcome; when a hook asks for "
+        "approval, wait for a person (REST: at most approvalWaitS, 25 s by default).",
         ("POST", "/dispatch"),
+    ),
+    _method(
+        "approvals.list", "viewer", schemas.ApprovalListParams, schemas.ApprovalsPayload,
+        approvals_list,
+        "Approvals of the caller's tenant, newest first (pending by default), with the count "
+        "of pending ones and a revision for approvals.watch.",
+        ("GET", "/approvals"),
+    ),
+    _method(
+        "approvals.get", "viewer", schemas.ApprovalIdParams, schemas.ApprovalPayload,
+        approvals_get,
+        "One approval: tool, input, hook and reason; who decided, when and how.",
+        ("GET", "/approvals/{approvalId}"),
+    ),
+    _method(
+        "approvals.approve", "operator", schemas.ApprovalDecideParams, schemas.ApprovalPayload,
+        approvals_approve,
+        "Approve a pending approval, with an optional comment and an edited input.",
+        ("POST", "/approvals/{approvalId}/approve"),
+    ),
+    _method(
+        "approvals.deny", "operator", schemas.ApprovalDecideParams, schemas.ApprovalPayload,
+        approvals_deny,
+        "Deny a pending approval, with an optional comment.",
+        ("POST", "/approvals/{approvalId}/deny"),
+    ),
+    _method(
+        "approvals.wait", "operator", schemas.ApprovalWaitParams, schemas.OutcomePayload,
+        approvals_wait,
+        "Wait for an approval's decision and return the outcome of the dispatch that asked "
+        "(status pending again when timeoutS passed first).",
+        ("GET", "/approvals/{approvalId}/outcome"),
+    ),
+    _method(
+        "approvals.watch", "viewer", schemas.ApprovalWatchParams,
+        schemas.ApprovalWatchPayload, approvals_watch,
+        "Long-poll: returns when the caller's approvals changed since a revision (or after "
+        "timeoutS), with the pending count.",
+        ("GET", "/approvals/watch"),
     ),
 )
 METHODS: Final[dict[str, Method]] = {method.name: method for method in METHOD_LIST}

@@ -25,6 +25,14 @@ from hookgate.server.methods import METHODS, Method, call_method
 __all__ = ["API_PREFIX", "authenticate", "json_response", "rest_routes"]
 
 API_PREFIX = "/api/v1"
+#: REST calls that wait for a person answer within this many seconds (then ``pending``).
+REST_APPROVAL_WAIT_S = 25.0
+#: method: (param, its snake_case spelling, default seconds, most seconds)
+_REST_WAITS: dict[str, tuple[str, str, float, float]] = {
+    "hooks.dispatch": ("approvalWaitS", "approval_wait_s", REST_APPROVAL_WAIT_S, 60.0),
+    "approvals.wait": ("timeoutS", "timeout_s", REST_APPROVAL_WAIT_S, 60.0),
+    "approvals.watch": ("timeoutS", "timeout_s", 5.0, 5.0),
+}
 
 
 def json_response(payload: Any, status: int = 200) -> Response:
@@ -96,7 +104,23 @@ async def params_for(method: Method, request: Request) -> dict[str, Any]:
             values = request.query_params.getlist(key)
             params[key] = values[0] if len(values) == 1 else values
     params.update(request.path_params)
+    _bound_waits(method.name, params)
     return params
+
+
+def _bound_waits(name: str, params: dict[str, Any]) -> None:
+    """HTTP requests wait a bounded time (for a person, or for a change); the answer says
+    what to ask next."""
+    bound = _REST_WAITS.get(name)
+    if bound is None:
+        return
+    key, snake, default, most = bound
+    raw = params.pop(snake, params.get(key, default))
+    try:
+        wait = float(raw)
+    except (TypeError, ValueError):
+        return  # left for the params model to report
+    params[key] = min(max(wait, 0.0), most)
 
 
 def _endpoint(method: Method) -> Callable[[Request], Awaitable[Response]]:

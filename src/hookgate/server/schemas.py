@@ -14,6 +14,15 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
+    "Approval",
+    "ApprovalDecideParams",
+    "ApprovalIdParams",
+    "ApprovalListParams",
+    "ApprovalPayload",
+    "ApprovalWaitParams",
+    "ApprovalWatchParams",
+    "ApprovalWatchPayload",
+    "ApprovalsPayload",
     "ConnectParams",
     "CreateParams",
     "DispatchParams",
@@ -138,9 +147,44 @@ class DispatchParams(_Params):
     wait: bool = False
     #: W3C trace context of the caller's span (the ``traceparent`` header works too).
     traceparent: str | None = Field(default=None, max_length=200)
+    #: Seconds to wait for a person when a hook asks for approval. Over WebSocket the default
+    #: is the approval's own timeout; REST waits at most 25 s by default and then answers a
+    #: block with ``approval.status: pending`` and the id to wait on (``approvals.wait``).
+    approval_wait_s: float | None = Field(default=None, alias="approvalWaitS", ge=0, le=86400)
 
 
 # --- payloads (documentation of what comes back) ----------------------------------------------
+
+
+class ApprovalListParams(_Params):
+    #: ``pending`` (default), ``approved``, ``denied``, ``expired`` or ``all``.
+    status: Literal["pending", "approved", "denied", "expired", "all"] = "pending"
+    #: Master scope only: narrow to one tenant.
+    tenant_id: str | None = Field(default=None, alias="tenantId", max_length=200)
+    limit: int = Field(default=100, ge=1, le=500)
+
+
+class ApprovalIdParams(_Params):
+    approval_id: str = Field(alias="approvalId", min_length=1, max_length=100)
+
+
+class ApprovalDecideParams(_Params):
+    approval_id: str = Field(alias="approvalId", min_length=1, max_length=100)
+    comment: str | None = Field(default=None, max_length=2000)
+    #: Approve only: the input the tool runs with instead (the whole input, not a patch).
+    updated_input: Any = Field(default=None, alias="updatedInput")
+
+
+class ApprovalWaitParams(_Params):
+    approval_id: str = Field(alias="approvalId", min_length=1, max_length=100)
+    #: Seconds to wait for the decision (REST: at most 60).
+    timeout_s: float = Field(default=25.0, alias="timeoutS", ge=0, le=86400)
+
+
+class ApprovalWatchParams(_Params):
+    #: The ``revision`` of the last answer; the call returns when approvals changed since.
+    revision: int | None = None
+    timeout_s: float = Field(default=25.0, alias="timeoutS", ge=0, le=60)
 
 
 class _Open(BaseModel):
@@ -254,6 +298,46 @@ class OutcomePayload(BaseModel):
     abort: Literal["turn", "hard"] | None
     continue_: bool = Field(alias="continue")
     trace: list[TraceEntry]
+    #: Present when a person was asked: ``{id, status, decided_by, comment, input_edited, …}``.
+    approval: dict[str, Any] | None = None
+
+
+class Approval(_Open):
+    id: str
+    tenant_id: str
+    agent_id: str | None
+    session_id: str | None
+    event: str
+    tool_name: str | None
+    tool_input: Any
+    hook_id: str | None
+    hook_name: str
+    reason: str | None
+    status: Literal["pending", "approved", "denied", "expired"]
+    on_timeout: Policy
+    created_at: str
+    expires_at: str
+    decided_at: str | None
+    decided_by: str | None
+    comment: str | None
+    input_edited: bool
+    edited_input: Any
+
+
+class ApprovalsPayload(BaseModel):
+    approvals: list[Approval]
+    pending_count: int
+    revision: int
+
+
+class ApprovalPayload(BaseModel):
+    approval: Approval
+
+
+class ApprovalWatchPayload(BaseModel):
+    revision: int
+    pending_count: int
+    changed: bool
 
 
 class EventInfo(BaseModel):

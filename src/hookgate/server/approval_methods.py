@@ -1,0 +1,196 @@
+"""The ``approvals.*`` methods (WebSocket and REST): list, get, approve, deny, wait, watch.
+
+Viewers see a tenant's approvals; operators and admins decide them. Agents (operator keys)
+wait on an approval with ``approvals.wait`` when a dispatch answered ``pending``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from hookgate.events import UnknownEventError, get_event
+from hookgate.log import log_event
+from hookgate.server import schemas
+from hookgate.server.approvals import closed_message
+from hookgate.server.auth import Principal
+from hookgate.server.errors import ApiError
+from hookgate.store import NotFound
+from hookgate.store.approvals import ApprovalClosed, ApprovalRow
+
+if TYPE_CHECKING:
+    from hookgate.server.approvals import GatewayApprovals
+    from hookgate.server.gateway import Gateway
+
+__all__ = [
+    "approval_view",
+    "approvals_approve",
+    "approvals_deny",
+    "approvals_get",
+    "approvals_list",
+    "approvals_wait",
+    "approvals_watch",
+]
+
+#: The largest pending list counted for the header badge.
+_COUNT_LIMIT = 500
+
+
+def _approvals(gateway: Gateway) -> GatewayApprovals:
+    approvals = gateway.approvals
+    if approvals is None:
+        raise ApiError("UNAVAILABLE", "this gateway's store keeps no approvals")
+    return approvals
+
+
+def _iso(ts: float | None) -> str | None:
+    from hookgate.server.methods import iso
+
+    return iso(ts)
+
+
+def approval_view(approvals: GatewayApprovals, row: ApprovalRow) -> dict[str, Any]:
+    try:
+        tool_input = approvals.open(row.tool_input, row.id, "tool_input")
+        edited = (
+            approvals.open(row.edited_input, row.id, "edited_input") if row.input_edited else None
+        )
+    except Exception as exc:  # a rotated-away key: say so, show nothing
+        log_event("hookgate.approval.unreadable", approval_id=row.id, error=str(exc))
+        tool_input = edited = None
+    return {
+        "id": row.id,
+        "tenant_id": row.tenant_id,
+        "agent_id": row.agent_id,
+        "session_id": row.session_id,
+        "event": row.event,
+        "event_id": row.event_id,
+        "tool_name": row.tool_name,
+        "tool_input": tool_input,
+        "hook_id": row.hook_id,
+        "hook_name": row.hook_name,
+        "reason": row.reason,
+        "status": row.status,
+        "on_timeout": row.on_timeout,
+        "created_at": _iso(row.created_at),
+        "expires_at": _iso(row.expires_at),
+        "decided_at": _iso(row.decided_at),
+        "decided_by": row.decided_by,
+        "comment": row.comment,
+        "input_edited": row.input_edited,
+        "edited_input": edited,
+    }
+
+
+def _tenant(who: Principal, tenant_id: str | None) -> str | None:
+    if tenant_id is None or tenant_id == who.tenant_id:
+        return None if who.master and tenant_id is None else tenant_id
+    if not who.master:
+        raise ApiError("UNAUTHORIZED", "this action requires master tenant scope")
+    return tenant_id
+
+
+async def _pending_count(gateway: Gateway, who: Principal) -> int:
+    rows = await _approvals(gateway).store.list_approvals(
+        who.caller, status="pending", limit=_COUNT_LIMIT
+    )
+    return len(rows)
+
+
+async def approvals_list(
+    gateway: Gateway, who: Principal, p: schemas.ApprovalListParams
+) -> dict[str, Any]:
+    approvals = _approvals(gateway)
+    revision = approvals.revision_for(who.caller)
+    rows = await approvals.store.list_approvals(
+        who.caller,
+        status=None if p.status == "all" else p.status,
+        tenant_id=_tenant(who, p.tenant_id),
+        limit=p.limit,
+    )
+    return {
+        "approvals": [approval_view(approvals, row) for row in rows],
+        "pending_count": await _pending_count(gateway, who),
+        "revision": revision,
+    }
+
+
+async def approvals_get(
+    gateway: Gateway, who: Principal, p: schemas.ApprovalIdParams
+) -> dict[str, Any]:
+    approvals = _approvals(gateway)
+    row = await _get(approvals, who, p.approval_id)
+    return {"approval": approval_view(approvals, row)}
+
+
+async def _get(approvals: GatewayApprovals, who: Principal, approval_id: str) -> ApprovalRow:
+    try:
+        return await approvals.store.get_approval(who.caller, approval_id)
+    except NotFound:
+        raise ApiError("NOT_FOUND", f"no approval {approval_id}") from None
+
+
+async def _decide(
+    gateway: Gateway, who: Principal, p: schemas.ApprovalDecideParams, approve: bool
+) -> dict[str, Any]:
+    approvals = _approvals(gateway)
+    edited = "updated_input" in p.model_fields_set
+    if edited and not approve:
+        raise ApiError("INVALID_REQUEST", "updatedInput: only an approval can edit the input")
+    if edited:
+        row = await _get(approvals, who, p.approval_id)
+        try:
+            takes_input = get_event(row.event).input_field is not None
+        except UnknownEventError:
+            takes_input = False
+        if not takes_input:
+            raise ApiError("INVALID_REQUEST", f"updatedInput: {row.event} takes no input")
+    try:
+        row = await approvals.decide_by_person(
+            who.caller,
+            p.approval_id,
+            approve=approve,
+            actor=who.actor,
+            comment=p.comment or None,
+            edited_input=p.updated_input,
+            edited=edited,
+        )
+    except NotFound:
+        raise ApiError("NOT_FOUND", f"no approval {p.approval_id}") from None
+    except ApprovalClosed as exc:
+        raise ApiError("CONFLICT", closed_message(exc)) from None
+    return {"approval": approval_view(approvals, row)}
+
+
+async def approvals_approve(
+    gateway: Gateway, who: Principal, p: schemas.ApprovalDecideParams
+) -> dict[str, Any]:
+    return await _decide(gateway, who, p, approve=True)
+
+
+async def approvals_deny(
+    gateway: Gateway, who: Principal, p: schemas.ApprovalDecideParams
+) -> dict[str, Any]:
+    return await _decide(gateway, who, p, approve=False)
+
+
+async def approvals_wait(
+    gateway: Gateway, who: Principal, p: schemas.ApprovalWaitParams
+) -> dict[str, Any]:
+    approvals = _approvals(gateway)
+    await _get(approvals, who, p.approval_id)  # not found for other tenants
+    decision = await approvals.wait(p.approval_id, p.timeout_s)
+    row = await _get(approvals, who, p.approval_id)
+    outcome = await approvals.outcome_of(row, decision)
+    return outcome.to_dict()
+
+
+async def approvals_watch(
+    gateway: Gateway, who: Principal, p: schemas.ApprovalWatchParams
+) -> dict[str, Any]:
+    approvals = _approvals(gateway)
+    changed = await approvals.changed(who.caller, p.revision, p.timeout_s)
+    return {
+        "revision": approvals.revision_for(who.caller),
+        "pending_count": await _pending_count(gateway, who),
+        "changed": changed,
+    }
