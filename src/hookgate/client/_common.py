@@ -44,6 +44,10 @@ def result_of(frame: Mapping[str, Any]) -> Any:
     raise GatewayError.from_error(frame.get("error"))
 
 
+#: "Not given" (``None`` is a valid edited input: JSON null).
+_UNSET: Any = object()
+
+
 def _drop_none(params: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in params.items() if v is not None}
 
@@ -110,12 +114,43 @@ class HooksApi:
         *,
         wait: bool = False,
         traceparent: str | None = None,
+        approval_wait_s: float | None = None,
     ) -> Any:
         """Fire ``event`` with ``input`` (the fields of ``hookgate fire --input``); the
-        payload is the outcome dict (decision, reason, updated_input, …, trace)."""
+        payload is the outcome dict (decision, reason, updated_input, …, trace). When a hook
+        asks a person, the call waits for the decision (at most ``approval_wait_s``; then
+        the outcome blocks with ``approval.status == "pending"``: see :meth:`wait_approval`).
+        """
         params: dict[str, Any] = {"event": event, "input": dict(input or {})}
         if wait:
             params["wait"] = True
         if traceparent:
             params["traceparent"] = traceparent
+        if approval_wait_s is not None:
+            params["approvalWaitS"] = approval_wait_s
         return self._call("hooks.dispatch", params)
+
+    # -- approvals ----------------------------------------------------------------------------
+
+    def list_approvals(self, status: str = "pending", **query: Any) -> Any:
+        """``approvals.list``: ``status`` pending (default), approved, denied, expired, all."""
+        return self._call("approvals.list", _drop_none({"status": status, **query}))
+
+    def approve(
+        self, approval_id: str, *, comment: str | None = None, updated_input: Any = _UNSET
+    ) -> Any:
+        """``approvals.approve``; ``updated_input`` replaces the tool input that runs."""
+        params: dict[str, Any] = _drop_none({"approvalId": approval_id, "comment": comment})
+        if updated_input is not _UNSET:
+            params["updatedInput"] = updated_input
+        return self._call("approvals.approve", params)
+
+    def deny(self, approval_id: str, *, comment: str | None = None) -> Any:
+        return self._call(
+            "approvals.deny", _drop_none({"approvalId": approval_id, "comment": comment})
+        )
+
+    def wait_approval(self, approval_id: str, timeout_s: float = 25.0) -> Any:
+        """``approvals.wait``: the outcome of the dispatch that asked, once decided (still
+        ``pending`` when ``timeout_s`` passed first)."""
+        return self._call("approvals.wait", {"approvalId": approval_id, "timeoutS": timeout_s})

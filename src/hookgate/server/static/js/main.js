@@ -9,6 +9,9 @@ import { renderSignIn } from "./views/sign-in.js";
 import { renderHookList } from "./views/hook-list.js";
 import { renderHookForm } from "./views/hook-form.js";
 import { renderHookDetail } from "./views/hook-detail.js";
+import { renderApprovals } from "./approvals/view.js";
+import { approvalsNavLink } from "./approvals/badge.js";
+import { startApprovalWatch, stopApprovalWatch } from "./approvals/live.js";
 
 const app = document.getElementById("app");
 let renderToken = 0;
@@ -21,11 +24,13 @@ async function signIn(key) {
   useCatalogue(hello.events);
   storeKey(key);
   drawShell();
+  startApprovalWatch();
   route();
 }
 
 function signOut(notice = null) {
   storeKey(null);
+  stopApprovalWatch();
   gateway.onclose = null;
   gateway.close();
   main = null;
@@ -43,7 +48,7 @@ function drawShell() {
       "header",
       { class: "topbar" },
       h("a", { class: "brand", href: "#/hooks" }, h("span", { class: "brand-mark", "aria-hidden": "true" }), "hookgate"),
-      h("nav", { class: "topnav", "aria-label": "Main" }, h("a", { href: "#/hooks", text: "Hooks" })),
+      h("nav", { class: "topnav", "aria-label": "Main" }, h("a", { href: "#/hooks", text: "Hooks" }), approvalsNavLink()),
       h(
         "div",
         { class: "who", "aria-label": "Signed in as" },
@@ -72,6 +77,7 @@ async function reconnect() {
       adopt(await gateway.connect(key));
       showBanner(null);
       gateway.onclose = reconnect;
+      startApprovalWatch();
       route();
       return;
     } catch (err) {
@@ -113,6 +119,9 @@ function route() {
       break;
     case "detail":
       work = renderHookDetail(main, current, ctx);
+      break;
+    case "approvals":
+      work = renderApprovals(main, current, ctx);
       break;
     default:
       mount(main, h("h1", { tabIndex: -1, text: "Page not found" }), h("p", {}, h("a", { href: "#/hooks", text: "Back to hooks" })));

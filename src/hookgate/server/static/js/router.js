@@ -1,4 +1,5 @@
-// Hash routes: #/hooks, #/hooks/new, #/hooks/<id>[/overview|/test|/history|/edit].
+// Hash routes: #/hooks, #/hooks/new, #/hooks/<id>[/overview|/test|/history|/edit],
+// #/approvals[/<id>].
 
 const TABS = new Set(["overview", "test", "history"]);
 
@@ -9,6 +10,7 @@ export function parseRoute(hash = window.location.hash) {
   if (parts.length === 0 || (parts.length === 1 && parts[0] === "hooks")) {
     return { name: "list", query };
   }
+  if (parts[0] === "approvals" && parts.length <= 2) return { name: "approvals", id: parts[1] || null, query };
   if (parts[0] !== "hooks") return { name: "notfound", query };
   if (parts[1] === "new" && parts.length === 2) return { name: "create", query };
   const id = parts[1];
