@@ -22,6 +22,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "hookgate.cli.keys",
     "hookgate.cli.db",
     "hookgate.cli.hooks",
+    "hookgate.cli.approvals",
     "hookgate.cli.boundary",
     "hookgate.cli.mcp_proxy",
 )
