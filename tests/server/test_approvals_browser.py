@@ -301,7 +301,7 @@ def test_an_approval_survives_a_gateway_restart(
 
     _ = browser
     gateway = approvals_gateway(tmp_path / "data")
-    admin = gateway.create_key(TENANT, "admin")
+    admin = gateway.create_key(TENANT, "admin", master=True)
     gateway.start()
     try:
         rest_json(
