@@ -58,7 +58,12 @@ def demo_command(state: Path, *extra: str) -> list[str]:
 
 @asynccontextmanager
 async def proxy_client(
-    proxy_args: list[str], log_path: Path, *, mode: str = "auto", env: dict[str, str] | None = None
+    proxy_args: list[str],
+    log_path: Path,
+    *,
+    mode: str = "auto",
+    env: dict[str, str] | None = None,
+    **client_options: Any,
 ) -> AsyncIterator[Client]:
     """An ``mcp.Client`` talking to ``hookgate mcp-proxy PROXY_ARGS`` over stdio; the proxy's
     stderr (its log) goes to ``log_path``."""
@@ -69,7 +74,8 @@ async def proxy_client(
         cwd=str(REPO),
     )
     with open(log_path, "w") as log:  # noqa: ASYNC230 - opened once, before any traffic
-        async with Client(stdio_client(params, errlog=log), mode=mode) as client:  # type: ignore[arg-type]
+        transport = stdio_client(params, errlog=log)
+        async with Client(transport, mode=mode, **client_options) as client:  # type: ignore[arg-type]
             yield client
 
 

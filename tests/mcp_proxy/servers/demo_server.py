@@ -15,8 +15,10 @@ import asyncio
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.types import Completion, SamplingMessage, TextContent
 
 
 def build(state: Path | None) -> MCPServer:
@@ -83,6 +85,30 @@ def build(state: Path | None) -> MCPServer:
     def getenv(name: str) -> str:
         """One environment variable of this server ("" when unset)."""
         return os.environ.get(name, "")
+
+    @server.tool(structured_output=False)
+    async def shout(text: str, ctx: Context) -> str:
+        """Log the text and say the tool list changed (server-to-client notifications)."""
+        await ctx.info(f"shouting {text}")
+        await ctx.request_context.session.send_tool_list_changed()
+        return text.upper()
+
+    @server.tool(structured_output=False)
+    async def ask(question: str, ctx: Context) -> str:
+        """Ask the client's model (a server-to-client sampling request)."""
+        answer = await ctx.request_context.session.create_message(
+            messages=[SamplingMessage(role="user", content=TextContent(type="text", text=question))],
+            max_tokens=20,
+        )
+        content = answer.content
+        return content.text if isinstance(content, TextContent) else str(content)
+
+    @server.completion()
+    async def complete(ref: Any, argument: Any, context: Any) -> Completion | None:
+        if argument.name == "name":
+            names = ["Ann", "Anton", "Bo"]
+            return Completion(values=[n for n in names if n.startswith(argument.value)])
+        return None
 
     @server.resource("demo://greeting")
     def greeting() -> str:

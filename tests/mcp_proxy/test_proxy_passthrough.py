@@ -1,0 +1,59 @@
+"""What passes through ``hookgate mcp-proxy`` untouched, in both directions, for a client in
+the handshake era (how Claude Code speaks): completion, log messages, list-changed
+notifications, and a sampling request from the server answered by the client."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from tests.mcp_proxy.proxy_support import HOOKS, demo_command, proxy_client, types
+
+
+async def eventually(condition: Callable[[], bool], timeout: float = 10.0) -> None:
+    async with asyncio.timeout(timeout):
+        while not condition():
+            await asyncio.sleep(0.01)
+
+
+async def test_both_directions_pass_through(tmp_path: Path) -> None:
+    logs: list[Any] = []
+    notifications: list[str] = []
+    questions: list[str] = []
+
+    async def on_log(params: types.LoggingMessageNotificationParams) -> None:
+        logs.append(params.data)
+
+    async def on_message(message: Any) -> None:
+        if isinstance(message, types.ServerNotification | types.ToolListChangedNotification):
+            notifications.append(getattr(message, "method", type(message).__name__))
+
+    async def on_sampling(ctx: Any, params: types.CreateMessageRequestParams) -> Any:
+        questions.append(params.messages[0].content.text)
+        return types.CreateMessageResult(
+            role="assistant", model="scripted",
+            content=types.TextContent(type="text", text="forty-two"),
+        )
+
+    args = ["--config", HOOKS, "--", *demo_command(tmp_path)]
+    async with proxy_client(
+        args, tmp_path / "proxy.log", mode="legacy",
+        logging_callback=on_log, message_handler=on_message, sampling_callback=on_sampling,
+    ) as client:
+        completion = await client.complete(
+            types.PromptReference(type="ref/prompt", name="greet"),
+            argument={"name": "name", "value": "An"},
+        )
+        assert completion.completion.values == ["Ann", "Anton"]
+
+        shouted = await client.call_tool("shout", {"text": "hello"})
+        assert shouted.content[0].text == "HELLO"
+        # Notifications travel beside the answer, so they may land just after it.
+        await eventually(lambda: logs == ["shouting hello"])
+        await eventually(lambda: "notifications/tools/list_changed" in notifications)
+
+        asked = await client.call_tool("ask", {"question": "what is six times seven?"})
+        assert asked.content[0].text == "forty-two"
+        assert questions == ["what is six times seven?"]
