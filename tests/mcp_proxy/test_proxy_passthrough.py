@@ -5,30 +5,24 @@ notifications, and a sampling request from the server answered by the client."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from tests.mcp_proxy.proxy_support import HOOKS, demo_command, proxy_client, types
 
 
-async def eventually(condition: Callable[[], bool], timeout: float = 10.0) -> None:
-    async with asyncio.timeout(timeout):
-        while not condition():
-            await asyncio.sleep(0.01)
-
-
 async def test_both_directions_pass_through(tmp_path: Path) -> None:
     logs: list[Any] = []
-    notifications: list[str] = []
     questions: list[str] = []
+    logged, tools_changed = asyncio.Event(), asyncio.Event()
 
     async def on_log(params: types.LoggingMessageNotificationParams) -> None:
         logs.append(params.data)
+        logged.set()
 
     async def on_message(message: Any) -> None:
-        if isinstance(message, types.ServerNotification | types.ToolListChangedNotification):
-            notifications.append(getattr(message, "method", type(message).__name__))
+        if isinstance(message, types.ToolListChangedNotification):
+            tools_changed.set()
 
     async def on_sampling(ctx: Any, params: types.CreateMessageRequestParams) -> Any:
         questions.append(params.messages[0].content.text)
@@ -51,8 +45,9 @@ async def test_both_directions_pass_through(tmp_path: Path) -> None:
         shouted = await client.call_tool("shout", {"text": "hello"})
         assert shouted.content[0].text == "HELLO"
         # Notifications travel beside the answer, so they may land just after it.
-        await eventually(lambda: logs == ["shouting hello"])
-        await eventually(lambda: "notifications/tools/list_changed" in notifications)
+        await asyncio.wait_for(logged.wait(), 10)
+        await asyncio.wait_for(tools_changed.wait(), 10)
+        assert logs == ["shouting hello"]
 
         asked = await client.call_tool("ask", {"question": "what is six times seven?"})
         assert asked.content[0].text == "forty-two"

@@ -96,9 +96,9 @@ def build(state: Path | None) -> MCPServer:
     @server.tool(structured_output=False)
     async def ask(question: str, ctx: Context) -> str:
         """Ask the client's model (a server-to-client sampling request)."""
+        message = SamplingMessage(role="user", content=TextContent(type="text", text=question))
         answer = await ctx.request_context.session.create_message(
-            messages=[SamplingMessage(role="user", content=TextContent(type="text", text=question))],
-            max_tokens=20,
+            messages=[message], max_tokens=20
         )
         content = answer.content
         return content.text if isinstance(content, TextContent) else str(content)
