@@ -8,7 +8,7 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from tests.mcp_proxy.proxy_support import HOOKS, demo_command, proxy_client, types
+from tests.mcp_proxy.proxy_support import HOOKS, demo_command, proxy_client, read_calls, types
 
 
 async def test_both_directions_pass_through(tmp_path: Path) -> None:
@@ -36,6 +36,11 @@ async def test_both_directions_pass_through(tmp_path: Path) -> None:
         args, tmp_path / "proxy.log", mode="legacy",
         logging_callback=on_log, message_handler=on_message, sampling_callback=on_sampling,
     ) as client:
+        # A hidden tool stays hidden for a client that calls it without listing first.
+        hidden = await client.call_tool("secret_info", {})
+        assert hidden.is_error is True and "not available" in hidden.content[0].text
+        assert "secret_info" not in read_calls(tmp_path)
+
         completion = await client.complete(
             types.PromptReference(type="ref/prompt", name="greet"),
             argument={"name": "name", "value": "An"},

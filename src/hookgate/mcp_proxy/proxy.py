@@ -68,6 +68,8 @@ FORWARDED_NOTIFICATIONS: tuple[str, ...] = (
 #: ``_meta`` keys of the 2026 per-request envelope: they describe the client's connection
 #: to the proxy, not the proxy's connection to the upstream.
 _ENVELOPE_PREFIX = "io.modelcontextprotocol/"
+#: Pages of tools/list read before the first call; more is taken as a misbehaving server.
+_MAX_PAGES = 100
 
 
 class McpProxy:
@@ -245,9 +247,18 @@ class McpProxy:
         return {**listing, "tools": shown}
 
     async def _learn_tools(self, ctx: ServerRequestContext[Any, Any]) -> None:
-        """A call before any listing: list once so hidden tools and output schemas are known."""
-        listing = await self.upstream.request("tools/list", None)
-        await self._filter_listing(listing, ctx)
+        """A call before any listing: list every page once, so hidden tools and output
+        schemas are known whatever the client listed."""
+        cursor: Any = None
+        for _page in range(_MAX_PAGES):
+            listing = await self.upstream.request(
+                "tools/list", {"cursor": cursor} if cursor else None
+            )
+            await self._filter_listing(listing, ctx)
+            cursor = listing.get("nextCursor")
+            if not cursor:
+                return
+        raise UpstreamError(f"MCP server {self.label} lists more than {_MAX_PAGES} pages of tools")
 
     # -- the upstream's side --------------------------------------------------------------
 
