@@ -72,36 +72,70 @@ async def _pipe_streams(fd_in: int, fd_out: int) -> AsyncIterator[tuple[Any, Any
         asyncio.streams.FlowControlMixin, out_file
     )
     writer = asyncio.StreamWriter(write_transport, protocol, None, loop)
-    incoming_send, incoming = anyio.create_memory_object_stream[SessionMessage | Exception](0)
-    outgoing, outgoing_receive = anyio.create_memory_object_stream[SessionMessage](0)
-
-    async def read_lines() -> None:
-        async with incoming_send:
-            while line := await reader.readline():
-                if not line.strip():
-                    continue
-                try:
-                    message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
-                except Exception as exc:
-                    await incoming_send.send(exc)
-                    continue
-                await incoming_send.send(SessionMessage(message))
-
-    async def write_lines() -> None:
-        async with outgoing_receive:
-            async for item in outgoing_receive:
-                data = item.message.model_dump_json(by_alias=True, exclude_unset=True)
-                writer.write(data.encode() + b"\n")
-                await writer.drain()
-
     try:
-        async with anyio.create_task_group() as group:
-            group.start_soon(read_lines)
-            group.start_soon(write_lines)
-            try:
-                yield incoming, outgoing
-            finally:
-                group.cancel_scope.cancel()
+        yield _LineReader(reader), _LineWriter(writer)
     finally:
         read_transport.close()
         write_transport.close()
+
+
+class _LineReader:
+    """The SDK's read-stream protocol over a pipe: one JSON-RPC message per line, parsed in
+    the reading task itself (no relay task, no memory stream in between)."""
+
+    def __init__(self, reader: asyncio.StreamReader) -> None:
+        self._reader = reader
+
+    async def receive(self) -> SessionMessage | Exception:
+        while True:
+            line = await self._reader.readline()
+            if not line:
+                raise anyio.EndOfStream
+            if not line.strip():
+                continue
+            try:
+                message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+            except Exception as exc:  # the dispatcher answers a parse error for it
+                return exc
+            return SessionMessage(message)
+
+    def __aiter__(self) -> _LineReader:
+        return self
+
+    async def __anext__(self) -> SessionMessage | Exception:
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def aclose(self) -> None:
+        return None
+
+    async def __aenter__(self) -> _LineReader:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
+class _LineWriter:
+    """The SDK's write-stream protocol over a pipe: each message written by its sender."""
+
+    def __init__(self, writer: asyncio.StreamWriter) -> None:
+        self._writer = writer
+
+    async def send(self, item: SessionMessage, /) -> None:
+        if self._writer.is_closing():
+            raise anyio.ClosedResourceError
+        data = item.message.model_dump_json(by_alias=True, exclude_unset=True)
+        self._writer.write(data.encode() + b"\n")
+        await self._writer.drain()
+
+    async def aclose(self) -> None:
+        return None  # the pipe is closed with the context that opened it
+
+    async def __aenter__(self) -> _LineWriter:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()

@@ -225,59 +225,27 @@ class Upstream:
 
     async def _connection(self, live: _Live) -> None:
         async with self._transport() as (read, write):
-            relay_in, relay_out = anyio.create_memory_object_stream[SessionMessage | Exception](
-                16
-            )
-            dispatcher = JSONRPCDispatcher(relay_out, write)
+            dispatcher = JSONRPCDispatcher(_Watched(read, live, self.label), write)
             requests = self._server_requests()
-            async with anyio.create_task_group() as group:
-                group.start_soon(self._relay, live, read, relay_in)
-                session = ClientSession(
-                    dispatcher=dispatcher,
-                    # The SDK types these as callback protocols; ours take the same arguments.
-                    sampling_callback=cast(Any, requests.sampling),
-                    elicitation_callback=cast(Any, requests.elicitation),
-                    list_roots_callback=cast(Any, requests.roots),
-                    message_handler=self._incoming,
-                )
-                async with session:
-                    try:
-                        live.result = await session.initialize()
-                    except Exception as exc:
-                        if live.fault is None:
-                            live.fault = f"failed to initialise: {_describe(exc)}"
-                        raise
-                    live.dispatcher = dispatcher
-                    live.ready.set()
-                    log.info("%s: connected, protocol %s", self.label,
-                             live.result.protocol_version)
-                    await live.closed.wait()
-                group.cancel_scope.cancel()
-
-    async def _relay(
-        self,
-        live: _Live,
-        source: Any,
-        sink: anyio.abc.ObjectSendStream[SessionMessage | Exception],
-    ) -> None:
-        try:
-            async with sink:
-                async for item in source:
-                    if isinstance(item, Exception):
-                        live.fault = (
-                            f"answered something that is not JSON-RPC ({shorten(str(item), 200)})"
-                        )
-                        log.error("MCP server %s %s; closing it", self.label, live.fault)
-                        return
-                    await sink.send(item)
-            if live.fault is None:
-                live.fault = "exited or closed its connection"
-            if not live.stopping:
-                log.error("MCP server %s %s", self.label, live.fault)
-        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-            pass
-        finally:
-            live.closed.set()
+            session = ClientSession(
+                dispatcher=dispatcher,
+                # The SDK types these as callback protocols; ours take the same arguments.
+                sampling_callback=cast(Any, requests.sampling),
+                elicitation_callback=cast(Any, requests.elicitation),
+                list_roots_callback=cast(Any, requests.roots),
+                message_handler=self._incoming,
+            )
+            async with session:
+                try:
+                    live.result = await session.initialize()
+                except Exception as exc:
+                    if live.fault is None:
+                        live.fault = f"failed to initialise: {_describe(exc)}"
+                    raise
+                live.dispatcher = dispatcher
+                live.ready.set()
+                log.info("%s: connected, protocol %s", self.label, live.result.protocol_version)
+                await live.closed.wait()
 
     async def _incoming(self, message: Any) -> None:
         if isinstance(message, Exception):
@@ -306,6 +274,56 @@ class Upstream:
                 yield streams
         finally:
             stderr.spawned()
+
+
+class _Watched:
+    """The transport's read stream, watched inline as the dispatcher reads it: its end (the
+    server exited) and anything that is not JSON-RPC (the server answered garbage) are
+    recorded as the connection's fault and end the stream, so waiting requests fail at once
+    and the next request starts a new connection."""
+
+    def __init__(self, inner: Any, live: _Live, label: str) -> None:
+        self._inner = inner
+        self._live = live
+        self._label = label
+
+    async def receive(self) -> SessionMessage:
+        live = self._live
+        if live.closed.is_set():
+            raise anyio.EndOfStream
+        try:
+            item = await self._inner.receive()
+        except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
+            if live.fault is None:
+                live.fault = "exited or closed its connection"
+            if not live.stopping:
+                log.error("MCP server %s %s", self._label, live.fault)
+            live.closed.set()
+            raise anyio.EndOfStream from None
+        if isinstance(item, Exception):
+            live.fault = f"answered something that is not JSON-RPC ({shorten(str(item), 200)})"
+            log.error("MCP server %s %s; closing it", self._label, live.fault)
+            live.closed.set()
+            raise anyio.EndOfStream
+        return item  # type: ignore[no-any-return]
+
+    def __aiter__(self) -> _Watched:
+        return self
+
+    async def __anext__(self) -> SessionMessage:
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> _Watched:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
 
 
 class _StderrToLog:
