@@ -7,11 +7,15 @@ by call (so machine noise hits them alike); the median per-call time is reported
 * proxied: the client starts ``hookgate mcp-proxy --config HOOKS -- <the same server>`` with
   one matching callable ``pre_tool_use`` hook (it reads the arguments and allows), and makes
   the same call (goal: at most 1.3x the direct call).
+
+Afterwards the CPU time each process spends per call is read from ``/proc`` (Linux), to show
+where the time goes: the proxy does about the work of one more MCP client and server.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 import tempfile
 from contextlib import AsyncExitStack
@@ -30,6 +34,33 @@ hooks:
     matcher: "^add$"
     config: {callable: "bench.mcp_hooks:check_add"}
 """
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as stat:
+                    fields = stat.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid:
+                found.append(int(entry))
+    return found
+
+
+def _cpu_s(pid: int) -> float:
+    with open(f"/proc/{pid}/stat") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def _cpu_per_call_us(client: object, pids: dict[str, int], calls: int) -> dict[str, float]:
+    before = {name: _cpu_s(pid) for name, pid in pids.items()}
+    for _ in range(calls):
+        await client.call_tool("add", {"a": 2, "b": 3})  # type: ignore[attr-defined]
+    return {name: (_cpu_s(pid) - before[name]) / calls * 1e6 for name, pid in pids.items()}
 
 
 async def _measure(samples: int) -> dict[str, float]:
@@ -58,13 +89,21 @@ async def _measure(samples: int) -> dict[str, float]:
                 for client in (direct, proxied):  # warm both paths (imports, caches)
                     for _ in range(20):
                         await client.call_tool("add", {"a": 2, "b": 3})
-                return await interleaved_medians_us(
+                times = await interleaved_medians_us(
                     {
                         "direct": lambda: direct.call_tool("add", {"a": 2, "b": 3}),
                         "proxied": lambda: proxied.call_tool("add", {"a": 2, "b": 3}),
                     },
                     samples=samples,
                 )
+                if sys.platform == "linux":  # /proc
+                    proxy = next(pid for pid in _children(os.getpid())
+                                 if _children(pid))  # the one with a child of its own
+                    pids = {"proxy": proxy, "upstream": _children(proxy)[0],
+                            "client": os.getpid()}
+                    cpu = await _cpu_per_call_us(proxied, pids, samples)
+                    times.update({f"cpu {name}": value for name, value in cpu.items()})
+                return times
 
 
 def run(quick: bool) -> list[Row]:
@@ -81,5 +120,10 @@ def run(quick: bool) -> list[Row]:
             baseline_value=direct,
             goal="<= 1.3x",
             passed=proxied <= 1.3 * direct,
+        ),
+        *(
+            Row("mcp", f"  CPU per proxied call: {name[4:]} process", value, "µs")
+            for name, value in times.items()
+            if name.startswith("cpu ")
         ),
     ]
