@@ -6,6 +6,7 @@ modules, so a new import on this path is a decision, not an accident."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -73,4 +74,33 @@ def test_local_path_imports(tmp_path: Path) -> None:
 def test_a_json_hooks_file_needs_no_yaml(tmp_path: Path) -> None:
     modules = imported_modules(tmp_path, "hookgate.json")
     assert "yaml" not in modules
+    assert not {m for m in modules if m.split(".")[0] in FORBIDDEN}
+
+
+def test_gateway_path_needs_no_engine_and_no_asyncio(tmp_path: Path) -> None:
+    # --gateway: the gateway answers in Claude Code's JSON, so only an HTTP request is made
+    # (here to a closed port: it fails closed, through the same modules as an answer).
+    from tests.server.gateway_process import free_port
+
+    listing = tmp_path / "modules.json"
+    script = (
+        "import atexit, json, sys\n"
+        f"note = lambda: open({str(listing)!r}, 'w').write(json.dumps(sorted(sys.modules)))\n"
+        "atexit.register(note)\n"
+        f"sys.argv = ['hookgate', 'claude-code', '--gateway', "
+        f"'http://127.0.0.1:{free_port()}']\n"
+        "from hookgate.launcher import main\n"
+        "main()\n"
+    )
+    event = {"session_id": "s", "hook_event_name": "PreToolUse", "tool_name": "Bash",
+             "tool_input": {"command": "ls"}}
+    result = subprocess.run([sys.executable, "-c", script], input=json.dumps(event),
+                            capture_output=True, text=True, timeout=60, check=False,
+                            env={**os.environ, "HOOKGATE_API_KEY": "hg-x"})
+    assert result.returncode == 2 and "cannot connect" in result.stderr
+    modules = set(json.loads(listing.read_text()))
+    assert {m for m in modules if m.split(".")[0] == "hookgate"} == {
+        "hookgate", "hookgate.launcher", "hookgate.bridges", "hookgate.bridges.claude_code_main",
+        "hookgate.bridges.claude_code_http"}
+    assert "asyncio" not in modules and "yaml" not in modules
     assert not {m for m in modules if m.split(".")[0] in FORBIDDEN}

@@ -102,20 +102,24 @@ def run(
             text = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
             return fail(None, f"stdin is not UTF-8 (byte {exc.start})", stderr)
-        import asyncio
-
         gateway = args.gateway or env.get("HOOKGATE_GATEWAY_URL")
         if gateway:
-            from hookgate.bridges.claude_code import run_gateway_bridge
+            # The gateway answers in Claude Code's JSON: only an HTTP request is needed here.
+            from hookgate.bridges.claude_code_http import ask_gateway
 
-            answer = asyncio.run(
-                run_gateway_bridge(text, gateway, env.get("HOOKGATE_API_KEY"))
-            )
-        else:
-            from hookgate.bridges.claude_code import run_bridge
-            from hookgate.settings import Settings
+            reply = ask_gateway(raw, gateway, env.get("HOOKGATE_API_KEY"))
+            if reply.error is not None:
+                return fail(_peek_event(raw), reply.error, stderr)
+            if reply.stdout:
+                stdout.write(reply.stdout + "\n")
+                stdout.flush()
+            return 0
+        import asyncio
 
-            answer = asyncio.run(run_bridge(text, args.config, settings=Settings.from_env()))
+        from hookgate.bridges.claude_code import run_bridge
+        from hookgate.settings import Settings
+
+        answer = asyncio.run(run_bridge(text, args.config, settings=Settings.from_env()))
         if answer.stdout is not None:
             stdout.write(answer.stdout_text() + "\n")
             stdout.flush()

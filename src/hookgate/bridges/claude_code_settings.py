@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
+from hookgate.bridges.claude_code_http import CLAUDE_CODE_PATH
+
 __all__ = [
     "CLAUDE_CODE_PATH",
     "DEFAULT_EVENTS",
@@ -68,8 +70,6 @@ _BRIDGE: Final = re.compile(
 )
 #: Seconds Claude Code gives the bridge (hookgate's own hooks stop at 10 s each).
 DEFAULT_TIMEOUT_S: Final = 30
-#: The gateway's endpoint that speaks Claude Code's hook contract.
-CLAUDE_CODE_PATH: Final = "/api/v1/claude-code/hook"
 #: How Claude Code reaches a gateway: curl (fail-closed, default), Claude Code's own http
 #: hook (fail-open when the gateway is down), or the Python bridge (fail-closed, slower start).
 TRANSPORTS: Final = ("curl", "http", "python")

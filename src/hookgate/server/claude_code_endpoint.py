@@ -27,6 +27,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from hookgate.bridges.claude_code import answer_claude_code, failure_json
+from hookgate.bridges.claude_code_http import CLAUDE_CODE_PATH
 from hookgate.client.outcome import outcome_from_payload
 from hookgate.log import log_event
 from hookgate.outcome import Outcome
@@ -38,7 +39,7 @@ from hookgate.server.rest import API_PREFIX, authenticate, error_response, json_
 
 __all__ = ["CLAUDE_CODE_PATH", "claude_code_routes"]
 
-CLAUDE_CODE_PATH: Final = API_PREFIX + "/claude-code/hook"
+assert CLAUDE_CODE_PATH.startswith(API_PREFIX)
 _METHOD: Final = "claude-code.hook"
 
 
