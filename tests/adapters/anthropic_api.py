@@ -2,7 +2,9 @@
 Claude Code CLI bundled with the Claude Agent SDK runs offline (``ANTHROPIC_BASE_URL``).
 
 Requests that offer tools are the agent's turns and take the next scripted reply; the CLI's
-side requests (titles and the like, no tools) get a short text.
+side requests (titles and the like, no tools) get a short text. A sub-agent's turns, which run
+beside the main agent's, are answered from ``by_task`` (keyed by the sub-agent's task, its
+first user message) so the main script's order does not depend on who asks first.
 """
 
 from __future__ import annotations
@@ -26,8 +28,9 @@ class Reply:
 
 
 class AnthropicScript:
-    def __init__(self, *replies: Reply) -> None:
+    def __init__(self, *replies: Reply, by_task: dict[str, Reply] | None = None) -> None:
         self.replies = list(replies)
+        self.by_task = by_task or {}
         self.requests: list[dict[str, Any]] = []
         self.port = 0
         self._loop = asyncio.new_event_loop()
@@ -59,7 +62,10 @@ class AnthropicScript:
     async def _messages(self, request: web.Request) -> web.StreamResponse:
         body = await request.json()
         self.requests.append(body)
-        if body.get("tools"):
+        task = _first_user_text(body)
+        if body.get("tools") and task in self.by_task:
+            reply = self.by_task[task]
+        elif body.get("tools"):
             reply = self.replies.pop(0) if self.replies else Reply(text="(script ended)")
         else:
             reply = Reply(text="ok")
@@ -155,3 +161,16 @@ class AnthropicScript:
             asyncio.run_coroutine_threadsafe(self._runner.cleanup(), self._loop).result(10)
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(5)
+
+
+def _first_user_text(body: dict[str, Any]) -> str | None:
+    for message in body.get("messages") or []:
+        if message.get("role") != "user":
+            continue
+        content = message.get("content")
+        if isinstance(content, str):
+            return content
+        texts = [b.get("text", "") for b in content or [] if b.get("type") == "text"]
+        # Claude Code prepends reminders as separate text blocks: the task is the last one.
+        return texts[-1] if texts else None
+    return None

@@ -4,6 +4,7 @@ throw-away project folder."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +24,9 @@ COMMAND = "echo original > marker.txt"
 class Session:
     """One ``query()`` in its own project and home folders."""
 
-    def __init__(self, root: Path, target: Any, *replies: Reply) -> None:
+    def __init__(
+        self, root: Path, target: Any, *replies: Reply, by_task: dict[str, Reply] | None = None
+    ) -> None:
         self.project = root / "project"
         self.home = root / "home"
         self.project.mkdir()
@@ -33,11 +36,12 @@ class Session:
             Reply(tool="Bash", tool_input={"command": COMMAND}),
             Reply(text="all done"),
         )
+        self.by_task = by_task
         self.api: AnthropicScript
         self.messages: list[Any] = []
 
     async def run(self, prompt: str = "clean up") -> ResultMessage | None:
-        with AnthropicScript(*self.replies) as api:
+        with AnthropicScript(*self.replies, by_task=self.by_task) as api:
             self.api = api
             env = {
                 "HOME": str(self.home),
@@ -54,7 +58,7 @@ class Session:
                 hooks=hook_matchers(self.target, agent_name="ops"),
                 cwd=str(self.project),
                 env=env,
-                allowed_tools=["Bash"],
+                allowed_tools=["Bash", "Agent"],
             )
             async for message in query(prompt=prompt, options=options):
                 self.messages.append(message)
@@ -193,3 +197,62 @@ async def test_an_unreachable_gateway_blocks(tmp_path: Path) -> None:
     await session.run()
     assert session.api.agent_turns == []
     assert session.marker() is None
+
+
+SPAWN = Reply(
+    tool="Agent",
+    tool_input={"description": "list", "prompt": "list files", "subagent_type": "general-purpose"},
+)
+
+
+def _sub_agent_asked(session: Session, task: str) -> bool:
+    return any(
+        message.get("role") == "user" and task in json.dumps(message.get("content"))
+        for body in session.api.agent_turns
+        for message in body.get("messages", [])[:1]
+    )
+
+
+async def test_a_blocked_sub_agent_never_starts(tmp_path: Path) -> None:
+    engine, seen = engine_with(
+        {"subagent_start": lambda e: {"decision": "block", "reason": "no delegation"}}
+    )
+    session = Session(
+        tmp_path,
+        engine,
+        SPAWN,
+        Reply(text="all done"),
+        by_task={"list files": Reply(text="helped")},
+    )
+    await session.run()
+    assert not _sub_agent_asked(session, "list files")
+    result = session.tool_result()
+    assert result["is_error"] is True
+    assert "no delegation" in _text(result)
+    start = seen.payloads("subagent_start")[0]
+    assert (start["source_agent"], start["target_agent"], start["task"]) == (
+        "ops",
+        "general-purpose",
+        "list files",
+    )
+    await engine.drain()
+    assert "subagent_stop" not in seen.names()
+
+
+async def test_a_sub_agent_task_rewrite_is_what_it_runs(tmp_path: Path) -> None:
+    engine, seen = engine_with(
+        {"subagent_start": lambda e: {"updated_input": "list only the docs folder"}}
+    )
+    session = Session(
+        tmp_path,
+        engine,
+        SPAWN,
+        Reply(text="all done"),
+        by_task={"list only the docs folder": Reply(text="helped")},
+    )
+    await session.run()
+    assert _sub_agent_asked(session, "list only the docs folder")
+    assert not _sub_agent_asked(session, "list files")
+    await engine.drain()
+    stop = seen.payloads("subagent_stop")[0]
+    assert (stop["target_agent"], stop["output"]) == ("general-purpose", "helped")

@@ -31,8 +31,11 @@ rewrite the prompt          impossible   Claude Code takes no new prompt: the pr
                                          blocked and the block message shows the rewrite
 before_llm / after_llm      impossible   the model is called inside the CLI (a proxy at
                                          ``ANTHROPIC_BASE_URL`` is the way to reach it)
-sub-agent start / stop      native       ``SubagentStart`` / ``SubagentStop``; a start
-                                         cannot be refused, so a block stops the run
+sub-agent start / stop      native       ``subagent_start`` at the ``Agent``/``Task`` tool
+                                         call that spawns it (a block denies the call, a
+                                         rewrite of ``task`` becomes its ``prompt``: a
+                                         block answered to ``SubagentStart`` does not stop
+                                         a sub-agent); ``SubagentStop``
 session start               workaround   Claude Code's ``SessionStart`` never fires through
                                          the SDK: ``session_start`` is fired at the first
                                          ``UserPromptSubmit`` of each session
@@ -71,6 +74,9 @@ EVENTS: Final[tuple[HookEvent, ...]] = (
     "Notification",
 )
 
+#: The tools through which Claude Code spawns a sub-agent (``Task`` was renamed ``Agent``).
+SUBAGENT_TOOLS: Final = frozenset({"Agent", "Task"})
+
 Callback = Callable[[HookInput, str | None, HookContext], Awaitable[HookJSONOutput]]
 
 
@@ -85,7 +91,6 @@ def _for_sdk(answer: dict[str, Any]) -> dict[str, Any]:
 _BLOCKING: Final = {
     "PreToolUse": "pre_tool_use",
     "UserPromptSubmit": "user_prompt_submit",
-    "SubagentStart": "subagent_start",
     "PermissionRequest": "approve_tool",
 }
 
@@ -102,8 +107,6 @@ def _refusal(event: str, reason: str) -> dict[str, Any]:
         }
     if event == "UserPromptSubmit":
         return {"decision": "block", "reason": reason}
-    if event == "SubagentStart":
-        return {"continue_": False, "stopReason": reason}
     if event == "PermissionRequest":
         return {
             "hookSpecificOutput": {
@@ -114,14 +117,59 @@ def _refusal(event: str, reason: str) -> dict[str, Any]:
     return {}
 
 
+async def _spawn(
+    gate: Gate, payload: dict[str, Any], agent_name: str | None, answer: dict[str, Any]
+) -> dict[str, Any]:
+    """``subagent_start`` at the ``Agent``/``Task`` tool call that spawns the sub-agent: the
+    one point where Claude Code lets a hook refuse it or change its task (a block answered to
+    ``SubagentStart`` itself does not stop the sub-agent)."""
+    tool_input = dict(payload.get("tool_input") or {})
+    specific = answer.setdefault("hookSpecificOutput", {"hookEventName": "PreToolUse"})
+    if isinstance(specific.get("updatedInput"), dict):
+        tool_input = dict(specific["updatedInput"])
+    outcome = await gate.fire(
+        "subagent_start",
+        {
+            key: payload[key]
+            for key in ("session_id", "turn_id", "agent_id", "tool_use_id")
+            if payload.get(key) is not None
+        }
+        | {
+            "source_agent": agent_name or "main",
+            "target_agent": str(tool_input.get("subagent_type") or "general-purpose"),
+            "task": tool_input.get("prompt"),
+        },
+    )
+    if outcome.blocked:
+        specific["permissionDecision"] = "deny"
+        specific["permissionDecisionReason"] = outcome.reason or "sub-agent blocked by hookgate"
+        if outcome.abort is not None or not outcome.continue_:
+            answer["continue"] = False
+            answer["stopReason"] = specific["permissionDecisionReason"]
+        return answer
+    if outcome.updated_input is not None:
+        if not isinstance(outcome.updated_input, str):
+            raise TypeError("updated_input for subagent_start must be the new task (a string)")
+        specific["updatedInput"] = {**tool_input, "prompt": outcome.updated_input}
+    if outcome.additional_context:
+        context = [specific.get("additionalContext"), *outcome.additional_context]
+        specific["additionalContext"] = "\n\n".join(c for c in context if c)
+    if len(specific) == 1:
+        del answer["hookSpecificOutput"]
+    return answer
+
+
 def _callback(gate: Gate, agent_name: str | None, started: set[str]) -> Callback:
     async def hook(
         input_data: HookInput, tool_use_id: str | None, context: HookContext
     ) -> HookJSONOutput:
         event = str(input_data.get("hook_event_name", ""))
         try:
+            if event == "SubagentStart":
+                # Decided at the spawning tool call (see _spawn); nothing more to ask here.
+                return {}
             spec, payload = hookgate_input(input_data)
-            if tool_use_id and not payload.get("tool_use_id"):
+            if tool_use_id and "tool_name" in payload and not payload.get("tool_use_id"):
                 payload["tool_use_id"] = tool_use_id
             if payload.get("prompt_id"):
                 payload["turn_id"] = payload["prompt_id"]
@@ -138,10 +186,9 @@ def _callback(gate: Gate, agent_name: str | None, started: set[str]) -> Callback
             # PostToolUse rewrites and context come back.
             outcome = await gate.fire(spec.name, payload, wait=not spec.blocking)
             answer = claude_answer(event, outcome).stdout or {}
-            if event == "SubagentStart" and outcome.blocked and answer.get("continue") is not False:
-                # A sub-agent cannot be refused on its own: stop the run rather than ignore it.
-                answer["continue"] = False
-                answer["stopReason"] = outcome.reason or "sub-agent blocked by hookgate"
+            spawns = event == "PreToolUse" and payload.get("tool_name") in SUBAGENT_TOOLS
+            if spawns and not outcome.blocked and outcome.result is None:
+                answer = await _spawn(gate, payload, agent_name, answer)
             return _for_sdk(answer)  # type: ignore[return-value]
         except Exception as exc:
             outcome = failed_closed(_BLOCKING.get(event, "stop"), exc)
