@@ -273,3 +273,13 @@ async def test_an_unreachable_gateway_blocks_the_run_before_the_model() -> None:
     assert isinstance(caught.value.__cause__, HookgateAbort)
     assert harness.model.seen == []
     assert harness.received == []
+
+
+async def test_a_blocked_model_call_stops_the_run() -> None:
+    engine, _ = engine_with({"before_llm": lambda e: {"decision": "block", "reason": "budget"}})
+    harness = Harness(engine)
+    with pytest.raises(RuntimeError) as caught:
+        await harness.run()
+    assert isinstance(caught.value.__cause__, HookgateAbort)
+    assert caught.value.__cause__.reason == "budget"
+    assert harness.model.seen == []

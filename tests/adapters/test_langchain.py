@@ -230,3 +230,24 @@ def test_an_unreachable_gateway_blocks_the_run_before_the_model(mode: str) -> No
         harness.run()
     assert harness.model.seen == []
     assert harness.received == []
+
+
+@MODES
+def test_a_rewrite_the_adapter_cannot_apply_blocks(mode: str) -> None:
+    # Tool arguments must be an object: a hook answering a string gets a block, not a run.
+    engine, _ = engine_with({"pre_tool_use": lambda e: {"updated_input": "ls"}})
+    harness = Harness(engine, mode)
+    harness.run()
+    assert harness.received == []
+    message = harness.tool_message()
+    assert message.status == "error"
+    assert "TypeError" in message.text
+
+
+@MODES
+def test_a_blocked_model_call_stops_the_run(mode: str) -> None:
+    engine, _ = engine_with({"before_llm": lambda e: {"decision": "block", "reason": "budget"}})
+    harness = Harness(engine, mode)
+    with pytest.raises(HookgateAbort, match="budget"):
+        harness.run()
+    assert harness.model.seen == []

@@ -213,3 +213,11 @@ async def test_an_unreachable_gateway_blocks_the_tool() -> None:
 def test_tools_that_cannot_be_gated_are_refused() -> None:
     with pytest.raises(TypeError, match="cannot gate WebSearchTool"):
         guard_tools([WebSearchTool()], Engine())
+
+
+async def test_a_blocked_model_call_stops_the_run() -> None:
+    engine, _ = engine_with({"before_llm": lambda e: {"decision": "block", "reason": "budget"}})
+    harness = Harness(engine)
+    with pytest.raises(HookgateAbort, match="budget"):
+        await harness.run()
+    assert harness.model.calls == ()

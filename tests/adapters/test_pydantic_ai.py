@@ -184,3 +184,11 @@ async def test_an_unreachable_gateway_blocks_the_run_before_the_model() -> None:
         await harness.run()
     assert harness.seen == []
     assert harness.received == []
+
+
+async def test_a_blocked_model_call_stops_the_run() -> None:
+    engine, _ = engine_with({"before_llm": lambda e: {"decision": "block", "reason": "budget"}})
+    harness = Harness(engine)
+    with pytest.raises(HookgateAbort, match="budget"):
+        await harness.run()
+    assert harness.seen == []

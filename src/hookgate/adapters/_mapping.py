@@ -30,6 +30,7 @@ __all__ = [
     "drop_none",
     "output_after",
     "prompt_verdict",
+    "refused",
     "tool_verdict",
     "with_context",
 ]
@@ -114,9 +115,10 @@ def tool_verdict(outcome: Outcome, args: Mapping[str, Any]) -> ToolVerdict:
     return ToolVerdict("run", dict(args), context=context)
 
 
-def _blocked_by_failure(exc: Exception, args: Mapping[str, Any]) -> ToolVerdict:
+def refused(exc: Exception, args: Mapping[str, Any] | None = None) -> ToolVerdict:
+    """The verdict when the adapter itself failed on a tool call: a block, never a run."""
     outcome = failed_closed("pre_tool_use", exc)
-    return ToolVerdict("block", dict(args), f"Blocked by hookgate: {outcome.reason}")
+    return ToolVerdict("block", dict(args or {}), f"Blocked by hookgate: {outcome.reason}")
 
 
 async def before_tool(gate: Gate, payload: Mapping[str, Any]) -> ToolVerdict:
@@ -128,7 +130,7 @@ async def before_tool(gate: Gate, payload: Mapping[str, Any]) -> ToolVerdict:
     except HookgateAbort:
         raise
     except Exception as exc:
-        return _blocked_by_failure(exc, args)
+        return refused(exc, args)
 
 
 def before_tool_sync(gate: Gate, payload: Mapping[str, Any]) -> ToolVerdict:
@@ -139,7 +141,7 @@ def before_tool_sync(gate: Gate, payload: Mapping[str, Any]) -> ToolVerdict:
     except HookgateAbort:
         raise
     except Exception as exc:
-        return _blocked_by_failure(exc, args)
+        return refused(exc, args)
 
 
 @dataclass(slots=True)

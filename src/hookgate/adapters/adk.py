@@ -160,6 +160,11 @@ class HookgatePlugin(BasePlugin):
             "stop", {**_ids(invocation_context), "last_message": last, "stop_reason": "end"}
         )
 
+    async def on_run_error_callback(
+        self, *, invocation_context: InvocationContext, error: Exception
+    ) -> None:
+        self._roots.pop(invocation_context.invocation_id, None)
+
     # -- sub-agents -------------------------------------------------------------------------
 
     def _sub_agent(self, callback_context: CallbackContext) -> tuple[str, str] | None:

@@ -72,6 +72,7 @@ from hookgate.adapters._mapping import (
     drop_none,
     llm_verdict,
     prompt_verdict,
+    refused,
     request_view,
     response_view,
     system_rewrite,
@@ -167,16 +168,18 @@ class HookgateMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
 
     # -- the run: session_start + user_prompt_submit, stop --------------------------------
 
-    def _prompt_update(
-        self, state: AgentState[Any], fire: Callable[[str, dict[str, Any]], Outcome]
-    ) -> dict[str, Any] | None:
+    def _prompt_start(
+        self, state: AgentState[Any]
+    ) -> tuple[dict[str, Any], HumanMessage | None, dict[str, Any]]:
+        """The session_start payload, the prompt's message and the user_prompt_submit payload."""
         ids = _current_ids(self.agent_name)
         human = _last_human(state["messages"])
         prompt = human.text if human is not None else ""
-        fire("session_start", {**ids, "source": SOURCE, "prompt": prompt})
-        if human is None:
-            return None
-        verdict = prompt_verdict(fire("user_prompt_submit", {**ids, "prompt": prompt}), prompt)
+        return {**ids, "source": SOURCE, "prompt": prompt}, human, {**ids, "prompt": prompt}
+
+    @staticmethod
+    def _prompt_update(human: HumanMessage, outcome: Outcome) -> dict[str, Any] | None:
+        verdict = prompt_verdict(outcome, human.text)
         if not verdict.rewritten and not verdict.context:
             return None
         text = with_context(verdict.prompt, verdict.context)
@@ -184,22 +187,20 @@ class HookgateMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         return {"messages": [HumanMessage(content=text, id=human.id)]}
 
     def before_agent(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
-        return self._prompt_update(state, self.gate.fire_sync)
+        start, human, submit = self._prompt_start(state)
+        self.gate.fire_sync("session_start", start)
+        if human is None:
+            return None
+        return self._prompt_update(human, self.gate.fire_sync("user_prompt_submit", submit))
 
     async def abefore_agent(
         self, state: AgentState[Any], runtime: Runtime[Any]
     ) -> dict[str, Any] | None:
-        outcomes: dict[str, Outcome] = {}
-        ids = _current_ids(self.agent_name)
-        human = _last_human(state["messages"])
-        prompt = human.text if human is not None else ""
-        await self.gate.fire("session_start", {**ids, "source": SOURCE, "prompt": prompt})
-        if human is not None:
-            outcomes["user_prompt_submit"] = await self.gate.fire(
-                "user_prompt_submit", {**ids, "prompt": prompt}
-            )
-        # Replay the decided outcomes through the sync mapping (one implementation).
-        return self._prompt_update(state, lambda event, payload: outcomes.get(event, Outcome()))
+        start, human, submit = self._prompt_start(state)
+        await self.gate.fire("session_start", start)
+        if human is None:
+            return None
+        return self._prompt_update(human, await self.gate.fire("user_prompt_submit", submit))
 
     def _stop_payload(self, state: AgentState[Any]) -> dict[str, Any]:
         messages = state["messages"]
@@ -327,7 +328,10 @@ class HookgateMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     def wrap_tool_call(
         self, request: ToolCallRequest, handler: ToolHandler
     ) -> ToolMessage | Command[Any]:
-        payload = self._tool_payload(request)
+        try:
+            payload = self._tool_payload(request)
+        except Exception as exc:
+            return self._refusal(request, refused(exc))
         verdict = before_tool_sync(self.gate, payload)
         if not verdict.runs:
             return self._refusal(request, verdict)
@@ -341,7 +345,10 @@ class HookgateMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     async def awrap_tool_call(
         self, request: ToolCallRequest, handler: AsyncToolHandler
     ) -> ToolMessage | Command[Any]:
-        payload = self._tool_payload(request)
+        try:
+            payload = self._tool_payload(request)
+        except Exception as exc:
+            return self._refusal(request, refused(exc))
         verdict = await before_tool(self.gate, payload)
         if not verdict.runs:
             return self._refusal(request, verdict)
