@@ -277,10 +277,20 @@ def claude_answer(event: str, outcome: Outcome) -> ClaudeAnswer:
         for entry in outcome.trace
         if entry.decision == "block" and not outcome.blocked
     ]
+    approval = _approval_status(outcome)
     if event == "PreToolUse":
         if outcome.blocked:
-            specific["permissionDecision"] = _requested(outcome) or "deny"
+            specific["permissionDecision"] = _requested(outcome) or (
+                "ask" if approval == "pending" and _pending_asks() else "deny"
+            )
             specific["permissionDecisionReason"] = outcome.reason or "blocked by hookgate"
+        elif approval == "approved":
+            # A person approved this call in hookgate (panel, API or CLI): grant it, with
+            # the input they may have edited.
+            specific["permissionDecision"] = "allow"
+            specific["permissionDecisionReason"] = outcome.reason or "approved"
+            if outcome.updated_input is not None:
+                specific["updatedInput"] = outcome.updated_input
         elif outcome.result is not None:
             # Claude Code cannot take a synthetic tool result: the tool is denied and the
             # result handed to the model as the reason.
@@ -296,8 +306,10 @@ def claude_answer(event: str, outcome: Outcome) -> ClaudeAnswer:
     elif event == "PermissionRequest":
         if outcome.blocked:
             specific["decision"] = {"behavior": "deny", "message": outcome.reason or "denied"}
-        elif _explicitly_allowed(outcome):
+        elif _explicitly_allowed(outcome) or approval == "approved":
             specific["decision"] = {"behavior": "allow"}
+            if approval == "approved" and outcome.updated_input is not None:
+                specific["decision"]["updatedInput"] = outcome.updated_input
     elif event == "UserPromptSubmit":
         if outcome.blocked:
             out["decision"] = "block"
@@ -332,6 +344,19 @@ def _explicitly_allowed(outcome: Outcome) -> bool:
         entry.decision == "allow" and entry.details.get("explicit_allow")
         for entry in outcome.trace
     )
+
+
+def _approval_status(outcome: Outcome) -> str | None:
+    """What became of the approval a hook asked a person for (gateway with approvals)."""
+    approval = outcome.approval
+    status = approval.get("status") if isinstance(approval, Mapping) else None
+    return status if isinstance(status, str) else None
+
+
+def _pending_asks() -> bool:
+    """``HOOKGATE_CLAUDE_CODE_PENDING=ask``: an approval nobody decided within Claude Code's
+    hook timeout becomes Claude Code's own permission prompt instead of a deny."""
+    return os.environ.get("HOOKGATE_CLAUDE_CODE_PENDING", "deny").strip().lower() == "ask"
 
 
 def _requested(outcome: Outcome) -> str | None:
@@ -483,6 +508,12 @@ async def run_bridge(
         await engine.aclose()
 
 
+#: How long a gateway dispatch waits for a person when a hook asks for approval: within
+#: the bridge's own 25 s and Claude Code's hook timeout (30 s as installed). Undecided by
+#: then, the call is denied (or asked in Claude Code, see :func:`_pending_asks`).
+APPROVAL_WAIT_S: Final = 20.0
+
+
 # -- asking a gateway instead (a fleet shares one set of hooks and one audit log) -----------
 
 
@@ -491,7 +522,10 @@ def gateway_evaluator(client: AsyncGatewayClient) -> Evaluate:
     from hookgate.client import outcome_from_payload
 
     async def evaluate(event: str, payload: dict[str, Any]) -> Outcome:
-        return outcome_from_payload(await client.dispatch(event, payload, wait=True))
+        answer = await client.dispatch(
+            event, payload, wait=True, approval_wait_s=APPROVAL_WAIT_S
+        )
+        return outcome_from_payload(answer)
 
     return evaluate
 

@@ -35,7 +35,7 @@ def outcome_from_payload(payload: Any) -> Outcome:
     context = payload.get("additional_context") or []
     trace = payload.get("trace") or []
     abort = payload.get("abort")
-    return Outcome(
+    outcome = Outcome(
         decision=payload["decision"],
         reason=payload.get("reason"),
         updated_input=payload.get("updated_input"),
@@ -45,3 +45,7 @@ def outcome_from_payload(payload: Any) -> Outcome:
         continue_=payload.get("continue") is not False,
         trace=[_entry(t) for t in trace if isinstance(t, Mapping)],
     )
+    approval = payload.get("approval")
+    if isinstance(approval, Mapping):
+        outcome.approval = dict(approval)  # a person decided (or is still to decide)
+    return outcome

@@ -26,7 +26,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from hookgate.bridges.claude_code import answer_claude_code, failure_json
+from hookgate.bridges.claude_code import APPROVAL_WAIT_S, answer_claude_code, failure_json
 from hookgate.bridges.claude_code_http import CLAUDE_CODE_PATH
 from hookgate.client.outcome import outcome_from_payload
 from hookgate.log import log_event
@@ -82,7 +82,9 @@ def _evaluator(gateway: Gateway, principal: Principal) -> Any:
     method = METHODS["hooks.dispatch"]
 
     async def evaluate(event: str, payload: dict[str, Any]) -> Outcome:
-        params = {"event": event, "input": payload, "wait": True}
+        # A hook that asks a person waits within Claude Code's hook timeout.
+        params = {"event": event, "input": payload, "wait": True,
+                  "approvalWaitS": APPROVAL_WAIT_S}
         return outcome_from_payload(await call_method(gateway, method, principal, params))
 
     return evaluate
