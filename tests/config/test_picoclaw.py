@@ -324,3 +324,26 @@ def test_check_reports_picoclaw_problems(tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["check", str(config)])
     assert result.exit_code == 1
     assert "hooks.processes.gate.intercept: unknown stage 'x'" in result.output
+
+
+async def test_an_approval_hook_that_defers_hands_the_call_to_a_person() -> None:
+    from hookgate.approvals import ApprovalRequest, CallbackApprover
+
+    answers = {"hook.approve_tool": {"approved": False, "defer": True, "reason": "ask ops"}}
+    document = picoclaw(
+        processes={
+            "gate": process(intercept=["approve_tool"], env={"HOOK_ANSWERS": json.dumps(answers)})
+        }
+    )
+    asked: list[str | None] = []
+
+    def person(request: ApprovalRequest) -> bool:
+        asked.append(request.reason)
+        return True
+
+    async with Engine(parse_hooks(document), approver=CallbackApprover(person)) as engine:
+        outcome = await engine.fire("approve_tool", tool_name="exec", tool_input={"cmd": "ls"})
+    assert outcome.decision == "allow" and asked == ["ask ops"]
+    async with Engine(parse_hooks(document)) as engine:  # nobody to ask: denied
+        outcome = await engine.fire("approve_tool", tool_name="exec", tool_input={"cmd": "ls"})
+    assert outcome.decision == "block" and "no approver" in (outcome.reason or "")

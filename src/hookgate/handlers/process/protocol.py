@@ -4,7 +4,7 @@
 |-----------------|---------------------|-----------------------------------------------------|
 | pre_tool_use    | hook.before_tool    | {action, reason?, call?: {tool, arguments}, result?} |
 | post_tool_use   | hook.after_tool     | {action, reason?, result?: {…, result: ToolResult}}  |
-| approve_tool    | hook.approve_tool   | {approved, reason?}; ``{}`` denies                  |
+| approve_tool    | hook.approve_tool   | {approved, defer?, reason?}; ``{}`` denies          |
 | before_llm      | hook.before_llm     | {action, reason?, request?: {model, messages, …}}   |
 | after_llm       | hook.after_llm      | {action, reason?, response?: {…, response: {…}}}    |
 | runtime_event   | hook.runtime_event  | notification, no answer                             |
@@ -17,6 +17,10 @@ a blocking event whatever the hook's failure policy.
 
 ``meta`` keeps PicoClaw's PascalCase keys (``SessionKey``, ``TurnID``, …) so hooks written
 for PicoClaw read it unchanged.
+
+``approve_tool`` may also answer ``{"approved": false, "defer": true, "reason"?}``: the hook
+cannot decide and hands the call to a person (hookgate's approvals; without an approver it
+blocks like a deny).
 """
 
 from __future__ import annotations
@@ -130,6 +134,11 @@ def decode_answer(event: str, answer: Any, payload: Mapping[str, Any]) -> HookRe
             raise MalformedAnswer(f"approved must be true or false, got {approved!r}")
         if approved:
             return HookResult(decision="allow", reason=reason)
+        defer = answer.get("defer", False)
+        if not isinstance(defer, bool):
+            raise MalformedAnswer(f"defer must be true or false, got {defer!r}")
+        if defer:
+            return HookResult(decision="defer", reason=reason)
         return HookResult(
             decision="block",
             reason=reason or "denied by approval hook (its answer did not approve)",
