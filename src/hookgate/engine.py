@@ -16,15 +16,8 @@ import time
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from hookgate.approvals import (
-    ApprovalRequest,
-    Approver,
-    apply_decision,
-    ask_approver,
-    new_approval_id,
-)
 from hookgate.audit import AuditSink, ExecutionRecord, input_hash
 from hookgate.chain import Batch, Call, ChainGen, ChainSettings, Reply, matters, run_chain
 from hookgate.definition import DefinitionError, HookDefinition, Problem, validate_definition
@@ -56,6 +49,9 @@ from hookgate.state.binding import (
     prepare_state,
     store_for,
 )
+
+if TYPE_CHECKING:
+    from hookgate.approvals import Approver
 
 __all__ = ["INPUT_GUARD_ID", "Engine", "EngineStats", "drive_async", "drive_sync"]
 
@@ -591,6 +587,15 @@ class Engine:
 
     async def _approve(self, spec: EventSpec, data: Mapping[str, Any], outcome: Outcome) -> Outcome:
         """A hook asked for a person: ask the approver and fold in the decision."""
+        # Imported here: only engines with an approver need it (the Claude Code bridge's
+        # start-up path stays small).
+        from hookgate.approvals import (
+            ApprovalRequest,
+            apply_decision,
+            ask_approver,
+            new_approval_id,
+        )
+
         assert outcome._ask is not None and self.approver is not None
         definition, kind, reason = outcome._ask
         if outcome.decision == "block":  # a later hook blocked: nobody needs to be asked
