@@ -255,7 +255,7 @@ def test_outcome_serialises_with_exactly_the_documented_keys() -> None:
     tester.hook("pre_tool_use", matcher="^other$", name="skipped")(lambda e: None)
     data = json.loads(tester.fire("pre_tool_use", EXEC).to_json())
     assert set(data) == {"decision", "reason", "updated_input", "additional_context", "result",
-                         "abort", "continue", "trace"}
+                         "abort", "continue", "retry", "trace"}
     assert [(t["name"], t["matched"], t["skipped"]) for t in data["trace"]] == [
         ("m", True, None), ("skipped", False, "matcher did not match")]
     assert set(data["trace"][0]) >= {"hook_id", "name", "handler_type", "matched", "skipped",

@@ -48,7 +48,15 @@ from dataclasses import dataclass
 from time import perf_counter
 from typing import TYPE_CHECKING, Any
 
-from hookgate.events import ABORT, BLOCK, CONTEXT, RESULT, UPDATED_INPUT, EventSpec
+from hookgate.events import (
+    ABORT,
+    BLOCK,
+    CONTEXT,
+    MAX_TIMEOUT_MS,
+    RESULT,
+    UPDATED_INPUT,
+    EventSpec,
+)
 from hookgate.matching import FilterBudgetError, FilterError, cel_activation
 from hookgate.outcome import (
     ROW_BREAKER,
@@ -91,6 +99,8 @@ Batch = tuple[tuple[Call, ...], Mapping[str, Any], float | None]
 #: exception it raised, or a timeout.
 Reply = tuple[Any, BaseException | None, bool, float]
 ChainGen = Generator[Batch, Sequence[Reply], Outcome]
+#: Hooks with a longer timeout (approvals, quality gates) are not bound by the chain budget.
+_LONG_WAIT_S = MAX_TIMEOUT_MS / 1000
 
 
 def matters(reply: Reply) -> bool:
@@ -261,6 +271,10 @@ def run_chain(
                 outcome.decision = "block"
                 outcome.reason = f"hook chain exceeded its {budget:g} s budget"
                 return outcome
+            if deadline is not None and hook.timeout_s > _LONG_WAIT_S:
+                # Only approval and quality-gate hooks may take longer than 10 s: such a hook
+                # gets its whole timeout from now, past the chain budget.
+                deadline = max(deadline, clock() + hook.timeout_s)
             batch.append((hook, timeout_s, row, index - 1, len(rows)))
             if watched and blocking:
                 break
@@ -294,6 +308,8 @@ def run_chain(
                         return outcome
                     continue
                 try:
+                    if spec.answer_keys is not None and isinstance(answer, Mapping):
+                        answer = _home_answer(answer, spec.answer_keys)
                     result = coerce_result(answer)
                     if result is not None and blocking:
                         _check_allowed(result, spec)
@@ -342,9 +358,18 @@ def run_chain(
                 else:
                     _details(row)["note"] = f"{spec.name} takes no additional_context; ignored"
             if not blocking:
-                row[ROW_DECISION] = "block" if result.blocks else "allow"
-                if result.blocks:
-                    _details(row)["note"] = "non-blocking event: block recorded, not enforced"
+                row[ROW_DECISION] = "block" if result.blocks or result.abort else "allow"
+                if result.abort is not None:
+                    _details(row)["abort"] = result.abort
+                    _details(row)["note"] = (
+                        "non-blocking event and the caller did not wait: abort recorded, "
+                        "not enforced"
+                    )
+                elif result.blocks:
+                    _details(row)["note"] = (
+                        "non-blocking event and the caller did not wait: block recorded, "
+                        "not enforced"
+                    )
                 if not result.continue_:
                     outcome.continue_ = False
                 if result.updated_input is not None:
@@ -358,7 +383,12 @@ def run_chain(
                 outcome.decision = "block"
                 outcome.abort = result.abort
                 outcome.continue_ = result.continue_ and result.abort != "hard"
-                outcome.reason = result.reason or f"hook {label!r} aborted the {result.abort} turn"
+                outcome.reason = result.reason or (
+                    f"hook {label!r} aborted the turn"
+                    if result.abort == "turn"
+                    else f"hook {label!r} stopped the agent loop (hard abort)"
+                )
+                outcome.retry = result.retry
                 return outcome
             if (
                 result.decision in ("ask", "defer")
@@ -381,6 +411,7 @@ def run_chain(
                     )
                 else:
                     outcome.reason = result.reason or f"blocked by hook {label!r}"
+                outcome.retry = result.retry
                 return outcome
             if result.updated_input is not None:
                 current, copied = _rewrite(current, copied, spec, result, outcome)
@@ -464,6 +495,30 @@ def _check_allowed(result: HookResult, spec: EventSpec) -> None:
         raise MalformedAnswer(f"{spec.name} takes no synthetic result")
     if result.abort is not None and not spec.allows(ABORT):
         raise MalformedAnswer(f"{spec.name} cannot be aborted by a hook")
+    if result.updated_input is not None and spec.check_input is not None:
+        problem = spec.check_input(result.updated_input)
+        if problem is not None:
+            raise MalformedAnswer(f"{spec.name}: {problem}")
+
+
+def _home_answer(answer: Mapping[str, Any], keys: Mapping[str, str]) -> Mapping[str, Any]:
+    """An answer in the event's home-system shape (OpenClaw's ``{block: true}``,
+    ``{message}``, ``{prependContext}``, ``{cancel, cancelReason}``) in hookgate's."""
+    if not any(key in keys for key in answer):
+        return answer
+    out: dict[str, Any] = {}
+    for key, value in answer.items():
+        target = keys.get(key)
+        if target is None:
+            out[key] = value
+        elif target == "block":
+            if not isinstance(value, bool):
+                raise MalformedAnswer(f"{key!r} must be true or false, got {value!r}")
+            if value:
+                out.setdefault("decision", "block")
+        elif value is not None:
+            out.setdefault(target, value)
+    return out
 
 
 def _message(error: BaseException | None) -> str:

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Final, Literal, cast
 
-from hookgate.events import UnknownEventError, get_event
+from hookgate.events import MAX_TIMEOUT_MS, UnknownEventError, get_event
 from hookgate.host_code import edition_refusal, runs_host_code
 from hookgate.matching import FilterError, compile_if_expr, compile_matcher
 from hookgate.state.model import state_problems
@@ -33,7 +33,6 @@ __all__ = [
 ]
 
 DEFAULT_TIMEOUT_MS: Final = 5000
-MAX_TIMEOUT_MS: Final = 10000
 #: How long a person has to decide an approval the hook asked for (PicoClaw's default).
 DEFAULT_APPROVAL_TIMEOUT_MS: Final = 60_000
 #: Approvals may wait for hours, not forever: a day at most.
@@ -378,16 +377,25 @@ def validate_definition(
     if not isinstance(timeout_ms, int) or isinstance(timeout_ms, bool):
         problems.append(Problem("timeout_ms", "must be an integer number of milliseconds"))
         timeout_ms = DEFAULT_TIMEOUT_MS
-    elif not 1 <= timeout_ms <= MAX_TIMEOUT_MS:
-        problems.append(
-            Problem("timeout_ms", f"must be between 1 and {MAX_TIMEOUT_MS} ms, got {timeout_ms}")
-        )
+    else:
+        # Approvals and quality gates wait for a person or a reviewer: their events allow
+        # long timeouts; everything else keeps GoClaw's 10 s maximum.
+        longest = spec.max_timeout_ms if spec else MAX_TIMEOUT_MS
+        if not 1 <= timeout_ms <= longest:
+            problems.append(
+                Problem(
+                    "timeout_ms",
+                    f"must be between 1 and {longest} ms"
+                    + (f" on {spec.name}" if spec and longest != MAX_TIMEOUT_MS else "")
+                    + f", got {timeout_ms}",
+                )
+            )
 
-    blocking = spec.blocking if spec else True
-    on_timeout = raw.get("on_timeout") or ("block" if blocking else "allow")
+    default_policy = spec.default_policy if spec else "block"
+    on_timeout = raw.get("on_timeout") or default_policy
     if on_timeout not in POLICIES:
         problems.append(Problem("on_timeout", f"must be 'block' or 'allow', got {on_timeout!r}"))
-    on_error = raw.get("on_error") or ("block" if blocking else "allow")
+    on_error = raw.get("on_error") or default_policy
     if on_error not in POLICIES:
         problems.append(Problem("on_error", f"must be 'block' or 'allow', got {on_error!r}"))
 

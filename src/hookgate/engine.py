@@ -259,8 +259,12 @@ class Engine:
         if approver is not None:
             self.services.extras["approver"] = approver
         self.approver: Approver | None = self.services.extras.get("approver")
-        self.registry = source if isinstance(source, HookRegistry) else HookRegistry()
-        self.source: HookSource = source if source is not None else self.registry
+        if source is None:
+            source = HookRegistry()
+        # Hooks added from code go where fire reads them; a source that is not a registry
+        # (the gateway's database) cannot take them, so adding raises instead of vanishing.
+        self._registry = source if isinstance(source, HookRegistry) else None
+        self.source: HookSource = source
         self.audit = audit
         self.listeners: list[Callable[[Sequence[ExecutionRecord]], None]] = []
         #: Plain-function hooks run here, so their timeouts hold (unless inline_sync_hooks).
@@ -318,6 +322,19 @@ class Engine:
         self._sync_cache.clear()
 
     # -- registration ---------------------------------------------------------------------
+
+    @property
+    def registry(self) -> HookRegistry:
+        """The in-memory registry hooks are added to; ``TypeError`` when the engine reads
+        its hooks from another source (register them there)."""
+        if self._registry is None:
+            raise TypeError(
+                f"this engine reads its hooks from {type(self.source).__name__}, not from a "
+                "HookRegistry: add, hook, load, remove and set_enabled would register hooks "
+                "that fire never sees. Register them in that source, or pass "
+                "source=HookRegistry(...)"
+            )
+        return self._registry
 
     def add(self, hook: HookDefinition | Mapping[str, Any]) -> HookDefinition:
         """Register a hook (a definition, or a raw dict validated here)."""
@@ -425,8 +442,11 @@ class Engine:
         """Run the hooks for ``event`` and return the one outcome.
 
         Blocking events wait for their chain. Non-blocking events are queued and return an
-        empty allow at once, unless ``wait=True`` runs them now (their hooks still cannot
-        block, but their context and rewrites are returned).
+        empty allow at once, unless the caller waits: ``wait=True``, or a name that is a
+        synchronous stage (``delegation.completed``, ``after_tool``, ``before_prompt_build``).
+        A waited-for event that checks a result (``subagent_stop``, ``post_tool_use``) runs
+        as a blocking chain, so a quality gate blocks and an after_tool abort stops the turn;
+        others run now and return their context, and still cannot block.
         """
         spec = _SPECS.get(event) or get_event(event)
         data = payload if not fields else {**(payload or {}), **fields}
@@ -437,15 +457,15 @@ class Engine:
             depth = data.get("depth")
             if depth is None or (type(depth) is int and depth <= self.settings.max_depth):
                 return Outcome()
-        data = self._prepare(data)
+        data = self._prepare(data, spec)
         problem = payload_problem(data)
         if problem is not None:
-            return self.refuse_input(spec.name, data, problem)
+            return self.refuse_input(event, data, problem, wait=wait)
         hooks = self.source.resolve(spec.name, data.get("tenant_id"), data.get("agent_id"))
-        if not spec.blocking and not wait:
+        if not spec.waits(event, wait):
             self._submit(spec, data, hooks)
             return Outcome()
-        return await self._run(spec, data, hooks)
+        return await self._run(spec.run_as(event, wait), data, hooks)
 
     def fire_sync(
         self,
@@ -470,15 +490,16 @@ class Engine:
             depth = data.get("depth")
             if depth is None or (type(depth) is int and depth <= self.settings.max_depth):
                 return Outcome()
-        data = self._prepare(data)
+        data = self._prepare(data, spec)
         problem = payload_problem(data)
         if problem is not None:
-            return self.refuse_input(spec.name, data, problem)
+            return self.refuse_input(event, data, problem, wait=wait)
         hooks = self.source.resolve(spec.name, data.get("tenant_id"), data.get("agent_id"))
-        if not spec.blocking and not wait:
+        if not spec.waits(event, wait):
             portal = self._loop_thread()
             portal.loop.call_soon_threadsafe(self._submit, spec, data, hooks)
             return Outcome()
+        spec = spec.run_as(event, wait)
         functions = self._sync_functions(hooks)
         if functions is not None:
             outcome = self._run_plain(spec, data, hooks, functions)
@@ -504,7 +525,8 @@ class Engine:
                 definition, edition=self.settings.edition, default_scope="tenant"
             )
         spec = get_event(event or definition.event)
-        data = self._prepare(sample_event)
+        data = self._prepare(sample_event, spec)
+        spec = spec.run_as(spec.name, True)  # the tester waits for the answer
         compiled = compile_hook(definition)
         chain = run_chain((compiled,), spec, data, self._dry_settings)
         return await drive_async(
@@ -515,10 +537,13 @@ class Engine:
             self._clock,
         )
 
-    def refuse_input(self, event: str, data: Mapping[str, Any], problem: str) -> Outcome:
+    def refuse_input(
+        self, event: str, data: Mapping[str, Any], problem: str, *, wait: bool = False
+    ) -> Outcome:
         """An event whose input is over the payload limits: no hook runs, one audit row says
         why, and a blocking event blocks (a non-blocking one is dropped)."""
         spec = _SPECS.get(event) or get_event(event)
+        blocking = spec.run_as(event, wait).blocking  # a waited-for result check blocks too
 
         def text(name: str) -> str | None:
             value = data.get(name)
@@ -532,7 +557,7 @@ class Engine:
             handler_type="engine",
             event=spec.name,
             event_id=text("event_id") or self.new_event_id(),
-            decision="block" if spec.blocking else "error",
+            decision="block" if blocking else "error",
             duration_ms=0.0,
             tenant_id=text("tenant_id"),
             agent_id=text("agent_id"),
@@ -541,18 +566,20 @@ class Engine:
             metadata={"invalid_input": True},
         )
         self._emit([record])
-        if not spec.blocking:
+        if not blocking:
             return Outcome()
         return Outcome(decision="block", reason=f"invalid input: {problem}")
 
     # -- internals ------------------------------------------------------------------------
 
-    def _prepare(self, data: Mapping[str, Any]) -> Mapping[str, Any]:
+    def _prepare(self, data: Mapping[str, Any], spec: EventSpec) -> Mapping[str, Any]:
         # Payloads in our own spelling pass through untouched (the common case, and cheap);
         # camelCase or PascalCase ones are rewritten into a new dict.
-        if KNOWN_FIELDS.issuperset(data):
-            return data
-        return normalize_payload(data)
+        if not KNOWN_FIELDS.issuperset(data):
+            data = normalize_payload(data)
+        if spec.prepare is not None:
+            data = spec.prepare(data)
+        return data
 
     def new_event_id(self) -> str:
         """A fresh event id, unique across processes (random prefix, then a counter)."""

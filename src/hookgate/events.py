@@ -10,8 +10,8 @@ gates) are aliases of the canonical snake_case names.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
 from typing import Any, Final
 
 __all__ = [
@@ -23,6 +23,8 @@ __all__ = [
     "UPDATED_INPUT",
     "COMMON_FIELDS",
     "KNOWN_FIELDS",
+    "LONG_WAIT_MS",
+    "MAX_TIMEOUT_MS",
     "EventSpec",
     "UnknownEventError",
     "canonical_event",
@@ -45,10 +47,18 @@ COMMON_FIELDS: Final = (
     "tenant_id",
     "agent_id",
     "turn_id",
+    "run_id",
     "user_id",
     "depth",
     "cwd",
 )
+
+#: The longest a hook may take on most events (GoClaw's 10 s maximum).
+MAX_TIMEOUT_MS: Final = 10_000
+#: Events whose hooks wait for a person or a reviewer allow long timeouts: human approvals
+#: (PicoClaw's default is 60 s; approvals may wait hours) and quality gates (GoClaw's
+#: ``timeout_seconds``: 60 by default, 90 and 120 in its examples).
+LONG_WAIT_MS: Final = 24 * 3600 * 1000
 
 
 class UnknownEventError(ValueError):
@@ -76,6 +86,22 @@ class EventSpec:
     match_field: str | None = None
     default_timeout_ms: int = 5000
     aliases: tuple[str, ...] = ()
+    #: The longest ``timeout_ms`` a hook on this event may have.
+    max_timeout_ms: int = MAX_TIMEOUT_MS
+    #: ``on_error``/``on_timeout`` when a hook does not say: ``block`` on blocking events
+    #: unless the event's home system isolates hook failures (OpenClaw's modifying hooks).
+    failure_policy: str | None = None
+    #: A non-blocking event whose chain runs as a blocking one when the caller waits for it
+    #: (a quality gate checking a delegated result; PicoClaw's synchronous after_tool).
+    blocks_when_awaited: bool = False
+    #: Names under which the caller always waits: they name a synchronous stage.
+    awaited_names: frozenset[str] = frozenset()
+    #: Answer keys of the event's home system, read as hookgate's (``prependContext``).
+    answer_keys: Mapping[str, str] | None = None
+    #: Checks a rewritten input; returns a problem or ``None``.
+    check_input: Callable[[Any], str | None] | None = None
+    #: Puts a fired payload in canonical form (short runtime-event kind names).
+    prepare: Callable[[Mapping[str, Any]], Mapping[str, Any]] | None = None
 
     @property
     def all_fields(self) -> tuple[str, ...]:
@@ -83,6 +109,33 @@ class EventSpec:
 
     def allows(self, outcome: str) -> bool:
         return outcome in self.outcomes
+
+    @property
+    def default_policy(self) -> str:
+        """``on_error``/``on_timeout`` of a hook that does not set them."""
+        if self.failure_policy is not None:
+            return self.failure_policy
+        return "block" if self.blocking or self.blocks_when_awaited else "allow"
+
+    def waits(self, name: str, wait: bool) -> bool:
+        """Whether a caller firing this event as ``name`` waits for its outcome."""
+        return wait or self.blocking or name in self.awaited_names
+
+    def run_as(self, name: str, wait: bool) -> EventSpec:
+        """The spec the chain runs under: a waited-for ``blocks_when_awaited`` event blocks."""
+        if self.blocks_when_awaited and (wait or name in self.awaited_names):
+            return _awaited(self)
+        return self
+
+
+_AWAITED: dict[str, EventSpec] = {}
+
+
+def _awaited(spec: EventSpec) -> EventSpec:
+    found = _AWAITED.get(spec.name)
+    if found is None:
+        found = _AWAITED[spec.name] = replace(spec, blocking=True, blocks_when_awaited=False)
+    return found
 
 
 def _spec(
@@ -97,6 +150,13 @@ def _spec(
     match_field: str | None = None,
     timeout_ms: int = 5000,
     aliases: tuple[str, ...] = (),
+    max_timeout_ms: int = MAX_TIMEOUT_MS,
+    failure_policy: str | None = None,
+    blocks_when_awaited: bool = False,
+    awaited_names: tuple[str, ...] = (),
+    answer_keys: Mapping[str, str] | None = None,
+    check_input: Callable[[Any], str | None] | None = None,
+    prepare: Callable[[Mapping[str, Any]], Mapping[str, Any]] | None = None,
 ) -> EventSpec:
     return EventSpec(
         name=name,
@@ -109,7 +169,46 @@ def _spec(
         match_field=match_field,
         default_timeout_ms=timeout_ms,
         aliases=aliases,
+        max_timeout_ms=max_timeout_ms,
+        failure_policy=failure_policy,
+        blocks_when_awaited=blocks_when_awaited,
+        awaited_names=frozenset(awaited_names),
+        answer_keys=answer_keys,
+        check_input=check_input,
+        prepare=prepare,
     )
+
+
+#: OpenClaw's ``WorkspaceBootstrapFile``: a rewrite missing one of these crashes the agent.
+BOOTSTRAP_FILE_FIELDS: Final = ("name", "path", "content", "missing")
+
+
+def _check_bootstrap_files(files: Any) -> str | None:
+    if not isinstance(files, list):
+        return "bootstrap_files must be a list of {name, path, content, missing} objects"
+    for index, entry in enumerate(files):
+        if not isinstance(entry, Mapping):
+            return f"bootstrap_files[{index}] must be an object"
+        missing = [key for key in BOOTSTRAP_FILE_FIELDS if key not in entry]
+        if missing:
+            return (
+                f"bootstrap_files[{index}] lacks {', '.join(missing)} (each entry needs "
+                f"{', '.join(BOOTSTRAP_FILE_FIELDS)})"
+            )
+        if not isinstance(entry["missing"], bool):
+            return f"bootstrap_files[{index}].missing must be true or false"
+    return None
+
+
+def _canonical_kind(payload: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``tool_exec_end`` → ``agent.tool.exec_end``, so observe lists and matchers that name
+    either form see the event."""
+    from hookgate.runtime_events import KIND_ALIASES
+
+    kind = payload.get("kind")
+    if isinstance(kind, str) and kind in KIND_ALIASES:
+        return {**payload, "kind": KIND_ALIASES[kind]}
+    return payload
 
 
 _TOOL = ("tool_name", "tool_input", "tool_use_id")
@@ -151,12 +250,20 @@ CATALOGUE: Final[tuple[EventSpec, ...]] = (
         "post_tool_use",
         blocking=False,
         origin="goclaw",
-        description="After a tool call completes; awaited callers may take a rewritten result.",
+        description=(
+            "After a tool call completes. A caller that waits (PicoClaw's synchronous after_tool) "
+            "gets a chain that can rewrite the result or abort the turn."
+        ),
         fields=(*_TOOL, "tool_response", "duration_ms"),
-        outcomes=(CONTEXT, UPDATED_INPUT),
+        outcomes=(BLOCK, CONTEXT, UPDATED_INPUT, ABORT),
         input_field="tool_response",
         match_field="tool_name",
         aliases=("PostToolUse", "after_tool", "after_tool_call", "after-tool-call"),
+        blocks_when_awaited=True,
+        awaited_names=("after_tool",),
+        # The tool already ran: GoClaw, PicoClaw and Claude Code all let a failing
+        # post-tool hook pass.
+        failure_policy="allow",
     ),
     _spec(
         "stop",
@@ -182,11 +289,17 @@ CATALOGUE: Final[tuple[EventSpec, ...]] = (
         "subagent_stop",
         blocking=False,
         origin="goclaw",
-        description="A sub-agent finishes; its delegated result is the `output` field.",
-        fields=("source_agent", "target_agent", "task", "output"),
-        outcomes=(CONTEXT,),
+        description=(
+            "A sub-agent finishes; its delegated result is the `output` field. A caller that "
+            "waits (GoClaw's quality gates: delegation.completed) gets a chain that can block it."
+        ),
+        fields=("source_agent", "target_agent", "task", "output", "attempt"),
+        outcomes=(BLOCK, CONTEXT),
         match_field="target_agent",
         aliases=("SubagentStop", "delegation.completed", "subagent_ended"),
+        max_timeout_ms=LONG_WAIT_MS,
+        blocks_when_awaited=True,
+        awaited_names=("delegation.completed",),
     ),
     # PicoClaw's synchronous stages (before_tool/after_tool are aliases above).
     _spec(
@@ -197,7 +310,7 @@ CATALOGUE: Final[tuple[EventSpec, ...]] = (
         fields=("request",),
         outcomes=(BLOCK, UPDATED_INPUT, CONTEXT, ABORT),
         input_field="request",
-        aliases=("before-llm", "llm_input"),
+        aliases=("before-llm",),
     ),
     _spec(
         "after_llm",
@@ -207,7 +320,7 @@ CATALOGUE: Final[tuple[EventSpec, ...]] = (
         fields=("request", "response"),
         outcomes=(BLOCK, UPDATED_INPUT, CONTEXT, ABORT),
         input_field="response",
-        aliases=("after-llm", "llm_output"),
+        aliases=("after-llm",),
     ),
     _spec(
         "approve_tool",
@@ -217,8 +330,9 @@ CATALOGUE: Final[tuple[EventSpec, ...]] = (
         fields=_TOOL,
         outcomes=(BLOCK,),
         match_field="tool_name",
-        timeout_ms=10000,
+        timeout_ms=60_000,
         aliases=("PermissionRequest", "approve-tool"),
+        max_timeout_ms=LONG_WAIT_MS,
     ),
     # OpenClaw's named hooks that are not the same moment as an event above.
     _spec(
@@ -271,11 +385,17 @@ CATALOGUE: Final[tuple[EventSpec, ...]] = (
         "message_sending",
         blocking=True,
         origin="openclaw",
-        description="Before a message is sent; hooks may rewrite or cancel it.",
+        description=(
+            "Before a message is sent; hooks may rewrite or cancel it. Failures are isolated "
+            "(on_error/on_timeout allow unless a hook says block), as in OpenClaw."
+        ),
         fields=("channel", "content", "to"),
         outcomes=(BLOCK, UPDATED_INPUT),
         input_field="content",
         aliases=("message-sending",),
+        failure_policy="allow",
+        answer_keys={"content": "updated_input", "cancel": "block", "cancelReason": "reason",
+                     "cancel_reason": "reason"},
     ),
     _spec(
         "message_sent",
@@ -314,6 +434,79 @@ CATALOGUE: Final[tuple[EventSpec, ...]] = (
         input_field="message",
         match_field="tool_name",
         aliases=("tool-result-persist",),
+        answer_keys={"message": "updated_input"},
+    ),
+    _spec(
+        "before_prompt_build",
+        blocking=False,
+        origin="openclaw",
+        description=(
+            "Before the next prompt is built; hooks return prepend_context (kept from every "
+            "hook, higher priority first). The caller always waits; nothing here can block."
+        ),
+        fields=("prompt", "messages"),
+        outcomes=(CONTEXT,),
+        aliases=("before-prompt-build",),
+        awaited_names=("before_prompt_build", "before-prompt-build"),
+        answer_keys={"prepend_context": "additional_context",
+                     "prependContext": "additional_context"},
+    ),
+    _spec(
+        "before_message_write",
+        blocking=True,
+        origin="openclaw",
+        description=(
+            "A message is about to be written to the transcript (synchronous): a hook may "
+            "rewrite it ({message}) or keep it out ({block: true})."
+        ),
+        fields=("message",),
+        outcomes=(BLOCK, UPDATED_INPUT),
+        input_field="message",
+        aliases=("before-message-write",),
+        answer_keys={"message": "updated_input", "block": "block"},
+    ),
+    _spec(
+        "bootstrap",
+        blocking=True,
+        origin="openclaw",
+        description=(
+            "An agent's workspace is bootstrapped: hooks may replace bootstrap_files, each "
+            "entry {name, path, content, missing} (checked: a wrong shape is refused)."
+        ),
+        fields=("bootstrap_files", "workspace_dir"),
+        outcomes=(UPDATED_INPUT, CONTEXT),
+        input_field="bootstrap_files",
+        aliases=("agent:bootstrap", "agent-bootstrap"),
+        check_input=_check_bootstrap_files,
+    ),
+    _spec(
+        "agent_end",
+        blocking=False,
+        origin="openclaw",
+        description="An agent run ended (observe only: per-run bookkeeping).",
+        fields=("messages", "success", "error", "duration_ms"),
+        outcomes=(),
+        aliases=("agent-end",),
+        timeout_ms=10_000,
+    ),
+    _spec(
+        "llm_input",
+        blocking=False,
+        origin="openclaw",
+        description="Observe the input of a model call (OpenClaw's llm_input; never blocks).",
+        fields=("provider", "model", "prompt", "messages"),
+        outcomes=(),
+    ),
+    _spec(
+        "llm_output",
+        blocking=False,
+        origin="openclaw",
+        description=(
+            "Observe a model's output (OpenClaw's llm_output; never blocks, a failing hook "
+            "does not touch the reply)."
+        ),
+        fields=("provider", "model", "prompt", "assistant_texts", "last_assistant", "usage"),
+        outcomes=(),
     ),
     # Claude Code events with no GoClaw counterpart.
     _spec(
@@ -348,6 +541,7 @@ CATALOGUE: Final[tuple[EventSpec, ...]] = (
         match_field="kind",
         timeout_ms=500,
         aliases=("hook.runtime_event",),
+        prepare=_canonical_kind,
     ),
     # MCP clients listing a server's tools through `hookgate mcp-proxy`.
     _spec(
@@ -408,6 +602,10 @@ _FIELD_SYNONYMS: Final = {
     "tool": "tool_name",
     "arguments": "tool_input",
     "params": "tool_input",
+    # One id for a tool call: OpenClaw's toolCallId, PicoClaw's tool_call_id, Claude Code's
+    # tool_use_id.
+    "tool_call_id": "tool_use_id",
+    "call_id": "tool_use_id",
 }
 
 

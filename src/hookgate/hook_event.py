@@ -2,10 +2,28 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator, Mapping
 from typing import Any
 
 __all__ = ["HookEvent"]
+
+
+#: Fields any event may carry besides its own (tracing, Claude Code's stdin envelope).
+_ENVELOPE = frozenset(
+    {"trace_id", "transcript_path", "hook_event_name", "permission_mode", "stop_hook_active"}
+)
+
+
+@functools.cache
+def _fields(event: str) -> frozenset[str]:
+    """The fields ``event`` may carry (any field at all for a name not in the catalogue)."""
+    from hookgate.events import KNOWN_FIELDS, UnknownEventError, get_event
+
+    try:
+        return frozenset(get_event(event).all_fields) | _ENVELOPE
+    except UnknownEventError:
+        return KNOWN_FIELDS
 
 
 class HookEvent(Mapping[str, Any]):
@@ -31,10 +49,21 @@ class HookEvent(Mapping[str, Any]):
         return len(self._payload)
 
     def __getattr__(self, key: str) -> Any:
-        # Only called for names that are not slots: event fields read as attributes.
+        # Only called for names that are not slots: event fields read as attributes. A field
+        # the event may carry but this one lacks reads as None; any other name is a typo
+        # (``event.tool_nmae``), which must not read as None and let a check pass.
+        payload = self._payload
+        if key in payload:
+            return payload[key]
         if key.startswith("__"):
             raise AttributeError(key)
-        return self._payload.get(key)
+        fields = _fields(self.name)
+        if key in fields:
+            return None
+        known = sorted(set(fields) | set(payload))
+        raise AttributeError(
+            f"{self.name} event has no field {key!r}; known fields: {', '.join(known)}"
+        )
 
     @property
     def payload(self) -> Mapping[str, Any]:

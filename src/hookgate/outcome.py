@@ -71,6 +71,9 @@ class HookResult:
     continue_: bool = True
     #: Handler-specific facts for the trace and the audit row (stdout, status code, model, …).
     details: dict[str, Any] = field(default_factory=dict)
+    #: What a caller needs to retry a blocked result (quality gates): ``gate``, ``feedback``,
+    #: ``attempt``, ``max_retries``, ``retries_left``. Set by handlers, not by hook answers.
+    retry: dict[str, Any] | None = None
 
     @property
     def blocks(self) -> bool:
@@ -231,7 +234,7 @@ def entry_from_row(row: list[Any]) -> TraceEntry:
 class Outcome:
     """The single decision for one event. ``to_dict`` has exactly the documented keys:
     ``decision``, ``reason``, ``updated_input``, ``additional_context``, ``result``,
-    ``abort``, ``continue`` and ``trace``, plus ``approval`` when a person was asked.
+    ``abort``, ``continue``, ``retry`` and ``trace``, plus ``approval`` when a person was asked.
     """
 
     __slots__ = (
@@ -245,6 +248,7 @@ class Outcome:
         "decision",
         "reason",
         "result",
+        "retry",
         "updated_input",
     )
 
@@ -258,6 +262,7 @@ class Outcome:
         abort: Literal["turn", "hard"] | None = None,
         continue_: bool = True,
         trace: list[TraceEntry] | None = None,
+        retry: dict[str, Any] | None = None,
     ) -> None:
         self.decision = decision
         self.reason = reason
@@ -268,6 +273,8 @@ class Outcome:
         self.result = result
         self.abort = abort
         self.continue_ = continue_
+        #: Set when a quality gate blocked: what the caller needs to run its retry loop.
+        self.retry = retry
         self._trace = trace
         self._rows: list[list[Any]] | None = None
         #: The first hook that asked for a person: ``(definition, kind, reason)``; set by the
@@ -307,6 +314,7 @@ class Outcome:
             "result": self.result,
             "abort": self.abort,
             "continue": self.continue_,
+            "retry": self.retry,
             "trace": [entry.to_dict() for entry in self.trace],
         }
         if self.approval is not None:

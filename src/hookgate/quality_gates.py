@@ -44,6 +44,7 @@ from hookgate.subprocesses import base_environment, run_shell, shorten
 
 __all__ = [
     "DEFAULT_TIMEOUT_S",
+    "GATE_EVENT",
     "Delegation",
     "Gate",
     "GateConfigError",

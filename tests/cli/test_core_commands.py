@@ -87,7 +87,7 @@ def test_fire_blocks_with_exit_2(hooks_file: Path) -> None:
     outcome = json.loads(result.stdout)
     assert outcome["decision"] == "block" and outcome["reason"] == "rm -rf is not allowed"
     assert set(outcome) == {"decision", "reason", "updated_input", "additional_context",
-                            "result", "abort", "continue", "trace"}
+                            "result", "abort", "continue", "retry", "trace"}
 
 
 def test_fire_allows_with_exit_0_and_shows_the_rewrite(hooks_file: Path) -> None:

@@ -93,10 +93,10 @@ def test_a_process_becomes_one_hook_per_stage_with_picoclaw_policies() -> None:
     # interceptors fail open, approvals fail closed
     assert (before.on_error, before.on_timeout) == ("allow", "allow")
     assert (approve.on_error, approve.on_timeout) == ("block", "block")
-    # PicoClaw defaults: interceptor 5 s, observer 500 ms, approval 60 s capped at 10 s
+    # PicoClaw defaults: interceptor 5 s, observer 500 ms, approval 60 s (kept, not cut)
     assert before.timeout_ms == 5000
     assert observe.timeout_ms == 500
-    assert approve.timeout_ms == 10000
+    assert approve.timeout_ms == 60000
     # all stages share one process
     assert {h.config["instance"] for h in hooks.values()} == {"picoclaw:gate"}
     assert before.config["name"] == "gate"

@@ -237,7 +237,7 @@ class TestMethods:
             )
             assert set(outcome) == {
                 "decision", "reason", "updated_input", "additional_context", "result",
-                "abort", "continue", "trace",
+                "abort", "continue", "retry", "trace",
             }
             assert outcome["decision"] == "block"
             assert outcome["reason"] == "blocked by test hook on pre_tool_use"

@@ -5,15 +5,16 @@ The mapping follows GoClaw's own migration table:
 =================================  ==========================================================
 legacy                             new
 =================================  ==========================================================
-``event: delegation.completed``    ``event: subagent_stop`` (non-blocking: recorded, not
-                                   enforced; runtimes enforce through the RetryLoop API)
+``event: delegation.completed``    ``event: subagent_stop`` (non-blocking when fired and
+                                   forgotten; blocks when the caller waits for it)
 ``type: command``                  ``handler_type: command`` (Lite); on Standard a command
                                    cannot run, so the gate is reported and left out
 ``type: agent``                    ``handler_type: agent`` (reviewer, APPROVED/REJECTED), or
                                    ``prompt`` with ``--agent-to prompt`` (decide tool)
 ``block_on_failure``               ``on_error`` / ``on_timeout``: block or allow
-``max_retries``                    dropped: hooks block at once (retries: RetryLoop API)
-``timeout_seconds``                ``timeout_ms``, capped at 10 000
+``max_retries``                    dropped: hooks block at once (retries: RetryLoop API,
+                                   or keep the legacy file, whose outcome carries ``retry``)
+``timeout_seconds``                ``timeout_ms`` (subagent_stop allows long timeouts)
 =================================  ==========================================================
 
 The new hooks are printed as JSON (or written to ``--output``, YAML for ``.yaml``/``.yml``);
@@ -31,7 +32,8 @@ import yaml
 
 from hookgate.config import ConfigError, read_document
 from hookgate.config.quality_gates import extract_gates
-from hookgate.definition import MAX_TIMEOUT_MS, DefinitionError, validate_definition
+from hookgate.definition import DefinitionError, validate_definition
+from hookgate.events import get_event
 from hookgate.host_code import EDITIONS, edition_refusal
 from hookgate.quality_gates import Gate, GateConfigError, parse_gates
 
@@ -51,23 +53,24 @@ def _common(gate: Gate, index: int, agent: str | None) -> tuple[dict[str, Any], 
     where = f"gate {index + 1} ({gate.name or gate.type})"
     policy = "block" if gate.block_on_failure else "allow"
     timeout_ms = int(gate.timeout_seconds * 1000)
+    longest = get_event("subagent_stop").max_timeout_ms
     hook: dict[str, Any] = {
         "event": "subagent_stop",
         "name": gate.name or f"quality-gate-{index + 1}-{gate.type}",
-        "timeout_ms": min(timeout_ms, MAX_TIMEOUT_MS),
+        "timeout_ms": min(timeout_ms, longest),
         "on_error": policy,
         "on_timeout": policy,
     }
     notes = [
-        f"{where}: event delegation.completed -> subagent_stop (non-blocking: a failure is "
-        "recorded, not enforced; enforce and retry with hookgate.quality_gates.RetryLoop)",
+        f"{where}: event delegation.completed -> subagent_stop (a failure blocks when the "
+        "caller waits for the event, and is only recorded when it is fired and forgotten)",
         f"{where}: block_on_failure {str(gate.block_on_failure).lower()} -> on_error and "
         f"on_timeout {policy}",
     ]
-    if timeout_ms > MAX_TIMEOUT_MS:
+    if timeout_ms > longest:
         notes.append(
-            f"{where}: timeout_seconds {gate.timeout_seconds:g} -> timeout_ms {MAX_TIMEOUT_MS} "
-            "(hooks run for 10 s at most)"
+            f"{where}: timeout_seconds {gate.timeout_seconds:g} -> timeout_ms {longest} "
+            "(the longest a subagent_stop hook may run)"
         )
     if gate.max_retries:
         notes.append(

@@ -43,6 +43,7 @@ def outcome_from_payload(payload: Any) -> Outcome:
         result=payload.get("result"),
         abort=abort if abort in ("turn", "hard") else None,
         continue_=payload.get("continue") is not False,
+        retry=dict(payload["retry"]) if isinstance(payload.get("retry"), Mapping) else None,
         trace=[_entry(t) for t in trace if isinstance(t, Mapping)],
     )
     approval = payload.get("approval")

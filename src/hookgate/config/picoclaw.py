@@ -19,8 +19,8 @@ What each part becomes:
 Failure policy, as in PicoClaw: interceptors fail open (``on_error``/``on_timeout: allow``),
 approvals fail closed (``block``). A malformed answer (an unknown action) still blocks.
 
-Timeouts come from ``hooks.defaults``: observer 500 ms, interceptor 5 s, approval 60 s. hookgate
-caps every hook at 10 s, so the approval default (and any larger value) becomes 10 s.
+Timeouts come from ``hooks.defaults``: observer 500 ms, interceptor 5 s, approval 60 s (kept:
+``approve_tool`` allows long waits, up to 24 h; interceptors are capped at hookgate's 10 s).
 
 Order: PicoClaw runs in-process (builtin) hooks first, then process hooks, each by
 *ascending* priority, then name. hookgate runs *descending* priority, then ``order``, so the
@@ -36,7 +36,8 @@ from pathlib import Path
 from typing import Any, Final
 
 from hookgate.config.formats import ConfigError, ConfigFormat, register_format
-from hookgate.definition import MAX_TIMEOUT_MS, DefinitionError, HookDefinition, validate_definition
+from hookgate.definition import DefinitionError, HookDefinition, validate_definition
+from hookgate.events import get_event
 from hookgate.handlers.process.spec import INTERCEPT_STAGES
 from hookgate.runtime_events import normalize_observe
 
@@ -136,7 +137,9 @@ def _policy(event: str, timeouts: Mapping[str, int]) -> dict[str, Any]:
         timeout, policy = timeouts["approval_timeout_ms"], "block"
     else:
         timeout, policy = timeouts["interceptor_timeout_ms"], "allow"
-    return {"timeout_ms": min(timeout, MAX_TIMEOUT_MS), "on_error": policy, "on_timeout": policy}
+    # PicoClaw's values are kept up to the longest the event allows (approvals: hours).
+    longest = get_event(event).max_timeout_ms
+    return {"timeout_ms": min(timeout, longest), "on_error": policy, "on_timeout": policy}
 
 
 def _entries(

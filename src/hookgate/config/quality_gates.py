@@ -10,9 +10,10 @@ Told apart from hookgate's own format by shape (gates have ``type``, never
 
 Each becomes one ``quality_gate`` hook on ``subagent_stop`` (``delegation.completed`` is its
 alias) that runs the gates in order with their own semantics (see
-:mod:`hookgate.handlers.quality_gate`). An agent record's gates apply to delegations from
-that agent (``if_expr: source_agent == "<key>"``), as in GoClaw. Commands run in the
-directory of the file unless a gate names a ``cwd``.
+:mod:`hookgate.handlers.quality_gate`): a failing blocking gate blocks wherever a caller waits
+for the event (``delegation.completed`` always; ``subagent_stop`` with ``wait``). An agent
+record's gates apply to delegations from that agent (``if_expr: source_agent == "<key>"``),
+as in GoClaw. Commands run in the directory of the file unless a gate names a ``cwd``.
 
 ``hookgate migrate quality-gates FILE`` converts these to native hooks instead.
 """
@@ -25,7 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from hookgate.config.formats import ConfigError, ConfigFormat, register_format
-from hookgate.definition import MAX_TIMEOUT_MS, DefinitionError, HookDefinition, validate_definition
+from hookgate.definition import DefinitionError, HookDefinition, validate_definition
+from hookgate.events import get_event
 from hookgate.host_code import edition_refusal
 from hookgate.quality_gates import GateConfigError, parse_gates
 
@@ -92,8 +94,11 @@ def load_quality_gates(document: Any, *, edition: str, base_dir: Path) -> list[H
         "handler_type": "quality_gate",
         "name": f"quality-gates-{found.agent}" if found.agent else "quality-gates",
         "config": {"gates": [gate.to_dict() for gate in gates]},
-        # One hook runs the whole list; the engine caps a hook at 10 s.
-        "timeout_ms": min(MAX_TIMEOUT_MS, int(sum(g.timeout_seconds for g in gates) * 1000)),
+        # One hook runs the whole list, each gate within its own timeout_seconds.
+        "timeout_ms": min(
+            get_event("subagent_stop").max_timeout_ms,
+            int(sum(g.timeout_seconds for g in gates) * 1000),
+        ),
         "on_error": "block" if any(g.block_on_failure for g in gates) else "allow",
         "order": 1,
     }

@@ -6,10 +6,13 @@ gate files and an agent's ``other_config.quality_gates`` load as a hook of this 
 the first blocking failure stops the rest and blocks with the gate's feedback as the
 reason; non-blocking failures are logged and listed in the details.
 
-``subagent_stop`` is a non-blocking event, so through the engine a failing gate is recorded
-(trace, audit) rather than enforced; runtimes enforce gates, and retry with the feedback,
-through :class:`hookgate.quality_gates.RetryLoop`. The engine's hook timeout (10 s at most)
-bounds the whole list here; the API honours each gate's ``timeout_seconds`` in full.
+A gate blocks wherever a caller waits for it: ``delegation.completed`` is always waited for,
+``subagent_stop`` when the caller asks (``wait``); fired and forgotten, a failing gate is
+recorded (trace, audit) but nobody is there to stop. A block's reason is the gate's feedback,
+and the outcome's ``retry`` says what the caller needs for GoClaw's retry loop: the failing
+gate, the feedback, the ``attempt`` (the event's ``attempt`` field, 1 for the first), its
+``max_retries`` and the ``retries_left`` (0 when the gate itself broke). Each gate runs within
+its own ``timeout_seconds``; the hook's timeout is their sum.
 """
 
 from __future__ import annotations
@@ -20,8 +23,8 @@ from typing import Any, ClassVar
 from hookgate.handlers.agent import Delegation
 from hookgate.handlers.base import Handler, Invocation
 from hookgate.outbound import close_shared_client
-from hookgate.outcome import HookResult
-from hookgate.quality_gates import GateConfigError, QualityGates, parse_gates
+from hookgate.outcome import HookError, HookResult
+from hookgate.quality_gates import GATE_EVENT, GateConfigError, QualityGates, parse_gates
 
 __all__ = ["QualityGateHandler"]
 
@@ -47,21 +50,29 @@ class QualityGateHandler(Handler):
 
     async def run(self, call: Invocation) -> HookResult:
         gates = QualityGates(parse_gates(call.hook.config["gates"]), services=self.services)
-        delegation = Delegation.from_payload(call.payload, call.event.name)
+        attempt = call.payload.get("attempt", 1)
+        if not isinstance(attempt, int) or isinstance(attempt, bool) or attempt < 1:
+            raise HookError(f"attempt must be a positive integer (1 first), not {attempt!r}")
+        # Legacy gates know one event name, whatever name the caller fired under.
+        delegation = Delegation.from_payload(call.payload, GATE_EVENT)
         report = await gates.evaluate(delegation)
         details: dict[str, Any] = {"gates": [r.to_dict() for r in report.results]}
         failure = report.failure
         if failure is None:
             return HookResult(decision="allow", details=details)
-        reason = f"quality gate {failure.gate.label} failed: {failure.feedback}"
-        details.update(
-            reason=reason,
-            feedback=failure.feedback,
-            gate=failure.gate.label,
-            gate_index=failure.index,
-            max_retries=failure.gate.max_retries,
-        )
-        return HookResult(decision="block", reason=reason, details=details)
+        gate = failure.gate
+        # Another attempt cannot fix a gate that broke (timed out, could not start).
+        left = 0 if failure.error else max(0, gate.max_retries - (attempt - 1))
+        retry = {
+            "gate": gate.label,
+            "gate_index": failure.index,
+            "feedback": failure.feedback,
+            "attempt": attempt,
+            "max_retries": gate.max_retries,
+            "retries_left": left,
+        }
+        details.update(reason=failure.feedback, **retry)
+        return HookResult(decision="block", reason=failure.feedback, details=details, retry=retry)
 
     async def aclose(self) -> None:
         await close_shared_client(self.services)

@@ -455,12 +455,15 @@ async def hooks_dispatch(
     tracer = gateway.tracer
     if parent is not None and tracer is not None:
         tracer.expect(str(data["event_id"]), parent[0])
+    # A name that is a synchronous stage (delegation.completed, after_tool) is waited for,
+    # as in `hookgate fire`.
+    wait = spec.waits(p.event, p.wait)
     limit = approval_wait_limit.set(p.approval_wait_s)
     try:
-        outcome = await gateway.engine.fire(spec.name, data, wait=p.wait)
+        outcome = await gateway.engine.fire(spec.name, data, wait=wait)
     finally:
         approval_wait_limit.reset(limit)
-    if tracer is not None and parent is not None and (spec.blocking or p.wait):
+    if tracer is not None and parent is not None and wait:
         tracer.forget(str(data["event_id"]))
     gateway.metrics.observe_dispatch(spec.name, outcome.decision, time.perf_counter() - started)
     return outcome.to_dict()

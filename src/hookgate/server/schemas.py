@@ -297,6 +297,9 @@ class OutcomePayload(BaseModel):
     result: Any
     abort: Literal["turn", "hard"] | None
     continue_: bool = Field(alias="continue")
+    #: Set when a quality gate blocked: ``gate``, ``feedback``, ``attempt``, ``max_retries``,
+    #: ``retries_left`` (retry while it is above 0, sending ``attempt`` + 1).
+    retry: dict[str, Any] | None = None
     trace: list[TraceEntry]
     #: Present when a person was asked: ``{id, status, decided_by, comment, input_edited, …}``.
     approval: dict[str, Any] | None = None
