@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 import click
 
 from hookgate.config import ConfigError, load_hooks
@@ -30,4 +33,25 @@ def check(path: str, edition: str | None) -> None:
         for problem in exc.problems:
             click.echo(f"{path}: {problem}", err=True)
         raise SystemExit(1) from None
+    # A process hook that cannot start would only fail when the event fires (and PicoClaw-
+    # style interceptors fail open): report it now.
+    unstartable = [
+        f"{path}: {definition.label}.config.command: {missing}"
+        for definition in definitions
+        if definition.handler_type == "process"
+        and (missing := _missing_program(definition.config)) is not None
+    ]
+    if unstartable:
+        for line in unstartable:
+            click.echo(line, err=True)
+        raise SystemExit(1)
     click.echo(f"{path}: {len(definitions)} hook(s) OK")
+
+
+def _missing_program(config: Mapping[str, Any]) -> str | None:
+    from hookgate.handlers.process.spec import missing_program, parse_spec
+
+    try:
+        return missing_program(parse_spec(config))
+    except ValueError as exc:
+        return "; ".join(str(arg) for arg in exc.args)

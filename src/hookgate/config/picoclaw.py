@@ -16,6 +16,12 @@ What each part becomes:
   ``approve_tool``, ``on_runtime_event``) becomes a ``callable`` hook.
 * ``hooks.enabled: false`` loads nothing.
 
+A process whose program (or, for an interpreter such as ``python3``, its script) does not
+exist is a load error, as a failed spawn is a mount error in PicoClaw; otherwise PicoClaw's
+fail-open interceptors would let every call through unchecked. ``env`` sets variables for the
+process; ``allowed_env_vars`` (hookgate's addition) passes chosen ones from hookgate's own
+environment, since only ``PATH``, ``HOME`` and ``LANG`` pass otherwise.
+
 Failure policy, as in PicoClaw: interceptors fail open (``on_error``/``on_timeout: allow``),
 approvals fail closed (``block``). A malformed answer (an unknown action) still blocks.
 
@@ -38,7 +44,7 @@ from typing import Any, Final
 from hookgate.config.formats import ConfigError, ConfigFormat, register_format
 from hookgate.definition import DefinitionError, HookDefinition, validate_definition
 from hookgate.events import get_event
-from hookgate.handlers.process.spec import INTERCEPT_STAGES
+from hookgate.handlers.process.spec import INTERCEPT_STAGES, missing_program, parse_spec
 from hookgate.runtime_events import normalize_observe
 
 __all__ = [
@@ -59,7 +65,19 @@ DEFAULTS: Final[Mapping[str, int]] = {
 }
 _HOOKS_KEYS: Final = frozenset({"enabled", "defaults", "builtins", "processes"})
 _PROCESS_KEYS: Final = frozenset(
-    {"enabled", "priority", "transport", "command", "dir", "env", "observe", "intercept"}
+    {
+        "enabled",
+        "priority",
+        "transport",
+        "command",
+        "dir",
+        "env",
+        "observe",
+        "intercept",
+        # hookgate's addition: variables passed from the parent environment by name
+        # (PicoClaw passes all of it; hookgate passes only PATH, HOME, LANG and these).
+        "allowed_env_vars",
+    }
 )
 _BUILTIN_KEYS: Final = frozenset({"enabled", "priority", "config"})
 #: Stage families: any stage of a family enables all its hookgate events.
@@ -226,7 +244,7 @@ def _process_events(
         "intercept": intercept,
         "instance": "",  # filled in by the caller
     }
-    for key in ("dir", "env"):
+    for key in ("dir", "env", "allowed_env_vars"):
         if entry.get(key) is not None:
             config[key] = entry[key]
     return events, config
@@ -296,11 +314,14 @@ def load_picoclaw(document: Any, *, edition: str, base_dir: Path) -> list[HookDe
         priority = -entry.get("priority", 0) + (lift if kind == "builtin" else 0)
         base = {"scope": "global", "priority": priority, "order": order, "enabled": enabled}
         if kind == "process":
+            before = len(problems)
             events, config = _process_events(where, entry, problems)
             config["instance"] = f"picoclaw:{name}"
             config["name"] = name
             if isinstance(config.get("dir"), str) and config["dir"]:
                 config["dir"] = str((base_dir / config["dir"]).resolve())
+            if enabled and len(problems) == before:
+                problems.extend(f"{where}.{p}" for p in _unstartable(config))
             for event in events:
                 raw = {**base, **_policy(event, timeouts), "event": event,
                        "handler_type": "process", "config": config}
@@ -323,6 +344,16 @@ def load_picoclaw(document: Any, *, edition: str, base_dir: Path) -> list[HookDe
     if problems:
         raise ConfigError(problems)
     return definitions
+
+
+def _unstartable(config: Mapping[str, Any]) -> list[str]:
+    """Why the process could not start here (PicoClaw refuses to mount such a hook)."""
+    try:
+        spec = parse_spec(config)
+    except ValueError as exc:
+        return [f"config: {arg}" for arg in exc.args]
+    missing = missing_program(spec)
+    return [] if missing is None else [f"command: {missing}"]
 
 
 def _identify(raw: dict[str, Any], kind: str, name: str, event: str) -> dict[str, Any]:

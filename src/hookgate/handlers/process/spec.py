@@ -16,12 +16,16 @@ Config keys (PicoClaw's ``hooks.processes.<name>`` fields plus hookgate's)::
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Final
 
 from hookgate.runtime_events import ObserveFilter, normalize_observe
+from hookgate.subprocesses import base_environment
 
 __all__ = [
     "INTERCEPT_STAGES",
@@ -29,6 +33,7 @@ __all__ = [
     "ProcessSpec",
     "config_problems",
     "event_mode",
+    "missing_program",
     "parse_spec",
 ]
 
@@ -190,3 +195,41 @@ def parse_spec(config: Mapping[str, Any]) -> ProcessSpec:
         instance=instance,
         hello_timeout_s=hello / 1000,
     )
+
+
+#: Interpreters whose first argument is the hook's script: a missing script is as fatal as a
+#: missing program (``python3 /tmp/review_gate.py``).
+_INTERPRETER: Final = re.compile(r"(python[0-9.]*|node|nodejs|deno|bun|bash|sh|zsh|ruby|perl|php)")
+_SCRIPT_SUFFIXES: Final = frozenset(
+    {".py", ".js", ".mjs", ".cjs", ".ts", ".sh", ".bash", ".rb", ".pl", ".php"}
+)
+
+
+def missing_program(spec: ProcessSpec) -> str | None:
+    """What of the hook's command does not exist on this host (``None`` when all is there).
+
+    Checked where a hook file is loaded or checked, because at run time a process hook that
+    cannot start fails by its policy, and PicoClaw's interceptors fail open.
+    """
+    where = Path(spec.dir) if spec.dir else Path.cwd()
+    if spec.dir and not where.is_dir():
+        return f"dir {spec.dir!r} is not a directory"
+    program = spec.command[0]
+    if "/" in program:
+        path = where / program
+        if not path.is_file():
+            return f"command {program!r} does not exist" + (
+                f" (relative to {str(where)!r})" if not Path(program).is_absolute() else ""
+            )
+        if not os.access(path, os.X_OK):
+            return f"command {program!r} is not executable"
+    else:
+        search = base_environment(spec.allowed_env_vars, dict(spec.env)).get("PATH")
+        if shutil.which(program, path=search) is None:
+            return f"command {program!r} is not on the hook's PATH ({search})"
+    if _INTERPRETER.fullmatch(Path(program).name) and len(spec.command) > 1:
+        script = spec.command[1]
+        looks_like_file = "/" in script or Path(script).suffix in _SCRIPT_SUFFIXES
+        if not script.startswith("-") and looks_like_file and not (where / script).is_file():
+            return f"script {script!r} of command {program!r} does not exist"
+    return None
