@@ -56,7 +56,7 @@ def test_seed_gate_file_loads_as_one_quality_gate_hook(tmp_path: Path) -> None:
     (definition,) = load_hooks(write(tmp_path, SEED_FILE))
     assert definition.event == "subagent_stop"
     assert definition.handler_type == "quality_gate"
-    assert definition.timeout_ms == 100000  # the gates' own 10 s + 90 s, not cut to 10 s
+    assert definition.timeout_ms == 101000  # the gates' own 10 s + 90 s (+1 s), not 10 s
     gates = definition.config["gates"]
     assert [g["type"] for g in gates] == ["command", "agent"]
     assert gates[0]["cwd"] == str(tmp_path) and gates[1]["max_retries"] == 2

@@ -94,10 +94,11 @@ def load_quality_gates(document: Any, *, edition: str, base_dir: Path) -> list[H
         "handler_type": "quality_gate",
         "name": f"quality-gates-{found.agent}" if found.agent else "quality-gates",
         "config": {"gates": [gate.to_dict() for gate in gates]},
-        # One hook runs the whole list, each gate within its own timeout_seconds.
+        # One hook runs the whole list, each gate within its own timeout_seconds; a second
+        # more, so a gate's own timeout (and its feedback) comes before the hook's.
         "timeout_ms": min(
             get_event("subagent_stop").max_timeout_ms,
-            int(sum(g.timeout_seconds for g in gates) * 1000),
+            int(sum(g.timeout_seconds for g in gates) * 1000) + 1000,
         ),
         "on_error": "block" if any(g.block_on_failure for g in gates) else "allow",
         "order": 1,
