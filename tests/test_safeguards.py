@@ -154,8 +154,12 @@ def test_depth_guard_holds_even_without_hooks() -> None:
 def test_depth_guard_runs_no_hooks_on_non_blocking_events() -> None:
     tester = HookTester()
     calls: list[int] = []
+    tester.hook("stop")(lambda e: calls.append(1))
+    assert tester.fire("stop", depth=4).decision == "allow"
+    assert calls == []
+    # A waited-for result check blocks like any blocking event.
     tester.hook("subagent_stop")(lambda e: calls.append(1))
-    assert tester.fire("subagent_stop", depth=4).decision == "allow"
+    assert tester.fire("subagent_stop", depth=4).decision == "block"
     assert calls == []
 
 
