@@ -28,6 +28,11 @@ def events(as_json: bool) -> None:
                 "input_field": spec.input_field,
                 "match_field": spec.match_field,
                 "default_timeout_ms": spec.default_timeout_ms,
+                "max_timeout_ms": spec.max_timeout_ms,
+                "default_policy": spec.default_policy,
+                "blocks_when_awaited": spec.blocks_when_awaited,
+                "awaited_names": sorted(spec.awaited_names),
+                "answer_keys": dict(spec.answer_keys or {}),
                 "aliases": list(spec.aliases),
                 "description": spec.description,
             }
@@ -36,7 +41,11 @@ def events(as_json: bool) -> None:
         click.echo(json.dumps(rows, indent=2))
         return
     for spec in CATALOGUE:
-        kind = "blocking" if spec.blocking else "non-blocking"
+        kind = (
+            "blocking" if spec.blocking
+            else "when awaited" if spec.blocks_when_awaited
+            else "non-blocking"
+        )
         outcomes = ", ".join(sorted(spec.outcomes)) or "observe only"
         aliases = f"  (aka {', '.join(spec.aliases)})" if spec.aliases else ""
         click.echo(f"{spec.name:<22} {kind:<13} {outcomes}{aliases}")
