@@ -61,7 +61,7 @@ def test_every_entry_is_complete() -> None:
             assert spec.input_field in spec.fields, spec.name
         if spec.match_field:
             assert spec.match_field in spec.fields, spec.name
-        if not spec.blocking and not spec.blocks_when_awaited:
+        if not spec.blocking and not spec.blocks_when_awaited and not spec.blocking_names:
             assert "block" not in spec.outcomes, spec.name
 
 

@@ -360,16 +360,16 @@ def run_chain(
             if not blocking:
                 row[ROW_DECISION] = "block" if result.blocks or result.abort else "allow"
                 if result.abort is not None:
+                    # Handed to a caller that waits (first in hook order); nothing else of
+                    # the chain stops.
                     _details(row)["abort"] = result.abort
-                    _details(row)["note"] = (
-                        "non-blocking event and the caller did not wait: abort recorded, "
-                        "not enforced"
-                    )
+                    _details(row)["note"] = "non-blocking event: abort reported, not enforced"
+                    if outcome.abort is None:
+                        outcome.abort = result.abort
+                        if result.abort == "hard":
+                            outcome.continue_ = False
                 elif result.blocks:
-                    _details(row)["note"] = (
-                        "non-blocking event and the caller did not wait: block recorded, "
-                        "not enforced"
-                    )
+                    _details(row)["note"] = "non-blocking event: block recorded, not enforced"
                 if not result.continue_:
                     outcome.continue_ = False
                 if result.updated_input is not None:

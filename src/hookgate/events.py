@@ -96,6 +96,8 @@ class EventSpec:
     blocks_when_awaited: bool = False
     #: Names under which the caller always waits: they name a synchronous stage.
     awaited_names: frozenset[str] = frozenset()
+    #: Names that run the chain as a blocking one (PicoClaw's interceptor ``after_tool``).
+    blocking_names: frozenset[str] = frozenset()
     #: Answer keys of the event's home system, read as hookgate's (``prependContext``).
     answer_keys: Mapping[str, str] | None = None
     #: Checks a rewritten input; returns a problem or ``None``.
@@ -119,11 +121,16 @@ class EventSpec:
 
     def waits(self, name: str, wait: bool) -> bool:
         """Whether a caller firing this event as ``name`` waits for its outcome."""
-        return wait or self.blocking or name in self.awaited_names
+        return (
+            wait or self.blocking or name in self.awaited_names or name in self.blocking_names
+        )
 
     def run_as(self, name: str, wait: bool) -> EventSpec:
-        """The spec the chain runs under: a waited-for ``blocks_when_awaited`` event blocks."""
-        if self.blocks_when_awaited and (wait or name in self.awaited_names):
+        """The spec the chain runs under: a waited-for ``blocks_when_awaited`` event, or one
+        fired under a name in ``blocking_names``, runs as a blocking chain."""
+        if name in self.blocking_names or (
+            self.blocks_when_awaited and (wait or name in self.awaited_names)
+        ):
             return _awaited(self)
         return self
 
@@ -134,7 +141,9 @@ _AWAITED: dict[str, EventSpec] = {}
 def _awaited(spec: EventSpec) -> EventSpec:
     found = _AWAITED.get(spec.name)
     if found is None:
-        found = _AWAITED[spec.name] = replace(spec, blocking=True, blocks_when_awaited=False)
+        found = _AWAITED[spec.name] = replace(
+            spec, blocking=True, blocks_when_awaited=False, blocking_names=frozenset()
+        )
     return found
 
 
@@ -154,6 +163,7 @@ def _spec(
     failure_policy: str | None = None,
     blocks_when_awaited: bool = False,
     awaited_names: tuple[str, ...] = (),
+    blocking_names: tuple[str, ...] = (),
     answer_keys: Mapping[str, str] | None = None,
     check_input: Callable[[Any], str | None] | None = None,
     prepare: Callable[[Mapping[str, Any]], Mapping[str, Any]] | None = None,
@@ -173,6 +183,7 @@ def _spec(
         failure_policy=failure_policy,
         blocks_when_awaited=blocks_when_awaited,
         awaited_names=frozenset(awaited_names),
+        blocking_names=frozenset(blocking_names),
         answer_keys=answer_keys,
         check_input=check_input,
         prepare=prepare,
@@ -251,16 +262,16 @@ CATALOGUE: Final[tuple[EventSpec, ...]] = (
         blocking=False,
         origin="goclaw",
         description=(
-            "After a tool call completes. A caller that waits (PicoClaw's synchronous after_tool) "
-            "gets a chain that can rewrite the result or abort the turn."
+            "After a tool call completes. Fired as PicoClaw's synchronous after_tool, the chain "
+            "is an interceptor's: hooks in turn, each seeing the last rewrite, an abort stops "
+            "the turn. Otherwise hooks run side by side; a waiting caller gets every answer."
         ),
         fields=(*_TOOL, "tool_response", "duration_ms"),
         outcomes=(BLOCK, CONTEXT, UPDATED_INPUT, ABORT),
         input_field="tool_response",
         match_field="tool_name",
         aliases=("PostToolUse", "after_tool", "after_tool_call", "after-tool-call"),
-        blocks_when_awaited=True,
-        awaited_names=("after_tool",),
+        blocking_names=("after_tool",),
         # The tool already ran: GoClaw, PicoClaw and Claude Code all let a failing
         # post-tool hook pass.
         failure_policy="allow",

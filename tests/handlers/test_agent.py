@@ -93,7 +93,9 @@ async def test_rejected_blocks_with_the_feedback(engine: Engine, llm: ScriptedLL
     entry = outcome.trace[0]
     assert entry.decision == "block"
     assert entry.details["feedback"] == "handle malformed input and add tests"
-    assert outcome.decision == "allow"  # subagent_stop is non-blocking: recorded only
+    # the caller waits (delegation.completed): the reviewer's rejection blocks the result
+    assert outcome.decision == "block"
+    assert outcome.reason == "handle malformed input and add tests"
 
 
 async def test_rejected_blocks_a_dry_run_on_a_blocking_check(

@@ -32,6 +32,7 @@ def events(as_json: bool) -> None:
                 "default_policy": spec.default_policy,
                 "blocks_when_awaited": spec.blocks_when_awaited,
                 "awaited_names": sorted(spec.awaited_names),
+                "blocking_names": sorted(spec.blocking_names),
                 "answer_keys": dict(spec.answer_keys or {}),
                 "aliases": list(spec.aliases),
                 "description": spec.description,
@@ -44,6 +45,8 @@ def events(as_json: bool) -> None:
         kind = (
             "blocking" if spec.blocking
             else "when awaited" if spec.blocks_when_awaited
+            else "as " + "/".join(sorted(spec.blocking_names)) if spec.blocking_names
+            else "awaited" if spec.awaited_names
             else "non-blocking"
         )
         outcomes = ", ".join(sorted(spec.outcomes)) or "observe only"

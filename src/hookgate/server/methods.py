@@ -460,7 +460,7 @@ async def hooks_dispatch(
     wait = spec.waits(p.event, p.wait)
     limit = approval_wait_limit.set(p.approval_wait_s)
     try:
-        outcome = await gateway.engine.fire(spec.name, data, wait=wait)
+        outcome = await gateway.engine.fire(p.event, data, wait=wait)
     finally:
         approval_wait_limit.reset(limit)
     if tracer is not None and parent is not None and wait:
