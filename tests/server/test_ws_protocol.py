@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import time
 import uuid
+from pathlib import Path
 
 import pytest
 from tests.server.conftest import Keys
@@ -13,26 +14,10 @@ from tests.server.gateway_process import GatewayProcess
 from tests.server.wsutil import fails, ok, open_ws, request, send_raw
 from websockets.exceptions import InvalidStatus
 
-SEED_CREATE = """{
-"type": "req", "id": "1", "method": "hooks.create",
-"params": {
-"event": "pre_tool_use",
-"handler_type": "http",
-"scope": "tenant",
-"name": "Safety webhook",
-"matcher": "^exec$",
-"config": { "url": "https://safety.internal/check" }
-}
-}"""
-
-SEED_TEST = """{
-"type": "req", "id": "3", "method": "hooks.test",
-"params": {
-"config": { "event": "pre_tool_use", "handler_type": "command",
-"scope": "tenant", "config": { "command": "cat" } },
-"sampleEvent": { "toolName": "exec", "toolInput": { "cmd": "ls" } }
-}
-}"""
+# The seed's frames, as the seed prints them (tests/fixtures/seeds/000_goclaw_hooks).
+SEED_FRAMES = Path(__file__).resolve().parents[1] / "fixtures" / "seeds" / "000_goclaw_hooks"
+SEED_CREATE = (SEED_FRAMES / "hooks-create.json").read_text()
+SEED_TEST = (SEED_FRAMES / "hooks-test.json").read_text()
 
 BLOCKER = {
     "event": "pre_tool_use",
