@@ -29,6 +29,7 @@ from hookgate.handlers.process.protocol import (
 )
 from hookgate.handlers.process.rpc import HookProcess, RpcError
 from hookgate.handlers.process.spec import ProcessSpec, config_problems, parse_spec
+from hookgate.log import log_event
 from hookgate.outcome import HookError, HookResult
 from hookgate.runtime_events import observes
 
@@ -49,6 +50,8 @@ class ProcessHandler(Handler):
         self._hook_child: dict[str, _ChildKey] = {}
         #: (hook id, version) -> its process, the per-call fast path of :meth:`_child`.
         self._last: dict[tuple[str, int], HookProcess] = {}
+        #: First notifications to processes still starting.
+        self._later: set[asyncio.Task[None]] = set()
 
     @classmethod
     def validate_config(cls, config: Mapping[str, Any]) -> list[str]:
@@ -84,7 +87,16 @@ class ProcessHandler(Handler):
     ) -> HookResult | Mapping[str, Any] | None:
         event = call.event.name
         if event == "runtime_event":
-            await child.notify(RUNTIME_EVENT_METHOD, runtime_envelope(call.payload))
+            envelope = runtime_envelope(call.payload)
+            if child.state == "running" or call.dry_run:
+                await child.notify(RUNTIME_EVENT_METHOD, envelope)
+                return None
+            # PicoClaw starts hook processes when it mounts them, so a start (spawn and
+            # hello, bounded by hello_timeout_ms) is no part of an observer's 500 ms: the
+            # first notification goes out once the process is up, and aclose waits for it.
+            task = asyncio.get_running_loop().create_task(self._notify_later(child, envelope))
+            self._later.add(task)
+            task.add_done_callback(self._later.discard)
             return None
         method = METHODS.get(event)
         if method is None:
@@ -107,6 +119,15 @@ class ProcessHandler(Handler):
         if isinstance(answer, dict) and "state" in answer:  # hook state changes out
             result.details["state_changes"] = answer["state"]
         return result
+
+    async def _notify_later(self, child: HookProcess, envelope: Mapping[str, Any]) -> None:
+        try:
+            await child.notify(RUNTIME_EVENT_METHOD, envelope)
+        except Exception as exc:  # nobody waits for a notification: log it
+            log_event(
+                "hookgate.process.notify_failed", hook=child.label, kind=envelope.get("kind"),
+                error=str(exc),
+            )
 
     # -- status ---------------------------------------------------------------------------
 
@@ -191,6 +212,8 @@ class ProcessHandler(Handler):
             self._release(hook_id, child_key)
 
     async def aclose(self) -> None:
+        if self._later:
+            await asyncio.gather(*self._later, return_exceptions=True)
         children = list(self._children.values())
         self._children.clear()
         self._users.clear()
