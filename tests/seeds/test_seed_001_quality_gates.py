@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from tests.server.gateway_process import GatewayProcess, run_cli
-from tests.server.wsutil import ok, open_ws
+from tests.server.wsutil import fails, ok, open_ws
 from tests.support.llm_server import ScriptedLLM, text
 
 from hookgate import Engine
@@ -218,3 +218,24 @@ def test_gateway_dispatch_of_a_failing_gate_answers_the_same_block(
     assert waited["decision"] == "block" and waited["reason"] == TOO_SHORT
     assert queued["decision"] == "allow" and queued["trace"] == []
     assert passed["decision"] == "allow"
+
+
+def test_dry_running_a_command_gate_on_the_gateway_is_host_code(
+    gate_gateway: GatewayProcess, tmp_path: Path
+) -> None:
+    """A quality_gate hook's command gates run `sh -c` on the gateway host: tenant keys may
+    not dry-run one (nothing runs); the master key may."""
+    marker = tmp_path / "ran"
+    definition = {"event": "subagent_stop", "handler_type": "quality_gate", "scope": "tenant",
+                  "config": {"gates": [{"type": "command", "command": f"touch {marker}"}]}}
+    sample = {"output": "x"}
+    for role in ("operator", "admin"):
+        key = gate_gateway.create_key("tenant-a", role)
+        with open_ws(gate_gateway.ws_url, key) as ws:
+            fails(ws, "hooks.test", {"config": definition, "sampleEvent": sample},
+                  "UNAUTHORIZED")
+    assert not marker.exists()
+    assert gate_gateway.master_key is not None
+    with open_ws(gate_gateway.ws_url, gate_gateway.master_key) as ws:
+        result = ok(ws, "hooks.test", {"config": definition, "sampleEvent": sample})["result"]
+    assert result["decision"] == "allow" and marker.exists()
