@@ -18,6 +18,12 @@ const FALLBACK_EVENTS = [
   ["message_sending", true, "content", null],
   ["message_sent", false, null, null],
   ["tool_result_persist", true, "message", "tool_name"],
+  ["before_prompt_build", false, null, null],
+  ["before_message_write", true, "message", null],
+  ["bootstrap", true, "bootstrap_files", null],
+  ["agent_end", false, null, null],
+  ["llm_input", false, null, null],
+  ["llm_output", false, null, null],
   ["notification", false, null, "notification_type"],
   ["post_tool_use_failure", false, null, "tool_name"],
 ].map(([name, blocking, input_field, match_field]) => ({
