@@ -50,6 +50,7 @@ def test_private_addresses_and_internal_hosts(text: str, rule: str) -> None:
     "loopback 127.0.0.1 and ::1",          # not in the public-repo policy
     "www.corp.example.com and internal.example.org",
     "threading.local() and self.lan_ports",
+    "kind=trace.SpanKind.INTERNAL, mode=settings.Corp",
     "password = \"${DB_PASSWORD}\" and token: '<your-token>'",
     "path = 'src/hookgate/boundary/scanner_module_name.py'",
     "name_of_a_really_long_function_without_digits = 1",

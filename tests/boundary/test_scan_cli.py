@@ -174,3 +174,21 @@ def test_scrub_keeps_line_numbers_of_multi_line_secrets(tmp_path: Path) -> None:
     lines = (tmp_path / "k.pem").read_text().splitlines()
     assert len(lines) == len(key) + 2 and lines[-1] == "b"
     assert "PRIVATE KEY" not in "".join(lines[1:])
+
+
+def _modules_after(argv: list[str], cwd: Path) -> str:
+    probe = (f"import sys; sys.argv = {['hookgate', *argv]!r}\n"
+             "from hookgate.cli import main\n"
+             "try:\n    main()\nexcept SystemExit:\n    pass\n"
+             "heavy = [m for m in ('hookgate.engine', 'hookgate.server', 'hookgate.store',"
+             " 'hookgate.handlers') if m in sys.modules]\n"
+             "print('heavy:', heavy, 'scanner:', 'hookgate.boundary.scanner' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", probe], cwd=cwd, input="", capture_output=True,
+                          text=True, timeout=60)
+    return done.stdout.splitlines()[-1] if done.stdout else done.stderr
+
+
+def test_scan_loads_neither_the_engine_nor_the_gateway(tmp_path: Path) -> None:
+    # `hookgate scan` runs on every push: its import path stays on the scanner package.
+    assert _modules_after(["scan", "--help"], tmp_path) == "heavy: [] scanner: False"
+    assert _modules_after(["scan", "--stdin"], tmp_path) == "heavy: [] scanner: True"

@@ -180,6 +180,12 @@ def _host_pattern(options: Mapping[str, Any]) -> str:
 
 def _check_host(value: bytes, data: bytes, start: int, end: int,
                 options: Mapping[str, Any]) -> bool:
+    # Code, not a host: `SpanKind.INTERNAL`, `config.Corp` (host names are written in lower
+    # case; a camel-cased label or an upper-case suffix is an identifier).
+    labels = value.split(b".")
+    if labels[-1] != labels[-1].lower() or any(
+            label != label.lower() and label != label.upper() for label in labels):
+        return False
     after = _after(data, end)
     # "db.corp.example.com" is a public name that merely contains a suffix label.
     if after == 0x2D or (after == 0x2E and _is_word(_after(data, end, 1))):
@@ -229,8 +235,6 @@ def _check_entropy(value: bytes, data: bytes, start: int, end: int,
         return False
     # Identifiers and paths are long too; a secret mixes digits into its letters.
     if not any(0x30 <= byte <= 0x39 for byte in value):
-        return False
-    if value.count(b"/") > 2 or value.count(b"-") > 3:
         return False
     return shannon_entropy(value) >= float(options.get("base64_limit", 4.2))
 
