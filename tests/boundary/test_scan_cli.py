@@ -114,11 +114,16 @@ def test_allow_list_by_path_glob_and_fingerprint(tree: Path) -> None:
     assert [f["rule"] for f in json.loads(done.stdout)["findings"]] == ["github-token"]
 
 
-def test_git_ignored_files_are_not_scanned(tree: Path) -> None:
+def test_git_ignored_files_are_not_scanned_unless_named(tree: Path) -> None:
     subprocess.run(["git", "init", "-q"], cwd=tree, check=True)
     (tree / ".gitignore").write_text("docs/\n")
     done = hookgate("scan", ".", "--format", "json", cwd=tree)
     assert "docs/notes.md" not in {f["path"] for f in json.loads(done.stdout)["findings"]}
+    # An ignored staging directory named on the command line is scanned (and scrubbed) whole.
+    named = hookgate("scan", "docs", "--format", "json", cwd=tree)
+    assert [f["path"] for f in json.loads(named.stdout)["findings"]] == ["docs/notes.md"]
+    assert "build7.corp" not in hookgate("scrub", "docs", "--apply", cwd=tree).stdout
+    assert (tree / "docs" / "notes.md").read_text() == "staging box is bu*********\n"
 
 
 def test_bad_policy_is_exit_2_with_each_problem_named(tree: Path) -> None:

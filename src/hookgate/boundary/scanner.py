@@ -268,8 +268,16 @@ def _display(root: Path, relative: str, raw: str | Path) -> str:
 
 
 def _git_listed(root: Path) -> list[str] | None:
-    """Tracked and untracked-not-ignored files, when ``root`` is inside a git work tree."""
+    """Tracked and untracked-not-ignored files, when ``root`` is inside a git work tree.
+
+    ``None`` (walk every file) outside a work tree, and for a directory git ignores as a
+    whole: a staging or build directory named on the command line is scanned in full.
+    """
     try:
+        ignored = subprocess.run(["git", "-C", str(root), "check-ignore", "-q", "."],
+                                 capture_output=True, check=False, timeout=60)
+        if ignored.returncode == 0:
+            return None
         done = subprocess.run(
             ["git", "-C", str(root), "ls-files", "-z", "--cached", "--others",
              "--exclude-standard"],
