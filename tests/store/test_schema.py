@@ -21,6 +21,7 @@ from hookgate.store.sqlite import SqliteStore
 EXPECTED_TABLES = {
     "agent_hooks",
     "approvals",
+    "hook_state",
     "hook_executions",
     "tenant_hook_budget",
     "hookgate_api_keys",

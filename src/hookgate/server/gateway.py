@@ -39,12 +39,14 @@ from hookgate.server.errors import ApiError
 from hookgate.server.metrics import GatewayMetrics
 from hookgate.server.tracing import HookTracer
 from hookgate.settings import Settings
+from hookgate.state.shared import SqlStateStore
 from hookgate.store import Caller, ExecutionRow, Store
 from hookgate.store.approvals import ApprovalStoreMixin
 from hookgate.store.audit_writer import AuditWriter, open_error_detail
 from hookgate.store.breakers import BreakerRecorder
 from hookgate.store.budget import SqlBudgetStore
 from hookgate.store.resolver import StoreHookSource
+from hookgate.store.sql import SqlStore
 
 __all__ = ["Gateway", "GatewayOptions"]
 
@@ -121,6 +123,8 @@ class Gateway:
             services.extras.setdefault("decision_cache", RedisDecisionCache(redis))
             services.extras.setdefault("turn_counter", RedisTurnCounter(redis))
             services.extras.setdefault("hook_state", RedisStateStore(redis))
+        elif isinstance(store, SqlStore):  # shared by replicas on one database
+            services.extras.setdefault("hook_state", SqlStateStore(store))
         # Hooks that ask wait for a person: approvals live in the store (every SQL store).
         self.approvals: GatewayApprovals | None = None
         if isinstance(store, ApprovalStoreMixin):
