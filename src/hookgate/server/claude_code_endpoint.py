@@ -54,16 +54,21 @@ async def claude_code_hook(request: Request) -> Response:
         gateway.metrics.count_request(_METHOD, "rest", exc.code)
         return error_response(exc)
     event: str = body["hook_event_name"]
-    gateway.enter()
+    answer = None
     try:
-        answer = await answer_claude_code(body, _evaluator(gateway, principal))
-    except Exception as exc:  # a bug here must still stop the action
-        incident = uuid.uuid4().hex[:12]
-        log_event("hookgate.request_failed", method=_METHOD, incident=incident, error=repr(exc))
-        answer = None
-        reason = f"internal error (incident {incident}); see the gateway log"
-    finally:
-        gateway.leave()
+        gateway.enter()
+    except ApiError as exc:  # shutting down: still an answer that stops the action
+        reason = exc.message
+    else:
+        try:
+            answer = await answer_claude_code(body, _evaluator(gateway, principal))
+        except Exception as exc:  # a bug here must still stop the action
+            incident = uuid.uuid4().hex[:12]
+            log_event("hookgate.request_failed", method=_METHOD, incident=incident,
+                      error=repr(exc))
+            reason = f"internal error (incident {incident}); see the gateway log"
+        finally:
+            gateway.leave()
     if answer is not None and answer.exit_code == 0:
         gateway.metrics.count_request(_METHOD, "rest", "ok")
         return json_response(answer.stdout or {})
