@@ -1,12 +1,14 @@
 """``POST /api/v1/claude-code/hook`` on a real gateway: Claude Code's hook input in, Claude
-Code's hook output out, the same answers as ``hookgate claude-code --gateway``; failures
-stop the action with a 200 deny/block (so Claude Code's http hook fails closed on them too);
-the key's tenant decides which hooks run, whatever the input claims."""
+Code's hook output out, the same answers as ``hookgate claude-code`` with the same hooks in
+a local file; failures stop the action with a 200 deny/block (so Claude Code's http hook
+fails closed on them too); the key's tenant decides which hooks run, whatever the input
+claims."""
 
 from __future__ import annotations
 
 import json
 import subprocess
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -19,26 +21,23 @@ from hookgate.client import GatewayClient
 PATH = "/api/v1/claude-code/hook"
 
 
+HOOKS = [
+    {"event": "pre_tool_use", "handler_type": "callable", "name": "cc no rm",
+     "matcher": "^Bash$", "if_expr": 'tool_input.command.contains("rm -rf")',
+     "config": {"callable": "tests.server.hookfns:block"}},
+    {"event": "post_tool_use", "handler_type": "callable", "name": "cc audit",
+     "matcher": "^Edit$", "config": {"callable": "tests.server.hookfns:allow"}},
+    {"event": "pre_tool_use", "handler_type": "callable", "name": "cc broken",
+     "matcher": "^Explode$", "config": {"callable": "tests.server.hookfns:fail"}},
+]
+
+
 @pytest.fixture(scope="module")
 def hooked(gateway: GatewayProcess, keys: Keys) -> GatewayProcess:
     # The gateway fixture is this module's own: the hooks need no clean-up.
     with GatewayClient(gateway.url, keys.a_admin) as admin:
-        for hook in (
-            {
-                "event": "pre_tool_use", "handler_type": "callable", "scope": "tenant",
-                "name": "cc no rm", "matcher": "^Bash$",
-                "if_expr": 'tool_input.command.contains("rm -rf")',
-                "config": {"callable": "tests.server.hookfns:block"}},
-            {
-                "event": "post_tool_use", "handler_type": "callable", "scope": "tenant",
-                "name": "cc audit", "matcher": "^Edit$",
-                "config": {"callable": "tests.server.hookfns:allow"}},
-            {
-                "event": "pre_tool_use", "handler_type": "callable", "scope": "tenant",
-                "name": "cc broken", "matcher": "^Explode$",
-                "config": {"callable": "tests.server.hookfns:fail"}},
-        ):
-            admin.create_hook(hook)
+        for hook in HOOKS:
+            admin.create_hook({**hook, "scope": "tenant"})
     return gateway
 
 
@@ -53,11 +52,13 @@ def cc(event: str, **fields: Any) -> dict[str, Any]:
             "permission_mode": "default", "hook_event_name": event, **fields}
 
 
-def python_bridge(served: GatewayProcess, key: str, body: dict[str, Any]) -> dict[str, Any]:
-    env = gateway_env(HOOKGATE_API_KEY=key)
-    done = subprocess.run([*HOOKGATE, "claude-code", "--gateway", served.url],
+def local_bridge(tmp_path: Path, body: dict[str, Any]) -> dict[str, Any]:
+    """The answer of ``hookgate claude-code`` with the same hooks in a local hooks file."""
+    hooks_file = tmp_path / "hookgate.json"
+    hooks_file.write_text(json.dumps({"hooks": HOOKS}))
+    done = subprocess.run([*HOOKGATE, "claude-code", "--config", str(hooks_file)],
                           input=json.dumps(body), capture_output=True, text=True, timeout=60,
-                          cwd=REPO, env=env, check=False)
+                          cwd=REPO, env=gateway_env(), check=False)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout) if done.stdout.strip() else {}
 
@@ -73,11 +74,11 @@ CASES = [
 
 @pytest.mark.parametrize("body", CASES, ids=[c["hook_event_name"] + str(i)
                                              for i, c in enumerate(CASES)])
-def test_same_answers_as_the_bridge(hooked: GatewayProcess, keys: Keys,
-                                    body: dict[str, Any]) -> None:
+def test_same_answers_as_the_local_bridge(hooked: GatewayProcess, keys: Keys, tmp_path: Path,
+                                          body: dict[str, Any]) -> None:
     answer = post(hooked, keys.a_operator, body)
     assert answer.status_code == 200, answer.text
-    assert answer.json() == python_bridge(hooked, keys.a_operator, body)
+    assert answer.json() == local_bridge(tmp_path, body)
 
 
 def test_block_answer(hooked: GatewayProcess, keys: Keys) -> None:
