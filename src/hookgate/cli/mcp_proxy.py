@@ -10,10 +10,12 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import re
+import shlex
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import click
@@ -48,6 +50,9 @@ def _listen_address(value: str | None) -> tuple[str, int] | None:
               "HOOKGATE_API_KEY.")
 @click.option("--upstream-url", default=None,
               help="Forward to this streamable-HTTP MCP server instead of starting a command.")
+@click.option("--upstream", "named", multiple=True, metavar="NAME=COMMAND|URL",
+              help="One of several upstreams (repeatable): a command line (split like a shell "
+              "would) or a streamable-HTTP URL. Tool and prompt names get the prefix NAME__.")
 @click.option("--listen", default=None, metavar="HOST:PORT",
               help="Serve streamable HTTP at http://HOST:PORT/mcp instead of stdio.")
 @click.option("--name", "label", default=None,
@@ -62,6 +67,7 @@ def mcp_proxy(
     config_path: str | None,
     gateway_url: str | None,
     upstream_url: str | None,
+    named: tuple[str, ...],
     listen: str | None,
     label: str | None,
     init_timeout: float,
@@ -83,16 +89,23 @@ def mcp_proxy(
         ) from None
     if config_path and gateway_url:
         raise click.UsageError("use --config or --gateway, not both")
-    if bool(command) == bool(upstream_url):
-        raise click.UsageError("give the upstream as -- COMMAND ARGS... or as --upstream-url URL")
+    if sum(map(bool, (command, upstream_url, named))) != 1:
+        raise click.UsageError(
+            "give the upstream as -- COMMAND ARGS..., as --upstream-url URL, or as one or "
+            "more --upstream NAME=COMMAND|URL"
+        )
     address = _listen_address(listen)
     # A command upstream inherits the proxy's environment (the MCP client configured it for
     # the server), minus hookgate's own settings such as HOOKGATE_API_KEY.
     child_env = {key: value for key, value in os.environ.items()
                  if not key.startswith("HOOKGATE_")}
-    spec = (UpstreamSpec(command=command, env=child_env) if command
-            else UpstreamSpec(url=upstream_url))
-    name = label or _default_label(command, upstream_url)
+    if named:
+        upstreams = _named_upstreams(named, child_env)
+    elif command:
+        upstreams = {label or _default_label(command, None):
+                     UpstreamSpec(command=command, env=child_env)}
+    else:
+        upstreams = {label or _default_label((), upstream_url): UpstreamSpec(url=upstream_url)}
     api_key = os.environ.get("HOOKGATE_API_KEY")
     if gateway_url and not api_key:
         raise click.UsageError("--gateway needs an API key in HOOKGATE_API_KEY")
@@ -102,7 +115,7 @@ def mcp_proxy(
 
     async def main() -> None:
         async with _evaluator(config_path, gateway_url, api_key) as evaluate:
-            proxy = McpProxy(spec, evaluate, label=name, init_timeout_s=init_timeout,
+            proxy = McpProxy(upstreams, evaluate, init_timeout_s=init_timeout,
                              request_timeout_s=call_timeout)
             if address is None:
                 await serve_stdio(proxy)
@@ -111,6 +124,31 @@ def mcp_proxy(
 
     with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C is how an interactive run ends
         anyio.run(main)
+
+
+_NAME = re.compile(r"^[A-Za-z0-9-]+(_[A-Za-z0-9-]+)*$")
+
+
+def _named_upstreams(values: tuple[str, ...], env: dict[str, str]) -> dict[str, Any]:
+    from hookgate.mcp_proxy import UpstreamSpec
+
+    upstreams: dict[str, Any] = {}
+    for value in values:
+        name, sep, target = value.partition("=")
+        if not sep or not target.strip():
+            raise click.BadParameter(f"expected NAME=COMMAND or NAME=URL, got {value!r}",
+                                     param_hint="--upstream")
+        if not _NAME.match(name) or "__" in name:
+            raise click.BadParameter(
+                f"upstream name {name!r}: letters, digits, '-' and single '_' only",
+                param_hint="--upstream")
+        if name in upstreams:
+            raise click.BadParameter(f"upstream {name!r} given twice", param_hint="--upstream")
+        if target.startswith(("http://", "https://")):
+            upstreams[name] = UpstreamSpec(url=target)
+        else:
+            upstreams[name] = UpstreamSpec(command=tuple(shlex.split(target)), env=env)
+    return upstreams
 
 
 _LAUNCHERS = frozenset({"python", "node", "npx", "uvx", "uv", "sh", "bash", "deno", "bun"})

@@ -19,7 +19,10 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, cast
 
 from mcp import types
@@ -29,7 +32,7 @@ from mcp.server.lowlevel import Server
 from mcp.server.lowlevel.server import NotificationOptions
 from mcp.server.session import ServerSession
 from mcp.shared.exceptions import MCPError
-from mcp.types import INTERNAL_ERROR
+from mcp.types import INTERNAL_ERROR, INVALID_PARAMS
 from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
 from hookgate.mcp_proxy.tool_results import (
@@ -40,7 +43,7 @@ from hookgate.mcp_proxy.tool_results import (
 from hookgate.mcp_proxy.upstream import ServerRequests, Upstream, UpstreamError, UpstreamSpec
 from hookgate.outcome import Outcome
 
-__all__ = ["Evaluate", "McpProxy"]
+__all__ = ["PREFIX_SEPARATOR", "Evaluate", "McpProxy"]
 
 log = logging.getLogger("hookgate.mcp_proxy")
 
@@ -70,37 +73,74 @@ FORWARDED_NOTIFICATIONS: tuple[str, ...] = (
 _ENVELOPE_PREFIX = "io.modelcontextprotocol/"
 #: Pages of tools/list read before the first call; more is taken as a misbehaving server.
 _MAX_PAGES = 100
+#: Between an upstream's name and its own tool or prompt names, with several upstreams.
+PREFIX_SEPARATOR = "__"
+#: Listings merged across several upstreams: method -> the result's list field.
+_MERGED_LISTS = {
+    "prompts/list": "prompts",
+    "resources/list": "resources",
+    "resources/templates/list": "resourceTemplates",
+}
+
+
+@dataclass(eq=False)
+class _Backend:
+    """One upstream and what the proxy learnt from its tool listings."""
+
+    name: str
+    upstream: Upstream
+    #: What the client sees before this upstream's tool and prompt names ("" when alone).
+    prefix: str
+    schemas: dict[str, dict[str, Any] | None] = field(default_factory=dict)
+    hidden: set[str] = field(default_factory=set)
+    listed: bool = False
 
 
 class McpProxy:
-    """One proxy: an upstream, the hooks (``evaluate``) and the server the client sees."""
+    """One proxy: its upstreams, the hooks (``evaluate``) and the server the client sees.
+
+    With one upstream the client sees its names unchanged; with several, tool and prompt
+    names are prefixed ``NAME__`` and each request goes to the upstream it names.
+    """
 
     def __init__(
         self,
-        upstream: UpstreamSpec,
+        upstreams: Mapping[str, UpstreamSpec],
         evaluate: Evaluate,
         *,
-        label: str = "upstream",
         init_timeout_s: float = 30.0,
         request_timeout_s: float | None = 300.0,
     ) -> None:
+        if not upstreams:
+            raise ValueError("a proxy needs at least one upstream")
         self.evaluate = evaluate
-        self.label = label
-        self.upstream = Upstream(
-            upstream,
-            on_notification=self._from_upstream,
-            server_requests=self._server_requests,
-            init_timeout_s=init_timeout_s,
-            request_timeout_s=request_timeout_s,
-            label=label,
-        )
+        self.multi = len(upstreams) > 1
+        self.backends: list[_Backend] = []
+        for name, spec in upstreams.items():
+            upstream = Upstream(
+                spec,
+                on_notification=partial(self._from_upstream, name),
+                server_requests=self._server_requests,
+                init_timeout_s=init_timeout_s,
+                request_timeout_s=request_timeout_s,
+                label=name,
+            )
+            prefix = f"{name}{PREFIX_SEPARATOR}" if self.multi else ""
+            self.backends.append(_Backend(name, upstream, prefix))
+        self._by_name = {backend.name: backend for backend in self.backends}
         self.session_id = uuid.uuid4().hex
         self._downstream: ServerSession | None = None
         self._client_capabilities: dict[str, Any] = {}
-        self._schemas: dict[str, dict[str, Any] | None] = {}
-        self._hidden: set[str] = set()
-        self._listed = False
+        self._resource_owner: dict[str, _Backend] = {}
         self.server = _ProxyServer(self)
+
+    @asynccontextmanager
+    async def running(self) -> AsyncIterator[McpProxy]:
+        """Own the upstream connections while serving."""
+        async with AsyncExitStack() as stack:
+            for backend in self.backends:
+                await stack.enter_async_context(backend.upstream.running())
+            yield self
 
     # -- the client's side ----------------------------------------------------------------
 
@@ -112,40 +152,60 @@ class McpProxy:
             self._downstream = ctx.session
             self._note_client(ctx)
             if ctx.method in ("initialize", "server/discover"):
-                # The answer carries the upstream's capabilities, so the upstream comes first.
-                await self.upstream.connect()
+                # The answer carries the upstreams' capabilities, so the upstreams come first.
+                for backend in self.backends:
+                    await backend.upstream.connect()
         return await call_next(ctx)
 
     def capabilities(self) -> types.ServerCapabilities | None:
-        result = self.upstream.initialize_result
-        if result is None:
-            return None
-        capabilities = result.capabilities.model_copy()
+        """The upstream's capabilities (with several, each one any of them has)."""
+        merged: dict[str, Any] = {}
+        for backend in self.backends:
+            result = backend.upstream.initialize_result
+            if result is None:
+                return None
+            for key, value in result.capabilities.model_dump(exclude_none=True).items():
+                merged.setdefault(key, value)
+        capabilities = types.ServerCapabilities.model_validate(merged)
         if capabilities.tools is None:
             capabilities.tools = types.ToolsCapability()
         return capabilities
 
     def instructions(self) -> str | None:
-        result = self.upstream.initialize_result
-        return result.instructions if result is not None else None
+        parts = []
+        for backend in self.backends:
+            result = backend.upstream.initialize_result
+            if result is not None and result.instructions:
+                label = f"{backend.name}: " if self.multi else ""
+                parts.append(label + result.instructions)
+        return "\n\n".join(parts) or None
 
     async def forward(self, ctx: ServerRequestContext[Any, Any], _params: Any) -> dict[str, Any]:
         """Any request but tools/*: the client's params out, the upstream's answer back."""
-        result = await self.upstream.request(
-            ctx.method, _outbound_params(ctx.params), on_progress=_progress_relay(ctx)
-        )
+        params = _outbound_params(ctx.params)
+        if not self.multi:
+            upstream = self.backends[0].upstream
+            result = await upstream.request(ctx.method, params, on_progress=_progress_relay(ctx))
+        else:
+            result = await self._routed(ctx, params or {})
         return _for_client(ctx, result)
 
     async def forward_notification(self, ctx: ServerRequestContext[Any, Any], _params: Any) -> None:
-        await self.upstream.notify(ctx.method, _outbound_params(ctx.params))
+        for backend in self.backends:
+            await backend.upstream.notify(ctx.method, _outbound_params(ctx.params))
 
     async def list_tools(
         self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
     ) -> dict[str, Any]:
-        listing = await self.upstream.request(
-            "tools/list", _outbound_params(ctx.params), on_progress=None
-        )
-        return _for_client(ctx, await self._filter_listing(listing, ctx))
+        if not self.multi:
+            backend = self.backends[0]
+            listing = await backend.upstream.request("tools/list", _outbound_params(ctx.params))
+            return _for_client(ctx, await self._filter_listing(backend, listing, ctx))
+        tools: list[Any] = []
+        for backend in self.backends:
+            for tool in await self._learn_tools(backend, ctx):
+                tools.append({**tool, "name": backend.prefix + tool["name"]})
+        return _for_client(ctx, {"tools": tools})
 
     async def call_tool(
         self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
@@ -155,24 +215,27 @@ class McpProxy:
     async def _call_tool(
         self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
     ) -> dict[str, Any]:
-        name = params.name
+        routed = self._route(params.name)
+        if routed is None:
+            return block_result(f"tool {params.name!r} is not available")
+        backend, name = routed
         arguments: dict[str, Any] = dict(params.arguments or {})
-        if not self._listed:
-            await self._learn_tools(ctx)
-        if name in self._hidden:
-            return block_result(f"tool {name!r} is not available")
+        if not backend.listed:
+            await self._learn_tools(backend, ctx)
+        if name in backend.hidden:
+            return block_result(f"tool {params.name!r} is not available")
         base = {
             "tool_name": name,
             "tool_use_id": str(ctx.request_id),
             "session_id": self._session_of(ctx),
-            "server": self.label,
+            "server": backend.name,
         }
         pre = await self._decide("pre_tool_use", {**base, "tool_input": arguments})
         if pre is None:
             return block_result(f"hookgate could not evaluate the hooks for {name!r}; blocked")
         if pre.blocked or pre.abort is not None or not pre.continue_:
             return block_result(pre.reason)
-        schema = self._schemas.get(name)
+        schema = backend.schemas.get(name)
         if pre.result is not None:
             try:
                 return with_context(hook_result(pre.result, schema), pre.additional_context)
@@ -183,13 +246,16 @@ class McpProxy:
                 return block_result(f"a hook rewrote the arguments of {name!r} into a non-object")
             arguments = dict(pre.updated_input)
         outbound = _outbound_params(ctx.params) or {}
+        outbound["name"] = name
         outbound["arguments"] = arguments
         started = time.perf_counter()
-        raw = await self.upstream.request("tools/call", outbound, on_progress=_progress_relay(ctx))
+        raw = await backend.upstream.request(
+            "tools/call", outbound, on_progress=_progress_relay(ctx)
+        )
         if not isinstance(raw.get("content"), list):
             # The full check of the result's shape is the SDK's, when the answer is sent.
             raise UpstreamError(
-                f"MCP server {self.label} answered tools/call {name!r} without content"
+                f"MCP server {backend.name} answered tools/call {name!r} without content"
             )
         result = raw
         post = await self._decide(
@@ -222,18 +288,21 @@ class McpProxy:
             return None
 
     async def _filter_listing(
-        self, listing: dict[str, Any], ctx: ServerRequestContext[Any, Any] | None
+        self, backend: _Backend, listing: dict[str, Any], ctx: ServerRequestContext[Any, Any]
     ) -> dict[str, Any]:
+        """One page of an upstream's tools/list, with the tools the hooks hide left out."""
         tools = listing.get("tools")
         if not isinstance(tools, list):
-            raise UpstreamError(f"MCP server {self.label} answered tools/list without a tool list")
+            raise UpstreamError(
+                f"MCP server {backend.name} answered tools/list without a tool list"
+            )
         for tool in tools:
             if isinstance(tool, Mapping) and isinstance(tool.get("name"), str):
                 schema = tool.get("outputSchema")
-                self._schemas[tool["name"]] = dict(schema) if isinstance(schema, Mapping) else None
-        payload = {"server": self.label, "tools": tools}
-        if ctx is not None:
-            payload["session_id"] = self._session_of(ctx)
+                backend.schemas[tool["name"]] = (
+                    dict(schema) if isinstance(schema, Mapping) else None
+                )
+        payload = {"server": backend.name, "tools": tools, "session_id": self._session_of(ctx)}
         outcome = await self._decide("list_tools", payload)
         if outcome is None:
             raise MCPError(INTERNAL_ERROR, "hookgate could not evaluate the tools/list hooks")
@@ -241,32 +310,111 @@ class McpProxy:
             raise MCPError(INTERNAL_ERROR, f"tools/list blocked: {outcome.reason or 'by hookgate'}")
         shown = tools if outcome.updated_input is None else _kept(tools, outcome.updated_input)
         shown_names = {tool.get("name") for tool in shown}
-        self._hidden |= {tool.get("name") for tool in tools} - shown_names
-        self._hidden -= shown_names
-        self._listed = True
+        backend.hidden |= {tool.get("name") for tool in tools} - shown_names
+        backend.hidden -= shown_names
+        backend.listed = True
         return {**listing, "tools": shown}
 
-    async def _learn_tools(self, ctx: ServerRequestContext[Any, Any]) -> None:
-        """A call before any listing: list every page once, so hidden tools and output
-        schemas are known whatever the client listed."""
+    async def _learn_tools(
+        self, backend: _Backend, ctx: ServerRequestContext[Any, Any]
+    ) -> list[Any]:
+        """Every page of an upstream's tools, filtered by the hooks: before a first call (so
+        hidden tools and output schemas are known whatever the client listed) and for a
+        merged listing."""
+        shown: list[Any] = []
         cursor: Any = None
         for _page in range(_MAX_PAGES):
-            listing = await self.upstream.request(
+            listing = await backend.upstream.request(
                 "tools/list", {"cursor": cursor} if cursor else None
             )
-            await self._filter_listing(listing, ctx)
+            shown.extend((await self._filter_listing(backend, listing, ctx))["tools"])
             cursor = listing.get("nextCursor")
             if not cursor:
-                return
-        raise UpstreamError(f"MCP server {self.label} lists more than {_MAX_PAGES} pages of tools")
+                return shown
+        raise UpstreamError(
+            f"MCP server {backend.name} lists more than {_MAX_PAGES} pages of tools"
+        )
+
+    # -- several upstreams ----------------------------------------------------------------
+
+    def _route(self, name: str) -> tuple[_Backend, str] | None:
+        """The upstream a prefixed tool or prompt name belongs to, and its own name there."""
+        if not self.multi:
+            return self.backends[0], name
+        owner, separator, own_name = name.partition(PREFIX_SEPARATOR)
+        backend = self._by_name.get(owner)
+        if not separator or backend is None or not own_name:
+            return None
+        return backend, own_name
+
+    async def _routed(self, ctx: ServerRequestContext[Any, Any], params: dict[str, Any]) -> Any:
+        method = ctx.method
+        if method in _MERGED_LISTS:
+            key = _MERGED_LISTS[method]
+            items: list[Any] = []
+            for backend in self.backends:
+                listing = await backend.upstream.request(method, None)
+                for item in listing.get(key) or []:
+                    if method == "prompts/list":
+                        item = {**item, "name": backend.prefix + item["name"]}
+                    elif method == "resources/list":
+                        self._resource_owner.setdefault(item.get("uri"), backend)
+                    items.append(item)
+            return {key: items}
+        if method == "prompts/get":
+            return await self._to_named(ctx, params, params, "name")
+        if method == "completion/complete":
+            ref = dict(params.get("ref") or {})
+            if ref.get("type") == "ref/prompt":
+                return await self._to_named(ctx, {**params, "ref": ref}, ref, "name")
+            return await self._to_owner(ctx, params, ref.get("uri"))
+        if method in ("resources/read", "resources/subscribe", "resources/unsubscribe"):
+            return await self._to_owner(ctx, params, params.get("uri"))
+        # logging/setLevel and anything else: every upstream, the first answer returned.
+        answers = [await backend.upstream.request(method, params) for backend in self.backends]
+        return answers[0]
+
+    async def _to_named(
+        self, ctx: ServerRequestContext[Any, Any], params: dict[str, Any],
+        holder: dict[str, Any], key: str,
+    ) -> Any:
+        routed = self._route(str(holder.get(key, "")))
+        if routed is None:
+            raise MCPError(INVALID_PARAMS, f"no upstream has {holder.get(key)!r}")
+        backend, own_name = routed
+        holder[key] = own_name
+        return await backend.upstream.request(
+            ctx.method, params, on_progress=_progress_relay(ctx)
+        )
+
+    async def _to_owner(
+        self, ctx: ServerRequestContext[Any, Any], params: dict[str, Any], uri: Any
+    ) -> Any:
+        """A resource request: to the upstream that listed the URI, else to each in turn
+        until one knows it."""
+        owner = self._resource_owner.get(uri)
+        candidates = [owner] if owner is not None else self.backends
+        last: MCPError | None = None
+        for backend in candidates:
+            try:
+                return await backend.upstream.request(
+                    ctx.method, params, on_progress=_progress_relay(ctx)
+                )
+            except UpstreamError:
+                raise
+            except MCPError as exc:
+                last = exc
+        assert last is not None
+        raise last
 
     # -- the upstream's side --------------------------------------------------------------
 
-    async def _from_upstream(self, notification: types.ServerNotification) -> None:
+    async def _from_upstream(self, name: str, notification: types.ServerNotification) -> None:
         if isinstance(notification, types.ProgressNotification):
             return  # relayed per request, under the client's own token (_progress_relay)
         if isinstance(notification, types.ToolListChangedNotification):
-            self._listed = False  # hidden tools are worked out again before the next call
+            # Hidden tools are worked out again before the next call.
+            self._by_name[name].listed = False
         downstream = self._downstream
         if downstream is None:
             return

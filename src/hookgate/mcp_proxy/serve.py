@@ -16,7 +16,7 @@ log = logging.getLogger("hookgate.mcp_proxy")
 
 async def serve_stdio(proxy: McpProxy) -> None:
     """Serve one client on this process's stdin/stdout until it closes stdin."""
-    async with proxy.upstream.running(), proxy_stdio() as (read, write):
+    async with proxy.running(), proxy_stdio() as (read, write):
         # No fixed initialization options: the answer to `initialize` is built when it
         # arrives, from the upstream's capabilities (see McpProxy.capabilities).
         await serve_dual_era_loop(proxy.server, read, write, lifespan_state={})
@@ -29,7 +29,7 @@ async def serve_http(proxy: McpProxy, host: str, port: int, *, path: str = "/mcp
     app = proxy.server.streamable_http_app(streamable_http_path=path, host=host)
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
     server = uvicorn.Server(config)
-    async with proxy.upstream.running():
+    async with proxy.running():
         log.warning("hookgate mcp-proxy: serving MCP at http://%s:%d%s", host, port, path)
         await server.serve()
 
