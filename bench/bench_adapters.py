@@ -376,12 +376,70 @@ def _claude_agent_sdk(samples: int) -> list[Row]:
     return _rows("Claude Agent SDK (bundled CLI)", medians)
 
 
+# -- smolagents ----------------------------------------------------------------------------
+
+
+def _smolagents(samples: int) -> list[Row]:
+    from smolagents import ToolCallingAgent, tool
+    from smolagents.models import (
+        ChatMessage,
+        ChatMessageToolCall,
+        ChatMessageToolCallFunction,
+        MessageRole,
+        Model,
+    )
+
+    from hookgate.adapters.smolagents import guard
+
+    class Scripted(Model):
+        def generate(self, messages: list[Any], **kwargs: Any) -> ChatMessage:
+            done = any(str(getattr(m.role, "value", m.role)) == "tool-call" for m in messages)
+            name, arguments = (
+                ("final_answer", {"answer": "done"}) if done else ("shell", {"cmd": "ls"})
+            )
+            function = ChatMessageToolCallFunction(name=name, arguments=arguments)
+            call = ChatMessageToolCall(function=function, id="c1", type="function")
+            return ChatMessage(role=MessageRole.ASSISTANT, content="", tool_calls=[call])
+
+    @tool
+    def shell(cmd: str) -> str:
+        """Run a shell command.
+
+        Args:
+            cmd: the command line.
+        """
+        return _shell(cmd)
+
+    def agent() -> Any:
+        return ToolCallingAgent(tools=[shell], model=Scripted(model_id="s"), verbosity_level=0)
+
+    engine = _engine()
+    guarded, plain, noop = guard(agent(), engine), agent(), agent()
+    # The no-op stand-in: the same methods wrapped by functions that only forward.
+    for name in ("run", "process_tool_calls", "execute_tool_call"):
+        inner = getattr(noop, name)
+        setattr(noop, name, lambda *a, inner=inner, **k: inner(*a, **k))
+    inner_generate = noop.model.generate
+    noop.model.generate = lambda *a, **k: inner_generate(*a, **k)
+    medians = _interleaved_sync(
+        {
+            "with": lambda: guarded.run("list"),
+            "noop": lambda: noop.run("list"),
+            "without": lambda: plain.run("list"),
+        },
+        samples,
+    )
+    engine.close()
+    return _rows("smolagents ToolCallingAgent", medians)
+
+
 FRAMEWORKS: dict[str, Callable[[int], list[Row]]] = {
     "langchain": _langchain,
     "openai-agents": _openai_agents,
     "pydantic-ai": _pydantic_ai,
     "adk": _adk,
     "claude-agent-sdk": _claude_agent_sdk,
+    "smolagents": _smolagents,
 }
 
 

@@ -32,13 +32,15 @@ def main() -> None:
             ]
         )
     )
+    hooks = engine()
     agent = create_agent(
         model,
         [tool("exec")(shell)],
-        middleware=[HookgateMiddleware(engine())],
+        middleware=[HookgateMiddleware(hooks)],
         name="example",
     )
     state = agent.invoke({"messages": [{"role": "user", "content": "tidy up"}]})
+    hooks.close()  # drains the queued non-blocking events (session_start, stop)
     for message in state["messages"]:
         if isinstance(message, ToolMessage):
             print(f"model read: {message.text}")

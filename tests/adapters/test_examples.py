@@ -36,6 +36,7 @@ def _run(module: str, env: dict[str, str] | None = None) -> list[str]:
         ("openai_agents_agent", "agents", "openai-agents"),
         ("pydantic_ai_agent", "pydantic_ai", "pydantic-ai"),
         ("adk_agent", "google.adk", "adk"),
+        ("smolagents_agent", "smolagents", "smolagents"),
     ],
 )
 def test_framework_example(module: str, package: str, extra: str) -> None:

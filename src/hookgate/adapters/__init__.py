@@ -8,6 +8,7 @@ One module per framework, each needing its optional extra::
     hookgate.adapters.adk                HookgatePlugin                  [adk]
     hookgate.adapters.pydantic_ai        HookgateCapability              [pydantic-ai]
     hookgate.adapters.claude_agent_sdk   hook_matchers                   [claude-agent-sdk]
+    hookgate.adapters.smolagents         guard                           [smolagents]
 
 ``pip install 'hookgate[adapters]'`` installs every framework.
 
