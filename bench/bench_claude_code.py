@@ -95,6 +95,7 @@ def run(quick: bool = False) -> list[Row]:
             curl = gateway_hook(url, event="PreToolUse", transport="curl")["command"]
             remote = {"curl": ["/bin/sh", "-c", curl], "sh": ["/bin/sh", "-c", CHECK],
                       "python-transport": [hookgate, "claude-code", "--gateway", url],
+                      "curl-healthz": ["curl", "-sS", "-f", "-o", "/dev/null", url + "/healthz"],
                       "python": [sys.executable, "-c", "pass"]}
             gw_env = {**env, "HOOKGATE_API_KEY": key}
             _medians_ms(remote, gw_env, 3)
@@ -105,6 +106,9 @@ def run(quick: bool = False) -> list[Row]:
         added = ms["curl"] - ms["sh"]
         rows.append(Row("claude", "curl transport to a gateway: added per event", added, "ms",
                         "bare sh hook script (same check)", ms["sh"], "< 15 ms", added < 15))
+        rows.append(Row("claude", "of which curl's start and a request (GET /healthz)",
+                        ms["curl-healthz"] - ms["sh"], "ms", "bare sh hook script (same check)",
+                        ms["sh"]))
         rows.append(Row("claude", "python transport (hookgate claude-code --gateway)",
                         ms["python-transport"], "ms", "python3 -c pass (interpreter start)",
                         ms["python"]))
