@@ -86,3 +86,39 @@ async def test_http_proxy_in_front_of_an_http_upstream(tmp_path: Path) -> None:
     ):
         async with Client(f"http://127.0.0.1:{proxy_port}/mcp", mode="legacy") as client:
             await exercise(client, tmp_path)
+
+
+async def test_one_clients_log_messages_never_reach_another(tmp_path: Path) -> None:
+    """Two clients on one --listen proxy share its upstream: a log message caused by one
+    client's call goes to neither, while a data-free list change goes to both."""
+    import asyncio
+    from typing import Any
+
+    port = free_port()
+    proxy = [HOOKGATE, "mcp-proxy", "--config", HOOKS, "--listen", f"127.0.0.1:{port}",
+             "--", *demo_command(tmp_path)]
+    logs: dict[str, list[Any]] = {"a": [], "b": []}
+    changed = {"a": asyncio.Event(), "b": asyncio.Event()}
+
+    def callbacks(who: str) -> dict[str, Any]:
+        async def on_log(params: types.LoggingMessageNotificationParams) -> None:
+            logs[who].append(params.data)
+
+        async def on_message(message: Any) -> None:
+            if isinstance(message, types.ToolListChangedNotification):
+                changed[who].set()
+
+        return {"logging_callback": on_log, "message_handler": on_message}
+
+    url = f"http://127.0.0.1:{port}/mcp"
+    with http_process(proxy, port, tmp_path / "proxy.log"):
+        async with (
+            Client(url, mode="legacy", **callbacks("a")) as a,
+            Client(url, mode="legacy", **callbacks("b")) as b,
+        ):
+            await b.list_tools()  # both clients have spoken to the proxy
+            shouted = await a.call_tool("shout", {"text": "a's secret"})
+            assert text_of(shouted) == "A'S SECRET"
+            await asyncio.wait_for(changed["b"].wait(), 20)
+            await asyncio.wait_for(changed["a"].wait(), 20)
+            assert logs == {"a": [], "b": []}

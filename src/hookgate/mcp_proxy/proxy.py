@@ -73,6 +73,14 @@ FORWARDED_NOTIFICATIONS: tuple[str, ...] = (
 _ENVELOPE_PREFIX = "io.modelcontextprotocol/"
 #: Pages of tools/list read before the first call; more is taken as a misbehaving server.
 _MAX_PAGES = 100
+#: Clients (HTTP sessions) remembered for notifications; the oldest are forgotten first.
+_MAX_CLIENTS = 1000
+#: Upstream notifications that carry no client's data, sent to every client.
+_CONTENT_FREE = (
+    types.ToolListChangedNotification,
+    types.PromptListChangedNotification,
+    types.ResourceListChangedNotification,
+)
 #: Between an upstream's name and its own tool or prompt names, with several upstreams.
 PREFIX_SEPARATOR = "__"
 #: Listings merged across several upstreams: method -> the result's list field.
@@ -129,7 +137,8 @@ class McpProxy:
             self.backends.append(_Backend(name, upstream, prefix))
         self._by_name = {backend.name: backend for backend in self.backends}
         self.session_id = uuid.uuid4().hex
-        self._downstream: ServerSession | None = None
+        #: The latest request's session of each client (one on stdio), newest last.
+        self._clients: dict[str, ServerSession] = {}
         self._client_capabilities: dict[str, Any] = {}
         self._resource_owner: dict[str, _Backend] = {}
         self.server = _ProxyServer(self)
@@ -149,7 +158,7 @@ class McpProxy:
     ) -> HandlerResult:
         """Seen for every inbound message: remember the client; start the upstream first."""
         if ctx.request_id is not None:
-            self._downstream = ctx.session
+            self._remember_client(ctx)
             self._note_client(ctx)
             if ctx.method in ("initialize", "server/discover"):
                 # The answer carries the upstreams' capabilities, so the upstreams come first.
@@ -415,10 +424,30 @@ class McpProxy:
         if isinstance(notification, types.ToolListChangedNotification):
             # Hidden tools are worked out again before the next call.
             self._by_name[name].listed = False
-        downstream = self._downstream
-        if downstream is None:
-            return
-        await downstream.send_notification(notification)
+        if isinstance(notification, _CONTENT_FREE):
+            targets = list(self._clients.values())  # "something changed": every client
+        else:
+            # Log messages and the like may carry one client's data; with several clients on
+            # one upstream there is no telling whose, so none gets it.
+            targets = self._only_client()
+            if not targets:
+                log.debug("dropped %s: %d clients share the upstream",
+                          type(notification).__name__, len(self._clients))
+        for session in targets:
+            try:
+                await session.send_notification(notification)
+            except Exception:
+                log.debug("dropped %s for a client that went away", type(notification).__name__)
+
+    def _remember_client(self, ctx: ServerRequestContext[Any, Any]) -> None:
+        key = self._session_of(ctx)
+        self._clients.pop(key, None)
+        self._clients[key] = ctx.session
+        while len(self._clients) > _MAX_CLIENTS:
+            del self._clients[next(iter(self._clients))]
+
+    def _only_client(self) -> list[ServerSession]:
+        return list(self._clients.values()) if len(self._clients) == 1 else []
 
     def _server_requests(self) -> ServerRequests:
         """Callbacks for requests the upstream sends, for what the client declared it can do."""
@@ -440,9 +469,14 @@ class McpProxy:
 
     def _relay_request(self, request_type: Any, result_type: Any) -> Any:
         async def relay(_ctx: Any, params: Any) -> Any:
-            downstream = self._downstream
-            if downstream is None:
-                return types.ErrorData(code=INTERNAL_ERROR, message="no client connected")
+            only = self._only_client()
+            if not only:
+                # Which client's call caused it cannot be told apart with several clients.
+                return types.ErrorData(
+                    code=INTERNAL_ERROR,
+                    message="no single client to ask: run one proxy per client for this",
+                )
+            downstream = only[0]
             try:
                 request = request_type(params=params) if params is not None else request_type()
                 return await downstream.send_request(request, result_type)
