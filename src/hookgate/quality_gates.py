@@ -40,6 +40,7 @@ from hookgate.handlers.agent import Delegation, review
 from hookgate.handlers.base import Services
 from hookgate.log import log_event
 from hookgate.outcome import HookError
+from hookgate.sandbox import Sandbox
 from hookgate.subprocesses import base_environment, run_shell, shorten
 
 __all__ = [
@@ -301,7 +302,9 @@ class QualityGates:
         try:
             async with asyncio.timeout(gate.timeout_seconds):
                 if gate.type == "command":
-                    passed, feedback, details = await _run_command(gate, delegation)
+                    passed, feedback, details = await _run_command(
+                        gate, delegation, self.services.settings.sandbox()
+                    )
                 else:
                     verdict = await review(
                         self.services,
@@ -374,7 +377,9 @@ async def run_with_retries(
     return decision, output
 
 
-async def _run_command(gate: Gate, delegation: Delegation) -> tuple[bool, str, dict[str, Any]]:
+async def _run_command(
+    gate: Gate, delegation: Delegation, sandbox: Sandbox
+) -> tuple[bool, str, dict[str, Any]]:
     assert gate.command is not None
     env = base_environment(
         gate.allowed_env_vars,
@@ -394,6 +399,7 @@ async def _run_command(gate: Gate, delegation: Delegation) -> tuple[bool, str, d
         env,
         stdout_cap=0,
         stderr_cap=FEEDBACK_CAP,
+        sandbox=sandbox,
     )
     feedback = shorten(stderr.decode("utf-8", "replace").strip(), FEEDBACK_CHARS)
     details = {"exit_code": code}

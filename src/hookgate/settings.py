@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from hookgate.host_code import EDITIONS, Edition
+from hookgate.sandbox import Sandbox, resolve_sandbox
 
 __all__ = ["Settings"]
 
@@ -37,7 +38,15 @@ class Settings:
     #: caller (and the event loop) until it returns; its timeout is only reported afterwards.
     #: For library users whose hooks are their own, fast code. The gateway never does this.
     inline_sync_hooks: bool = False
+    #: ``off``, ``auto`` or ``bwrap``: run hook programs under bubblewrap (see
+    #: :mod:`hookgate.sandbox`); ``sandbox_hidden``: paths they must not see.
+    hook_sandbox: str = "off"
+    sandbox_hidden: tuple[str, ...] = ()
     extra: dict[str, str] = field(default_factory=dict)
+
+    def sandbox(self) -> Sandbox:
+        """The sandbox hook programs run in (cached per mode and hidden paths)."""
+        return resolve_sandbox(self.hook_sandbox, self.sandbox_hidden)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: object) -> Settings:

@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Final
 
 from hookgate.outcome import HookError
+from hookgate.sandbox import NO_SANDBOX, Sandbox
 
 __all__ = [
     "BASE_ENV_KEYS",
@@ -168,18 +169,18 @@ async def run_shell(
     *,
     stdout_cap: int,
     stderr_cap: int,
+    sandbox: Sandbox = NO_SANDBOX,
 ) -> tuple[int, bytes, bytes, int]:
     """Run ``sh -c command`` in a new process group; (exit code, stdout, stderr, stdout size).
 
     Past ``stdout_cap`` bytes the group is killed (a runaway hook); ``stdout_cap=0`` keeps
     nothing and kills nothing (stdout only drained). Whatever happens (exit, overflow,
     timeout, cancel) the group is killed before this returns or raises, and the shell is
-    reaped.
+    reaped. Under ``sandbox`` the shell runs inside it (see :mod:`hookgate.sandbox`).
     """
     try:
-        proc, exited = await spawn(
-            "/bin/sh", "-c", command, cwd=cwd, env=dict(env), process_group=0
-        )
+        argv = sandbox.wrap(("/bin/sh", "-c", command), cwd)
+        proc, exited = await spawn(*argv, cwd=cwd, env=dict(env), process_group=0)
     except OSError as exc:
         where = f" in {cwd!r}" if cwd else ""
         raise HookError(f"cannot start the command{where}: {exc}") from None

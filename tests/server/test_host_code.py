@@ -19,9 +19,10 @@ from tests.server.gateway_process import GatewayProcess
 CANARY_ENV = "HOOKGATE_TEST_CANARY"
 
 
-def command_hook(command: str, **fields: Any) -> dict[str, Any]:
+def command_hook(command: str, cwd: str | None = None, **fields: Any) -> dict[str, Any]:
+    config = {"command": command} if cwd is None else {"command": command, "cwd": cwd}
     return {"event": "pre_tool_use", "handler_type": "command", "scope": "tenant",
-            "config": {"command": command}, **fields}
+            "config": config, **fields}
 
 
 def gate_hook(command: str) -> dict[str, Any]:
@@ -137,7 +138,8 @@ def test_tenant_admin_cannot_change_a_master_command_hook(
 def test_master_defines_and_runs_host_code(strict: GatewayProcess, tmp_path: Path) -> None:
     marker = tmp_path / "master-ran"
     created = strict.rest("POST", "/api/v1/hooks", json=command_hook(
-        f"touch {marker}", tenant_id="tenant-m", name="master-run", matcher="^master$"))
+        f"touch {marker}", tenant_id="tenant-m", name="master-run", matcher="^master$",
+        cwd=str(tmp_path)))
     assert created.status_code == 201, created.text
     outcome = strict.rest("POST", "/api/v1/dispatch", json={
         "event": "pre_tool_use", "input": {"tool_name": "master", "tenant_id": "tenant-m"}})
@@ -185,7 +187,8 @@ def test_tenant_host_code_flag(tmp_path: Path) -> None:
         admin = served.create_key("tenant-a", "admin")
         operator = served.create_key("tenant-a", "operator")
         created = served.rest("POST", "/api/v1/hooks", admin,
-                              json=command_hook(f"touch {marker}", name="tenant-made"))
+                              json=command_hook(f"touch {marker}", name="tenant-made",
+                                                cwd=str(tmp_path)))
         assert created.status_code == 201, created.text
         tested = served.rest("POST", "/api/v1/hooks/test", operator, json={
             "hookId": created.json()["hookId"], "sampleEvent": {"tool_name": "x"}})

@@ -19,7 +19,10 @@ import click
 
 from hookgate.cli.store_options import store_options
 from hookgate.host_code import EDITIONS
+from hookgate.log import log_event
+from hookgate.sandbox import MODES, SandboxUnavailable
 from hookgate.secrets import Keyring, SecretError
+from hookgate.settings import Settings
 from hookgate.store import Caller, StoreError, open_store
 from hookgate.store.location import DATA_DIR_ENV, DATABASE_URL_ENV, default_data_dir
 
@@ -68,6 +71,28 @@ def _keyring(data_dir: str | None, database_url: str | None) -> Keyring | None:
         raise click.ClickException(str(exc)) from None
 
 
+def _configure_sandbox(
+    settings: Settings, mode: str, data_dir: str | None, database_url: str | None
+) -> None:
+    """Hook programs run sandboxed, without sight of the data directory and the key file."""
+    hidden = [os.environ.get("HOOKGATE_SECRET_KEY_FILE") or ""]
+    if not (database_url or os.environ.get(DATABASE_URL_ENV)):
+        hidden.append(str(data_dir or os.environ.get(DATA_DIR_ENV) or default_data_dir()))
+    settings.hook_sandbox = mode
+    settings.sandbox_hidden = tuple(os.path.abspath(p) for p in hidden if p)
+    try:
+        sandbox = settings.sandbox()
+    except SandboxUnavailable as exc:
+        raise click.ClickException(str(exc)) from None
+    if mode == "auto" and not sandbox.active:
+        message = (
+            "bubblewrap is not installed: command and process hooks run unsandboxed, as the "
+            "gateway's user (install the 'bubblewrap' package, or pass --hook-sandbox off)"
+        )
+        log_event("hookgate.sandbox.unavailable", level=logging.WARNING, message=message)
+        click.echo(f"warning: {message}", err=True)
+
+
 def _bind(host: str, port: int) -> socket.socket:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
@@ -109,6 +134,11 @@ See docs/gateway.md for every setting."""
               default="lite", show_default=True,
               help="standard refuses every hook that runs code on the host (command, process, "
               "callable, command gates) when defined, tested and run.")
+@click.option("--hook-sandbox", envvar="HOOKGATE_HOOK_SANDBOX", type=click.Choice(MODES),
+              default="auto", show_default=True,
+              help="Run command and process hooks and command gates under bubblewrap (own PID "
+              "namespace, data directory and key file hidden, file system read-only but the "
+              "hook's cwd). auto: when installed (a warning at start when not).")
 @click.option("--tenant-host-code", is_flag=True, envvar="HOOKGATE_TENANT_HOST_CODE",
               help="Let tenant admins define, test and run hooks that run code on this host "
               "(single-team deployments). Default: only master-scope keys may.")
@@ -161,6 +191,7 @@ def serve(
     tenant_host_code: bool,
     approval_webhook: str | None,
     public_url: str | None,
+    hook_sandbox: str,
 ) -> None:
     """Run the hookgate gateway."""
     import uvicorn
@@ -169,7 +200,6 @@ def serve(
     from hookgate.server.gateway import Gateway, GatewayOptions
     from hookgate.server.logs import configure_logging
     from hookgate.server.tracing import TraceSetupError, configure_tracing
-    from hookgate.settings import Settings
 
     root_level = logging.getLogger().level or logging.WARNING
     configure_logging(min(root_level, logging.INFO), log_format)
@@ -213,6 +243,8 @@ def serve(
             ) from None
 
     keyring = _keyring(data_dir, database_url)
+    settings = Settings.from_env()
+    _configure_sandbox(settings, hook_sandbox, data_dir, database_url)
 
     async def make_gateway() -> Gateway:
         store = await open_store(data_dir=data_dir, database_url=database_url)
@@ -221,7 +253,7 @@ def serve(
         return Gateway(
             store,
             options=options,
-            settings=Settings.from_env(),
+            settings=settings,
             keyring=keyring,
             tracer_provider=provider,
         )

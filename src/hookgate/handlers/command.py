@@ -103,7 +103,13 @@ class CommandHandler(Handler):
         env = base_environment(config.get("allowed_env_vars", ()), extra)
         stdin = json.dumps(document, default=str).encode()
         code, stdout, stderr, stdout_len = await run_shell(
-            config["command"], stdin, cwd, env, stdout_cap=STDOUT_CAP, stderr_cap=STDERR_CAP
+            config["command"],
+            stdin,
+            cwd,
+            env,
+            stdout_cap=STDOUT_CAP,
+            stderr_cap=STDERR_CAP,
+            sandbox=self.services.settings.sandbox(),
         )
         out_text = stdout.decode("utf-8", "replace")
         err_text = stderr.decode("utf-8", "replace")

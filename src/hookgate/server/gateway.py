@@ -188,6 +188,7 @@ class Gateway:
             "hookgate.gateway.started",
             level=logging.INFO,
             edition=self.edition,
+            hook_sandbox="bwrap" if self.settings.sandbox().active else "off",
             hooks=len(stored),
             enabled=len(self.source.snapshot()),
             backend=getattr(self.store, "backend", "?"),

@@ -75,7 +75,12 @@ class ProcessHandler(Handler):
         """A test run gets its own process, stopped before the answer: nothing is left
         running, and the hook's live process (if any) is not disturbed."""
         label = spec.name or call.hook.name or call.hook.id
-        child = HookProcess(spec, label=label, modes=spec.modes(call.event.name))
+        child = HookProcess(
+            spec,
+            label=label,
+            modes=spec.modes(call.event.name),
+            sandbox=self.services.settings.sandbox(),
+        )
         try:
             return await self._run(call, child)
         finally:
@@ -181,7 +186,10 @@ class ProcessHandler(Handler):
             child = None
         if child is None:
             child = HookProcess(
-                spec, label=spec.name or hook.name or hook.id, modes=spec.modes(event)
+                spec,
+                label=spec.name or hook.name or hook.id,
+                modes=spec.modes(event),
+                sandbox=self.services.settings.sandbox(),
             )
             self._children[key] = child
         self._users.setdefault(key, set()).add(hook.id)

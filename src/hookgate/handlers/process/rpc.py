@@ -29,6 +29,7 @@ from hookgate.audit import redact
 from hookgate.handlers.process.spec import ProcessSpec
 from hookgate.log import log_event
 from hookgate.outcome import HookError
+from hookgate.sandbox import NO_SANDBOX, Sandbox
 from hookgate.subprocesses import CHUNK, base_environment, kill_group, shorten, spawn
 
 __all__ = ["MAX_LINE", "HookProcess", "RpcError"]
@@ -56,8 +57,16 @@ class RpcError(Exception):
 class HookProcess:
     """A hook child process and the JSON-RPC channel to it. Bound to one event loop."""
 
-    def __init__(self, spec: ProcessSpec, *, label: str, modes: Sequence[str]) -> None:
+    def __init__(
+        self,
+        spec: ProcessSpec,
+        *,
+        label: str,
+        modes: Sequence[str],
+        sandbox: Sandbox = NO_SANDBOX,
+    ) -> None:
         self.spec = spec
+        self.sandbox = sandbox
         self.label = label
         self.modes = tuple(modes)
         self.loop = asyncio.get_running_loop()
@@ -185,7 +194,7 @@ class HookProcess:
         try:
             try:
                 proc, exited = await spawn(
-                    *spec.command,
+                    *self.sandbox.wrap(spec.command, spec.dir),
                     on_stdout=self._on_stdout,
                     cwd=spec.dir,
                     env=base_environment(spec.allowed_env_vars, dict(spec.env)),
