@@ -3,9 +3,10 @@
 Headless Chromium (Debian's package, driven by Playwright) signs in, creates a command and an
 http hook, meets the gateway's validation messages at their fields, toggles a hook, runs the
 test panel (decision, stdout, status code, the JSON diff of ``updatedInput``), watches history
-rows appear after dispatches, and sees ``command`` disabled on the standard edition. Each
-screen is saved under ``artifacts/screenshots/``; with ``HOOKGATE_DOC_SCREENSHOTS=1`` a few are
-also copied to ``docs/screenshots/`` for the README.
+rows appear after dispatches, and sees the host-code handlers (``command``, ``process``)
+disabled on the standard edition and for tenant admins. Each screen is saved under
+``artifacts/screenshots/``; with ``HOOKGATE_DOC_SCREENSHOTS=1`` a few are also copied to
+``docs/screenshots/`` for the README.
 """
 
 from __future__ import annotations
@@ -223,7 +224,8 @@ def test_create_command_hook_shows_field_errors_then_saves(page: Any, lite: dict
     expect(summary).to_contain_text("^exec$")
     # The card says who made the hook and who last changed it: another key edits it.
     editor = run_cli(
-        "keys", "create", "--tenant", "acme", "--role", "admin", "--name", "ops-editor",
+        # master scope: the hook runs a command on the host, which tenant keys may not change
+        "keys", "create", "--tenant", "acme", "--role", "admin", "--name", "ops-editor", "--master",
         data_dir=gateway.data_dir,
     ).stdout.strip().splitlines()[-1]
     patch = {"priority": stored["priority"]}
@@ -544,7 +546,7 @@ def test_keyboard_and_phone_width(browser: Any, lite: dict[str, Any]) -> None:
         context.close()
 
 
-def test_standard_edition_disables_command(page: Any, tmp_path: Path) -> None:
+def test_host_code_types_greyed_out_on_standard(page: Any, tmp_path: Path) -> None:
     from playwright.sync_api import expect
 
     data_dir = tmp_path / "standard"
@@ -560,6 +562,11 @@ def test_standard_edition_disables_command(page: Any, tmp_path: Path) -> None:
         expect(command).to_be_disabled()
         reason = page.locator(".radio-option.is-disabled", has=command).locator(".disabled-reason")
         expect(reason).to_contain_text("standard edition")
+        # Every handler that runs code on the host, not only command.
+        process = page.get_by_role("radio", name=re.compile(r"^process"))
+        expect(process).to_be_disabled()
+        expect(page.locator(".radio-option.is-disabled", has=process)
+               .locator(".disabled-reason")).to_contain_text("standard edition")
         expect(page.get_by_role("radio", name=re.compile(r"^http"))).to_be_enabled()
         # Tenant keys without master scope cannot pick global either.
         expect(page.get_by_role("radio", name=re.compile(r"^Global"))).to_be_disabled()
@@ -570,6 +577,23 @@ def test_standard_edition_disables_command(page: Any, tmp_path: Path) -> None:
         shot(page, "gateway-lost")
     finally:
         gateway.stop()
+
+
+def test_host_code_types_greyed_out_for_tenant_admins(page: Any, lite: dict[str, Any]) -> None:
+    """On a gateway without --tenant-host-code, a tenant admin sees the host-code handlers
+    disabled with the reason; the master admin of the other tests may pick them."""
+    from playwright.sync_api import expect
+
+    gateway = lite["gateway"]
+    sign_in(page, gateway.url, gateway.create_key("acme", "admin"))
+    page.get_by_role("link", name="New hook").click()
+    for name in ("command", "process"):
+        radio = page.get_by_role("radio", name=re.compile(rf"^{name}"))
+        expect(radio).to_be_disabled()
+        expect(page.locator(".radio-option.is-disabled", has=radio)
+               .locator(".disabled-reason")).to_contain_text("needs master scope")
+    expect(page.get_by_role("radio", name=re.compile(r"^http"))).to_be_enabled()
+    expect(page.get_by_role("radio", name=re.compile(r"^prompt"))).to_be_enabled()
 
 
 def test_diff_and_error_parsing_modules(page: Any, lite: dict[str, Any]) -> None:

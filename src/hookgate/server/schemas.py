@@ -13,6 +13,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from hookgate.host_code import Edition
+
 __all__ = [
     "Approval",
     "ApprovalDecideParams",
@@ -356,14 +358,23 @@ class ProviderInfo(_Open):
     model: str | None
 
 
+class HostCodeInfo(_Open):
+    """Handler types that run code on the gateway host, and whether this key may use them."""
+
+    handler_types: list[str]
+    allowed: bool
+    reason: str | None
+
+
 class InfoPayload(_Open):
-    edition: Literal["lite", "standard"]
+    edition: Edition
     role: Literal["viewer", "operator", "admin"]
     tenant_id: str
     is_master_scope: bool
     key_name: str
     version: str
     handler_types: list[str]
+    host_code: HostCodeInfo
     #: The model providers prompt and agent hooks may name (no URL, no key).
     llm_providers: list[ProviderInfo] = []
     events: list[EventInfo]

@@ -12,6 +12,7 @@ export const session = {
   keyName: null,
   version: null,
   handlerTypes: null,
+  hostCode: null,
 };
 
 export function adopt(hello) {
@@ -22,6 +23,8 @@ export function adopt(hello) {
   session.keyName = hello.key_name ?? hello.keyName ?? null;
   session.version = hello.version ?? null;
   session.handlerTypes = Array.isArray(hello.handler_types) ? hello.handler_types : null;
+  const hostCode = hello.host_code;
+  session.hostCode = hostCode && Array.isArray(hostCode.handler_types) ? hostCode : null;
 }
 
 // The key lives in sessionStorage: it survives a reload, not the closing of the tab.
@@ -60,8 +63,18 @@ export function whyReadOnly(hook, { toggle = false } = {}) {
   return null;
 }
 
-export function commandDisabledReason() {
-  return session.edition === "standard"
+/**
+ * Why this key may not pick handler `type`, or null when it may. Hooks that run code on the
+ * gateway host (command, process, callable) are refused on the standard edition and, unless
+ * the gateway allows tenant host code, to keys without master scope; the gateway says which
+ * types and why in its connect answer.
+ */
+export function hostCodeDisabledReason(type) {
+  const hostCode = session.hostCode;
+  if (hostCode) {
+    return !hostCode.allowed && hostCode.handler_types.includes(type) ? `Not available: ${hostCode.reason}` : null;
+  }
+  return type === "command" && session.edition === "standard"
     ? "Not available on the standard edition: command hooks run shell commands on the gateway host. Use http or prompt."
     : null;
 }

@@ -2,7 +2,7 @@
 import { h, mount } from "../dom.js";
 import * as api from "../api.js";
 import { allEvents, eventSpec, HANDLER_TYPES } from "../catalogue.js";
-import { session, canWrite, whyReadOnly, commandDisabledReason } from "../session.js";
+import { session, canWrite, whyReadOnly, hostCodeDisabledReason } from "../session.js";
 import { hookHref, navigate } from "../router.js";
 import { fieldProblems } from "../problems.js";
 import { loadingState, errorState, describeError } from "../ui/states.js";
@@ -61,8 +61,8 @@ export async function renderHookForm(root, route, ctx) {
 }
 
 function buildForm(hook, editing) {
-  // Every handler type is shown (command too, disabled on the standard edition with its
-  // reason); callable only when the gateway offers it.
+  // Every handler type is shown (host-code ones disabled with the reason when this key may
+  // not use them); callable only when the gateway offers it.
   const handlerTypes = [...new Set([...HANDLER_TYPES, ...(session.handlerTypes || [])])];
   const general = h("div", { class: "form-errors", role: "alert", tabIndex: -1, hidden: true });
   let handlerType = hook.handler_type;
@@ -105,12 +105,13 @@ function buildForm(hook, editing) {
     { value: "tenant", label: "Tenant", hint: "Any agent of this tenant" },
     { value: "agent", label: "Agent", hint: "Listed agents only" },
   ];
-  const cmdReason = commandDisabledReason();
+  // Host-code types are shown greyed out with the reason (an existing hook keeps its own type
+  // selectable, so the form still opens; the gateway refuses the save if it must).
   const handlerOptions = handlerTypes.map((t) => ({
     value: t,
     label: t,
     hint: HANDLER_HINTS[t] || "",
-    disabledReason: t === "command" && !(editing && hook.handler_type === "command") ? cmdReason : null,
+    disabledReason: editing && hook.handler_type === t ? null : hostCodeDisabledReason(t),
   }));
 
   const form = h(
