@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import functools
 import os
-import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final, Literal
@@ -46,6 +45,8 @@ class SandboxUnavailable(RuntimeError):
 
 def find_bwrap() -> str | None:
     """The bubblewrap executable on ``PATH``, or None when it is not installed."""
+    import shutil  # only when a sandbox is asked for: the CLI's start-up stays light
+
     return shutil.which("bwrap")
 
 

@@ -23,7 +23,7 @@ EXPECTED_HOOKGATE = {
     "hookgate.hook_event", "hookgate.log", "hookgate.registry", "hookgate.safeguards",
     "hookgate.config", "hookgate.config.formats", "hookgate.payload_limits",
     "hookgate.state", "hookgate.state.model", "hookgate.state.stores", "hookgate.state.binding",
-    "hookgate.host_code",
+    "hookgate.host_code", "hookgate.sandbox",
     "hookgate.hook_threads",
 }
 #: Packages that would mean a heavy import crept in.
