@@ -1,23 +1,31 @@
-"""``hookgate scan`` against detect-secrets (PyPI 1.5.0) on one generated tree.
+"""``hookgate scan`` against detect-secrets (PyPI 1.5.0) on one generated tree; the cost of
+hook state per event.
 
 Both scan the same files in one process (detect-secrets with its default plugins and
 filters, file by file, as ``detect-secrets scan`` does with one worker; hookgate with its
 shipped public-repo policy). Recall: the share of seeded secrets with a finding on their
 line. Speed: median CPU seconds for the whole tree, the two runs taking turns. Goals: recall at
 least detect-secrets', time at most one fifth of its time.
+
+Hook state: one ``pre_tool_use`` callable hook that counts its calls in run state, against
+a plain hook without state on the same event; in memory and in a state file (one atomic
+rewrite with fsync per change).
 """
 
 from __future__ import annotations
 
+import asyncio
 import statistics
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 
-from bench.harness import Row
+from bench.harness import Row, interleaved_medians_us
 from bench.secret_corpus import Corpus, write_corpus
+from hookgate import Engine, HookEvent
 from hookgate.boundary import Scanner, default_policy
+from hookgate.state import FileStateStore, use_state_store
 
 
 def _hookgate(corpus: Corpus) -> set[tuple[str, int]]:
@@ -59,6 +67,46 @@ def _timed(fn: Callable[[Corpus], set[tuple[str, int]]], corpus: Corpus) -> floa
     return time.process_time() - start
 
 
+def _count(event: HookEvent) -> None:
+    run = event["state"].run
+    run["calls"] = run.get("calls", 0) + 1
+
+
+def _abstain(event: HookEvent) -> None:
+    return None
+
+
+def _state_rows(quick: bool, directory: Path) -> list[Row]:
+    def engine(fn: object, state: bool) -> Engine:
+        config: dict[str, object] = {"callable": fn}
+        if state:
+            config["state"] = {"namespace": "bench"}
+        return Engine([{"event": "pre_tool_use", "handler_type": "callable", "name": "count",
+                        "config": config}])
+
+    async def measure() -> dict[str, float]:
+        bare, memory, on_file = engine(_abstain, False), engine(_count, True), engine(_count, True)
+        use_state_store(on_file, FileStateStore(directory / "state.json"))
+        payload = {"tool_name": "exec", "tool_input": {}, "session_id": "s", "turn_id": "t"}
+        makes = {name: (lambda e=e: e.fire("pre_tool_use", payload))
+                 for name, e in (("bare", bare), ("memory", memory), ("file", on_file))}
+        try:
+            await interleaved_medians_us(makes, samples=20)
+            return await interleaved_medians_us(makes, samples=200 if quick else 2000)
+        finally:
+            for each in (bare, memory, on_file):
+                await each.aclose()
+
+    us = asyncio.run(measure())
+    baseline = "the same event, a plain hook without state"
+    return [
+        Row("boundary", "fire, 1 hook counting calls in run state (memory)", us["memory"], "µs",
+            baseline=baseline, baseline_value=us["bare"]),
+        Row("boundary", "fire, 1 hook counting calls in run state (file)", us["file"], "µs",
+            baseline=baseline + "; fsync per change", baseline_value=us["bare"]),
+    ]
+
+
 def run(quick: bool = False) -> list[Row]:
     files, lines = (80, 100) if quick else (300, 200)
     rounds = 1 if quick else 3
@@ -70,6 +118,7 @@ def run(quick: bool = False) -> list[Row]:
             order = [("hookgate", _hookgate), ("detect-secrets", _detect_secrets)]
             for name, fn in order if index % 2 == 0 else order[::-1]:
                 times[name].append(_timed(fn, corpus))
+        state_rows = _state_rows(quick, Path(directory))
     ours_s, theirs_s = (statistics.median(times[name]) for name in ("hookgate", "detect-secrets"))
     recall, their_recall = _recall(corpus, ours), _recall(corpus, theirs)
     mb = corpus.size_bytes / 1e6
@@ -86,4 +135,5 @@ def run(quick: bool = False) -> list[Row]:
         Row("boundary", "scan findings off the seeded lines", _false_positives(corpus, ours),
             "lines", baseline="detect-secrets 1.5.0",
             baseline_value=_false_positives(corpus, theirs)),
+        *state_rows,
     ]
