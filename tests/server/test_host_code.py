@@ -254,3 +254,31 @@ def test_standard_edition_refuses_stored_process_hooks_at_dispatch(tmp_path: Pat
 
 def _with_marker(hook: dict[str, Any], marker: Path) -> dict[str, Any]:
     return json.loads(json.dumps(hook).replace("MARKER", str(marker)))  # type: ignore[no-any-return]
+
+
+def test_callable_allowlist_holds_at_dispatch(tmp_path: Path) -> None:
+    """A callable hook stored while its module was allowed does not import it once the
+    gateway runs with a list that no longer names it: the dispatch blocks with the reason."""
+    canary = tmp_path / "canary"
+    env = {CANARY_ENV: str(canary)}
+    first = GatewayProcess(tmp_path / "data", env=env,
+                           args=("--allow-callable", "tests.server.import_canary")).start()
+    try:
+        created = first.rest("POST", "/api/v1/hooks",
+                             json=callable_hook("tests.server.import_canary:check"))
+        assert created.status_code == 201, created.text
+    finally:
+        first.stop()
+    canary.unlink()  # validation imported it while it was allowed
+    second = GatewayProcess(tmp_path / "data", env=env,
+                            args=("--allow-callable", "tests.server.hookfns"))
+    second.start()
+    second.master_key = first.master_key
+    try:
+        outcome = second.rest("POST", "/api/v1/dispatch", json={
+            "event": "pre_tool_use", "input": {"tool_name": "x"}}).json()
+        assert outcome["decision"] == "block", outcome
+        assert "not in an allowed module" in outcome["reason"]
+        assert not canary.exists()
+    finally:
+        second.stop()
