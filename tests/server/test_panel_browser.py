@@ -585,7 +585,16 @@ def test_host_code_types_greyed_out_for_tenant_admins(page: Any, lite: dict[str,
     from playwright.sync_api import expect
 
     gateway = lite["gateway"]
+    # A command hook the master admin made for this tenant: the tenant admin may not test it.
+    made = rest_json(gateway, "POST", "/hooks", lite["keys"]["admin"], json={
+        "event": "pre_tool_use", "handler_type": "command", "scope": "tenant",
+        "name": "master-made command", "config": {"command": "exit 0"}})
     sign_in(page, gateway.url, gateway.create_key("acme", "admin"))
+    page.goto(f"{gateway.url}/#/hooks/{made['hookId']}")
+    test_tab = page.get_by_role("tab", name="Test")
+    expect(test_tab).to_have_attribute("aria-disabled", "true")
+    expect(test_tab).to_have_attribute("title", re.compile("needs master scope"))
+    page.goto(f"{gateway.url}/#/hooks")
     page.get_by_role("link", name="New hook").click()
     for name in ("command", "process"):
         radio = page.get_by_role("radio", name=re.compile(rf"^{name}"))

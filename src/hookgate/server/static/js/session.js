@@ -69,6 +69,24 @@ export function whyReadOnly(hook, { toggle = false } = {}) {
  * the gateway allows tenant host code, to keys without master scope; the gateway says which
  * types and why in its connect answer.
  */
+// Used when an older gateway does not say which types run host code.
+const HOST_CODE_FALLBACK = ["command", "process", "callable"];
+
+/** Does this saved hook run code on the gateway host (a quality gate: when a gate is a command)? */
+export function runsHostCode(hook) {
+  if (hook.source === "builtin") return false; // hookgate's own code, tested like any hook
+  const types = session.hostCode ? session.hostCode.handler_types : HOST_CODE_FALLBACK;
+  if (types.includes(hook.handler_type)) return true;
+  const gates = hook.handler_type === "quality_gate" && hook.config ? hook.config.gates : null;
+  return Array.isArray(gates) && gates.some((gate) => gate && gate.type === "command");
+}
+
+/** Why this key may not define or test host code at all, or null when it may. */
+export function hostCodeRefusal() {
+  const hostCode = session.hostCode;
+  return hostCode && !hostCode.allowed ? `Not available: ${hostCode.reason}` : null;
+}
+
 export function hostCodeDisabledReason(type) {
   const hostCode = session.hostCode;
   if (hostCode) {

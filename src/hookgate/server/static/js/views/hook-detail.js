@@ -1,7 +1,7 @@
 // One hook: header with its switch and actions, then the Overview, Test and History tabs.
 import { h, mount } from "../dom.js";
 import * as api from "../api.js";
-import { atLeast, canTest, whyReadOnly } from "../session.js";
+import { atLeast, canTest, hostCodeRefusal, runsHostCode, whyReadOnly } from "../session.js";
 import { hookHref, navigate } from "../router.js";
 import { eventBadge, handlerBadge, builtinBadge, breakerBadge, scopeLabel } from "../ui/badges.js";
 import { toggleSwitch } from "../ui/switch.js";
@@ -108,13 +108,13 @@ export async function renderHookDetail(root, route, ctx) {
   }
 }
 
-// Handlers that run code on the gateway host: the gateway lets only admins test them.
-const HOST_CODE = new Set(["command", "process", "callable"]);
-
+// Hooks that run code on the gateway host: the gateway lets only admins test them, and only
+// master-scope keys unless it runs with --tenant-host-code.
 function whyNoTest(hook) {
   if (!canTest()) return "Testing needs the operator role";
-  if (HOST_CODE.has(hook.handler_type) && !atLeast("admin")) {
-    return `Testing a ${hook.handler_type} hook runs code on the gateway host: admins only`;
+  if (runsHostCode(hook)) {
+    if (!atLeast("admin")) return `Testing a ${hook.handler_type} hook runs code on the gateway host: admins only`;
+    return hostCodeRefusal();
   }
   return null;
 }
