@@ -6,6 +6,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import pytest
 from tests.mcp_proxy.proxy_support import (
     DEMO_SERVER,
     HOOKGATE,
@@ -122,3 +123,24 @@ async def test_one_clients_log_messages_never_reach_another(tmp_path: Path) -> N
             await asyncio.wait_for(changed["b"].wait(), 20)
             await asyncio.wait_for(changed["a"].wait(), 20)
             assert logs == {"a": [], "b": []}
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_cancelling_over_http_cancels_upstream(tmp_path: Path, mode: str) -> None:
+    """In the handshake era the client sends notifications/cancelled; in the 2026 era it
+    closes the request's stream. Either way the upstream's tool is cancelled."""
+    import asyncio
+
+    from tests.mcp_proxy.proxy_support import wait_for
+
+    port = free_port()
+    proxy = [HOOKGATE, "mcp-proxy", "--config", HOOKS, "--listen", f"127.0.0.1:{port}",
+             "--", *demo_command(tmp_path)]
+    with http_process(proxy, port, tmp_path / "proxy.log"):
+        async with Client(f"http://127.0.0.1:{port}/mcp", mode=mode) as client:
+            call = asyncio.create_task(client.call_tool("slow", {"seconds": 60}))
+            await asyncio.to_thread(wait_for, (tmp_path / "slow-started").exists, timeout=20)
+            call.cancel()
+            await asyncio.gather(call, return_exceptions=True)
+            await asyncio.to_thread(wait_for, (tmp_path / "slow-cancelled").exists, timeout=20)
+            assert text_of(await client.call_tool("add", {"a": 2, "b": 2})) == "4"
