@@ -4,6 +4,7 @@ serving HTTP itself (``--listen``), and both at once."""
 from __future__ import annotations
 
 import sys
+from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
@@ -144,3 +145,26 @@ async def test_cancelling_over_http_cancels_upstream(tmp_path: Path, mode: str) 
             await asyncio.gather(call, return_exceptions=True)
             await asyncio.to_thread(wait_for, (tmp_path / "slow-cancelled").exists, timeout=20)
             assert text_of(await client.call_tool("add", {"a": 2, "b": 2})) == "4"
+
+
+
+async def test_an_http_upstream_that_goes_away_is_an_error_then_reconnects(
+    tmp_path: Path,
+) -> None:
+    from tests.mcp_proxy.proxy_support import MCPError
+
+    port = free_port()
+    upstream = [sys.executable, DEMO_SERVER, "--state", str(tmp_path), "--http", str(port)]
+    args = ["--config", HOOKS, "--upstream-url", f"http://127.0.0.1:{port}/mcp"]
+    with ExitStack() as first_server:
+        first_server.enter_context(http_process(upstream, port, tmp_path / "upstream-1.log"))
+        async with proxy_client(args, tmp_path / "proxy.log") as client:
+            first = text_of(await client.call_tool("pid", {}))
+            first_server.close()  # the upstream goes away under the proxy
+            with pytest.raises(MCPError) as caught:
+                await client.call_tool("pid", {})
+            assert caught.value.message.startswith("MCP server 127.0.0.1 failed during")
+            assert caught.value.message.endswith("it is restarted on the next request")
+            with http_process(upstream, port, tmp_path / "upstream-2.log"):
+                second = text_of(await client.call_tool("pid", {}))
+            assert second.isdigit() and second != first
