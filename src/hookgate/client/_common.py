@@ -118,16 +118,20 @@ class HooksApi:
     ) -> Any:
         """Fire ``event`` with ``input`` (the fields of ``hookgate fire --input``); the
         payload is the outcome dict (decision, reason, updated_input, …, trace). When a hook
-        asks a person, the call waits for the decision (at most ``approval_wait_s``; then
-        the outcome blocks with ``approval.status == "pending"``: see :meth:`wait_approval`).
+        asks a person, the call waits for the decision (at most ``approval_wait_s``, by
+        default 5 s less than the client's timeout; then the outcome blocks with
+        ``approval.status == "pending"``: see :meth:`wait_approval`).
         """
         params: dict[str, Any] = {"event": event, "input": dict(input or {})}
         if wait:
             params["wait"] = True
         if traceparent:
             params["traceparent"] = traceparent
-        if approval_wait_s is not None:
-            params["approvalWaitS"] = approval_wait_s
+        if approval_wait_s is None:
+            # Answer before this client's own response timeout would drop the connection:
+            # an approval still undecided by then comes back pending, with its id.
+            approval_wait_s = max(1.0, float(getattr(self, "timeout", 30.0)) - 5.0)
+        params["approvalWaitS"] = approval_wait_s
         return self._call("hooks.dispatch", params)
 
     # -- approvals ----------------------------------------------------------------------------

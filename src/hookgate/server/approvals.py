@@ -21,7 +21,6 @@ import contextlib
 import contextvars
 import logging
 import time
-from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
 import orjson
@@ -368,7 +367,3 @@ def closed_message(exc: ApprovalClosed) -> str:
     row = exc.approval
     by = f" by {row.decided_by}" if row.decided_by else ""
     return f"approval {row.id} is already {row.status}{by}"
-
-
-def view_input(value: Any) -> Any:
-    return dict(value) if isinstance(value, Mapping) else value
