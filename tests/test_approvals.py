@@ -203,3 +203,53 @@ def test_hours_long_approvals_are_accepted() -> None:
     )
     assert definition.approval_policy.timeout_ms == 4 * 3600 * 1000
     assert definition.to_dict()["approval"]["on_timeout"] == "block"
+
+
+async def test_openclaw_require_approval_asks_with_its_own_timeout_and_behavior() -> None:
+    never = asyncio.Event()
+    seen: list[ApprovalRequest] = []
+
+    async def slow_person(request: ApprovalRequest) -> bool:
+        seen.append(request)
+        await never.wait()
+        return False
+
+    engine = Engine(approver=CallbackApprover(slow_person))
+
+    @engine.hook("pre_tool_use", name="openclaw plugin")
+    def plugin(event: HookEvent) -> dict[str, Any]:
+        return {
+            "requireApproval": {
+                "title": "Deploy to prod?",
+                "description": "the plugin wants a person",
+                "timeoutMs": 1000,
+                "timeoutBehavior": "allow",
+            }
+        }
+
+    outcome = await engine.fire("pre_tool_use", EXEC)
+    assert outcome.decision == "allow" and "allowed by its policy" in (outcome.reason or "")
+    [request] = seen
+    assert request.reason == "Deploy to prod?: the plugin wants a person"
+    assert (request.timeout_s, request.on_timeout) == (1.0, "allow")
+
+    without = Engine()
+    without.hook("pre_tool_use")(plugin)
+    outcome = await without.fire("pre_tool_use", EXEC)
+    assert outcome.decision == "block" and "no approver" in (outcome.reason or "")
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        {"requireApproval": "yes"},
+        {"requireApproval": {"title": "x", "timeoutMs": 5}},
+        {"requireApproval": {"title": "x", "timeoutBehavior": "maybe"}},
+        {"requireApproval": {"title": "x"}, "decision": "allow"},
+    ],
+)
+async def test_malformed_require_approval_blocks(answer: dict[str, Any]) -> None:
+    engine = Engine(approver=CallbackApprover(lambda request: True))
+    engine.hook("pre_tool_use")(lambda event: answer)
+    outcome = await engine.fire("pre_tool_use", EXEC)
+    assert outcome.decision == "block" and "malformed" in (outcome.trace[0].error or "")

@@ -395,7 +395,8 @@ def run_chain(
                 and result.continue_
                 and settings.approvals
             ):
-                _ask(outcome, row, definition, result.decision, result.reason, settings)
+                _ask(outcome, row, definition, result.decision, result.reason, settings,
+                     result.details.get("approval_override"))
                 if result.updated_input is not None:
                     current, copied = _rewrite(current, copied, spec, result, outcome)
                     activation = None
@@ -469,8 +470,10 @@ def _ask(
     kind: str,
     reason: str | None,
     settings: ChainSettings,
+    override: Mapping[str, Any] | None = None,
 ) -> bool:
-    """Mark the outcome as needing a person; True when that blocks (no approver)."""
+    """Mark the outcome as needing a person; True when that blocks (no approver).
+    ``override``: this answer's own approval timeout / policy (OpenClaw's requireApproval)."""
     row[ROW_DECISION] = "ask"
     if reason:
         _details(row)["reason"] = reason
@@ -481,7 +484,7 @@ def _ask(
         )
         return True
     if outcome._ask is None:
-        outcome._ask = (definition, kind, reason)
+        outcome._ask = (definition, kind, reason, override)
     return False
 
 

@@ -624,11 +624,17 @@ class Engine:
         )
 
         assert outcome._ask is not None and self.approver is not None
-        definition, kind, reason = outcome._ask
+        definition, kind, reason, override = outcome._ask
         if outcome.decision == "block":  # a later hook blocked: nobody needs to be asked
             outcome._ask = None
             return outcome
         policy = definition.approval_policy
+        timeout_ms, on_timeout = policy.timeout_ms, policy.on_timeout
+        if override:  # the answer's own settings (OpenClaw's requireApproval), within bounds
+            from hookgate.definition import MAX_APPROVAL_TIMEOUT_MS
+
+            timeout_ms = min(int(override.get("timeout_ms", timeout_ms)), MAX_APPROVAL_TIMEOUT_MS)
+            on_timeout = override.get("on_timeout", on_timeout)
         tool_input = outcome.updated_input
         if tool_input is None and spec.input_field:
             tool_input = data.get(spec.input_field)
@@ -646,8 +652,8 @@ class Engine:
             agent_id=data.get("agent_id"),
             session_id=data.get("session_id"),
             event_id=self._event_id(data),
-            timeout_s=policy.timeout_ms / 1000,
-            on_timeout=policy.on_timeout,
+            timeout_s=timeout_ms / 1000,
+            on_timeout=on_timeout,
             outcome=outcome,
         )
         decision = await ask_approver(self.approver, request)

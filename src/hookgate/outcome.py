@@ -94,6 +94,7 @@ _RESULT_KEYS: Final = frozenset(
         "continue_",
         "details",
         "state",  # hook state changes (hookgate.state): taken out by the engine
+        "requireApproval",  # OpenClaw's way to ask a person
     }
 )
 
@@ -137,6 +138,8 @@ def coerce_result(answer: Any) -> HookResult | None:
     unknown = set(answer) - _RESULT_KEYS
     if unknown:
         raise MalformedAnswer(f"unknown key(s) in hook answer: {', '.join(sorted(unknown))}")
+    if answer.get("requireApproval") is not None:
+        return _require_approval(answer)
     cont = answer.get("continue", answer.get("continue_", True))
     if not isinstance(cont, bool):
         raise MalformedAnswer(f"'continue' must be a boolean, got {cont!r}")
@@ -160,6 +163,42 @@ def coerce_result(answer: Any) -> HookResult | None:
     )
     if "state" in answer:
         result.details["state_changes"] = answer["state"]
+    _check(result)
+    return result
+
+
+def _require_approval(answer: Mapping[str, Any]) -> HookResult:
+    """OpenClaw's ``requireApproval: {title, description?, timeoutMs?, timeoutBehavior?}``:
+    ask a person. ``timeoutMs`` and ``timeoutBehavior`` (allow/deny) override the hook's
+    approval settings for this call."""
+    spec = answer["requireApproval"]
+    if not isinstance(spec, Mapping):
+        raise MalformedAnswer("requireApproval must be an object {title, description?, …}")
+    if answer.get("decision") not in (None, "ask", "defer"):
+        raise MalformedAnswer("requireApproval cannot be combined with a decision")
+    title, description = spec.get("title"), spec.get("description")
+    texts = [t for t in (title, description) if isinstance(t, str) and t]
+    override: dict[str, Any] = {}
+    timeout = spec.get("timeoutMs")
+    if timeout is not None:
+        if not isinstance(timeout, int) or isinstance(timeout, bool) or timeout < 1000:
+            raise MalformedAnswer(f"requireApproval.timeoutMs must be >= 1000, got {timeout!r}")
+        override["timeout_ms"] = timeout
+    behavior = spec.get("timeoutBehavior")
+    if behavior is not None:
+        if behavior not in ("allow", "deny"):
+            raise MalformedAnswer(
+                f"requireApproval.timeoutBehavior must be allow or deny, got {behavior!r}"
+            )
+        override["on_timeout"] = "allow" if behavior == "allow" else "block"
+    details = answer.get("details") or {}
+    if not isinstance(details, Mapping):
+        raise MalformedAnswer("'details' must be an object")
+    result = HookResult(
+        decision="ask",
+        reason=": ".join(texts) or None,
+        details={**details, **({"approval_override": override} if override else {})},
+    )
     _check(result)
     return result
 
@@ -277,9 +316,9 @@ class Outcome:
         self.retry = retry
         self._trace = trace
         self._rows: list[list[Any]] | None = None
-        #: The first hook that asked for a person: ``(definition, kind, reason)``; set by the
-        #: chain when approvals are on, consumed by the engine.
-        self._ask: tuple[Any, str, str | None] | None = None
+        #: The first hook that asked for a person: ``(definition, kind, reason, override)``;
+        #: set by the chain when approvals are on, consumed by the engine.
+        self._ask: tuple[Any, str, str | None, Any] | None = None
         #: What a person decided (``{id, status, decided_by, comment, input_edited, …}``),
         #: when this outcome went through an approval.
         self.approval: dict[str, Any] | None = None
