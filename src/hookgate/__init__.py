@@ -24,6 +24,7 @@ if TYPE_CHECKING:
         validate_definition,
     )
     from hookgate.engine import Engine
+    from hookgate.errors import BudgetError, HookgateError
     from hookgate.events import CATALOGUE, EventSpec, UnknownEventError, get_event
     from hookgate.hook_event import HookEvent
     from hookgate.outcome import HookError, HookResult, MalformedAnswer, Outcome, TraceEntry
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CATALOGUE",
     "AuditSink",
+    "BudgetError",
     "DefinitionError",
     "Engine",
     "EventSpec",
@@ -39,6 +41,7 @@ __all__ = [
     "HookDefinition",
     "HookError",
     "HookEvent",
+    "HookgateError",
     "HookResult",
     "MalformedAnswer",
     "MemoryAudit",
@@ -63,6 +66,8 @@ _HOMES: Final[dict[str, str]] = {
     "Problem": "hookgate.definition",
     "validate_definition": "hookgate.definition",
     "Engine": "hookgate.engine",
+    "BudgetError": "hookgate.errors",
+    "HookgateError": "hookgate.errors",
     "CATALOGUE": "hookgate.events",
     "EventSpec": "hookgate.events",
     "UnknownEventError": "hookgate.events",

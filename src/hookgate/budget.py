@@ -30,6 +30,8 @@ from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime
 from typing import Final, Protocol, runtime_checkable
 
+from hookgate.errors import BudgetError
+
 __all__ = [
     "DEFAULT_MONTHLY_TOKENS",
     "WARN_FRACTION",
@@ -46,7 +48,7 @@ DEFAULT_MONTHLY_TOKENS: Final = 1_000_000
 WARN_FRACTION: Final = 0.2
 
 
-class BudgetExhausted(Exception):
+class BudgetExhausted(BudgetError):
     """A tenant has no tokens left this month; the hook must not call the model."""
 
     def __init__(self, status: BudgetStatus) -> None:

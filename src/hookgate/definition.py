@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Final, Literal, cast
 
+from hookgate.errors import HookgateError
 from hookgate.events import MAX_TIMEOUT_MS, UnknownEventError, get_event
 from hookgate.host_code import edition_refusal, runs_host_code
 from hookgate.matching import FilterError, compile_if_expr, compile_matcher
@@ -56,7 +57,7 @@ class Problem:
         return f"{self.field}: {self.message}"
 
 
-class DefinitionError(ValueError):
+class DefinitionError(HookgateError, ValueError):
     """A hook definition failed validation; ``problems`` lists each bad field and why."""
 
     def __init__(self, problems: Sequence[Problem], *, name: str | None = None) -> None:

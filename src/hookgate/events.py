@@ -14,6 +14,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Final
 
+from hookgate.errors import HookgateError
+
 __all__ = [
     "BLOCK",
     "CATALOGUE",
@@ -61,7 +63,7 @@ MAX_TIMEOUT_MS: Final = 10_000
 LONG_WAIT_MS: Final = 24 * 3600 * 1000
 
 
-class UnknownEventError(ValueError):
+class UnknownEventError(HookgateError, ValueError):
     """An event name that is neither canonical nor a known alias."""
 
     def __init__(self, name: str) -> None:

@@ -30,6 +30,7 @@ from functools import partial
 from typing import Any, Final
 
 from hookgate.chain import Call, Reply
+from hookgate.errors import HookgateError
 from hookgate.log import log_event
 
 __all__ = ["MAX_STUCK", "HookThreads", "TooManyStuck"]
@@ -45,7 +46,7 @@ FAST_WAIT_S: Final = 0.0001
 Functions = Mapping[Any, Callable[[Any], Any]]
 
 
-class TooManyStuck(RuntimeError):
+class TooManyStuck(HookgateError, RuntimeError):
     """Too many hook threads are stuck in functions that overran their timeout."""
 
 

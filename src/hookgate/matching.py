@@ -24,6 +24,8 @@ from typing import Any, Final
 import orjson
 import re2
 
+from hookgate.errors import HookgateError
+
 __all__ = [
     "MAX_PATTERN_LENGTH",
     "CelFilter",
@@ -44,7 +46,7 @@ _STRING_LITERAL: Final = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"")
 _MACRO: Final = re.compile(r"\.\s*(?:all|exists_one|exists|map|filter)\s*\(")
 
 
-class FilterError(ValueError):
+class FilterError(HookgateError, ValueError):
     """A matcher or if_expr that does not compile, or an if_expr that is not boolean."""
 
 

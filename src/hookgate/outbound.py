@@ -25,6 +25,7 @@ from aiohttp.abc import AbstractResolver, ResolveResult
 from multidict import CIMultiDict
 from yarl import URL
 
+from hookgate.errors import HookgateError
 from hookgate.handlers.base import Services
 from hookgate.ssrf import Allowlist, IPAddress, SsrfGuard, SsrfRefused
 
@@ -44,7 +45,7 @@ _KEPT_HEADERS: Final = ("Location", "Content-Type", "Content-Encoding")
 MAX_RESPONSE_BYTES: Final = 1024 * 1024
 
 
-class OutboundError(Exception):
+class OutboundError(HookgateError):
     """The request could not be completed: connection refused, reset, TLS failure, timeout."""
 
 

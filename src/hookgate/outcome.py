@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
+from hookgate.errors import HookgateError
+
 __all__ = [
     "ABORT_VALUES",
     "ROW_BREAKER",
@@ -38,7 +40,7 @@ DECISIONS: Final = frozenset({"allow", "block", "ask", "defer"})
 ABORT_VALUES: Final = frozenset({"turn", "hard"})
 
 
-class HookError(Exception):
+class HookError(HookgateError):
     """A handler failed: it crashed, exited badly, could not be reached.
 
     On a blocking event this blocks (fail-closed) unless the hook's ``on_error`` says allow.

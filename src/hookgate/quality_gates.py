@@ -36,6 +36,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final, Literal
 
+from hookgate.errors import HookgateError
 from hookgate.handlers.agent import Delegation, review
 from hookgate.handlers.base import Services
 from hookgate.log import log_event
@@ -85,7 +86,7 @@ _GATE_KEYS: Final = frozenset(
 _EVENTS: Final = frozenset({GATE_EVENT, "subagent_stop", "SubagentStop", "subagent_ended"})
 
 
-class GateConfigError(ValueError):
+class GateConfigError(HookgateError, ValueError):
     """Invalid gates; ``problems`` names each bad entry and field."""
 
     def __init__(self, problems: Sequence[str]) -> None:

@@ -23,6 +23,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final, Literal
 
+from hookgate.errors import HookgateError
+
 __all__ = [
     "BWRAP",
     "MODES",
@@ -39,7 +41,7 @@ MODES: Final = ("auto", "bwrap", "off")
 BWRAP: Final = "/usr/bin/bwrap"
 
 
-class SandboxUnavailable(RuntimeError):
+class SandboxUnavailable(HookgateError, RuntimeError):
     """``--hook-sandbox bwrap`` was asked for and bubblewrap is not installed."""
 
 

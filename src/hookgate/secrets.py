@@ -22,6 +22,8 @@ from typing import Final
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
+from hookgate.errors import HookgateError
+
 __all__ = ["TEXT_PREFIX", "Keyring", "SecretError", "generate_key_text", "is_sealed_text"]
 
 _MAGIC: Final = b"hg1"
@@ -29,7 +31,7 @@ TEXT_PREFIX: Final = "enc:v1:"
 KEY_FILE_NAME: Final = "secret.key"
 
 
-class SecretError(Exception):
+class SecretError(HookgateError):
     """A key is missing or malformed, or a sealed value does not decrypt (wrong key, tampered)."""
 
 

@@ -27,6 +27,7 @@ from typing import Final, Protocol
 
 from yarl import URL
 
+from hookgate.errors import HookgateError
 from hookgate.settings import Settings
 
 __all__ = [
@@ -47,7 +48,7 @@ IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 _Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 
-class SsrfRefused(Exception):
+class SsrfRefused(HookgateError):
     """An outbound request was refused before any connection was made.
 
     Deliberately not an ``OSError``: the HTTP client must not mistake it for a connection

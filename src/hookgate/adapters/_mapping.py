@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from hookgate.adapters._gate import Gate, failed_closed
+from hookgate.errors import HookgateError
 from hookgate.log import log_event
 from hookgate.outcome import Outcome
 
@@ -36,7 +37,7 @@ __all__ = [
 ]
 
 
-class HookgateAbort(Exception):
+class HookgateAbort(HookgateError):
     """A hook stopped the agent run.
 
     Raised out of the framework's run when a hook answers ``abort`` (``turn``/``hard``) or

@@ -18,6 +18,8 @@ from typing import Any, Final
 
 import re2
 
+from hookgate.errors import HookgateError
+
 __all__ = [
     "ADDRESS_CLASSES",
     "DETECTORS",
@@ -33,7 +35,7 @@ __all__ = [
 Check = Callable[[bytes, bytes, int, int, Mapping[str, Any]], bool]
 
 
-class DetectorOptionError(ValueError):
+class DetectorOptionError(HookgateError, ValueError):
     """A detector option with the wrong type or an unknown value."""
 
 

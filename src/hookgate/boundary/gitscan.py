@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Final
 
 from hookgate.boundary.scanner import Scanner, ScanReport, Skipped
+from hookgate.errors import HookgateError
 
 __all__ = ["GitError", "PushedRef", "parse_pre_push", "push_revisions", "scan_revisions"]
 
@@ -20,7 +21,7 @@ _HUNK_PREFIX: Final = b"@@ "
 _COMMIT_PREFIX: Final = b"\0commit "
 
 
-class GitError(RuntimeError):
+class GitError(HookgateError, RuntimeError):
     """git failed or was given something it does not understand."""
 
 

@@ -42,6 +42,7 @@ from hookgate.boundary.detectors import (
     compile_detector,
 )
 from hookgate.boundary.globs import compile_glob
+from hookgate.errors import HookgateError
 
 __all__ = [
     "SEVERITIES",
@@ -65,7 +66,7 @@ def severity_rank(name: str) -> int:
     return _RANK[name]
 
 
-class PolicyError(ValueError):
+class PolicyError(HookgateError, ValueError):
     """A policy that cannot be used; ``problems`` names each bad field."""
 
     def __init__(self, source: str, problems: list[str]) -> None:

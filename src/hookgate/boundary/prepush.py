@@ -12,13 +12,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
+from hookgate.errors import HookgateError
+
 __all__ = ["HOOK_MARKER", "InstallError", "Installed", "hook_script", "install"]
 
 HOOK_MARKER: Final = "# hookgate pre-push guard"
 HOOKS_DIR: Final = "hooks"
 
 
-class InstallError(RuntimeError):
+class InstallError(HookgateError, RuntimeError):
     """The hook cannot be installed without overwriting something that is not ours."""
 
 

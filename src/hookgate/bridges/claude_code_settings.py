@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from hookgate.bridges.claude_code_http import CLAUDE_CODE_PATH
+from hookgate.errors import HookgateError
 
 __all__ = [
     "CLAUDE_CODE_PATH",
@@ -77,7 +78,7 @@ TRANSPORTS: Final = ("curl", "http", "python")
 _BLOCKING: Final = frozenset({"PreToolUse", "PermissionRequest", "UserPromptSubmit"})
 
 
-class SettingsError(ValueError):
+class SettingsError(HookgateError, ValueError):
     """The settings file cannot be read or does not have Claude Code's shape."""
 
 

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from hookgate.errors import HookgateError
+
 __all__ = ["GatewayConnectionError", "GatewayError"]
 
 
-class GatewayError(Exception):
+class GatewayError(HookgateError):
     """The gateway answered ``ok: false``; ``code`` is its error code (``UNAUTHORIZED``, …)."""
 
     def __init__(self, code: str, message: str, details: dict[str, Any] | None = None) -> None:

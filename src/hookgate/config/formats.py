@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from hookgate.definition import DefinitionError, HookDefinition, validate_definition
+from hookgate.errors import HookgateError
 
 __all__ = [
     "NATIVE",
@@ -25,7 +26,7 @@ __all__ = [
 ]
 
 
-class ConfigError(ValueError):
+class ConfigError(HookgateError, ValueError):
     """A hooks file is invalid; ``problems`` holds one line per problem."""
 
     def __init__(self, problems: Sequence[str]) -> None:

@@ -11,6 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from hookgate.errors import HookgateError
+
 __all__ = [
     "ChatProvider",
     "ChatReply",
@@ -22,7 +24,7 @@ __all__ = [
 ]
 
 
-class ProviderError(Exception):
+class ProviderError(HookgateError):
     """The provider could not be reached or answered with an error or an unusable body."""
 
     def __init__(self, message: str, *, status: int | None = None) -> None:

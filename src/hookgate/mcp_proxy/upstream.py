@@ -30,6 +30,7 @@ from mcp.shared.jsonrpc_dispatcher import JSONRPCDispatcher
 from mcp.shared.message import SessionMessage
 from mcp.types import CONNECTION_CLOSED, INTERNAL_ERROR, REQUEST_TIMEOUT
 
+from hookgate.errors import HookgateError
 from hookgate.subprocesses import shorten
 
 __all__ = ["ServerRequests", "Upstream", "UpstreamError", "UpstreamSpec"]
@@ -43,7 +44,7 @@ TransportStreams = tuple[Any, Any]
 NotificationSink = Callable[[types.ServerNotification], Awaitable[None]]
 
 
-class UpstreamError(MCPError):
+class UpstreamError(HookgateError, MCPError):
     """The upstream could not answer: it did not start, died, timed out or sent garbage."""
 
     def __init__(self, message: str, code: int = INTERNAL_ERROR) -> None:

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+from hookgate.errors import HookgateError
+
 __all__ = ["HTTP_STATUS", "ApiError"]
 
 HTTP_STATUS: Final[dict[str, int]] = {
@@ -38,7 +40,7 @@ HTTP_STATUS: Final[dict[str, int]] = {
 }
 
 
-class ApiError(Exception):
+class ApiError(HookgateError):
     """A failed request. ``status`` overrides the code's usual HTTP status (401 vs 403)."""
 
     def __init__(

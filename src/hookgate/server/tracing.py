@@ -19,6 +19,7 @@ from opentelemetry.context import Context
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 from hookgate.audit import ExecutionRecord
+from hookgate.errors import HookgateError
 
 __all__ = ["HookTracer", "TraceSetupError", "configure_tracing", "parse_traceparent"]
 
@@ -27,7 +28,7 @@ _FAILED: Final = frozenset({"error", "timeout"})
 _MAX_PENDING_PARENTS: Final = 10_000
 
 
-class TraceSetupError(RuntimeError):
+class TraceSetupError(HookgateError, RuntimeError):
     """The requested exporter cannot be set up (the SDK or exporter package is missing)."""
 
 

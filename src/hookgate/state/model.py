@@ -20,6 +20,8 @@ from collections.abc import Iterator, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from hookgate.errors import HookgateError
+
 __all__ = [
     "DEFAULT_TTL_S",
     "MAX_KEYS_PER_SCOPE",
@@ -46,7 +48,7 @@ MAX_KEYS_PER_SCOPE: Final = 256
 _SPEC_KEYS: Final = frozenset({"namespace", "ttl_s"})
 
 
-class StateError(ValueError):
+class StateError(HookgateError, ValueError):
     """A state change that breaks the limits, or a scope the event does not have."""
 
 

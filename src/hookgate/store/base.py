@@ -20,6 +20,7 @@ from typing import Any, Final, Literal, Protocol, runtime_checkable
 
 from hookgate.budget import BudgetStatus
 from hookgate.definition import GLOBAL_TENANT, HookDefinition
+from hookgate.errors import BudgetError, HookgateError
 
 __all__ = [
     "API_KEY_PREFIX",
@@ -60,7 +61,7 @@ SYSTEM_ACTOR: Final = "system"
 # --- errors ---------------------------------------------------------------------------------
 
 
-class StoreError(Exception):
+class StoreError(HookgateError):
     """A store operation failed; the message names the problem."""
 
 
@@ -88,7 +89,7 @@ class VersionConflict(StoreError):
         )
 
 
-class BudgetExceeded(StoreError):
+class BudgetExceeded(StoreError, BudgetError):
     """A deduction would take the tenant's monthly budget below zero."""
 
 

@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from typing import Any, Final
 
 from hookgate.audit import redact
+from hookgate.errors import HookgateError
 from hookgate.handlers.process.spec import ProcessSpec
 from hookgate.log import log_event
 from hookgate.outcome import HookError
@@ -45,7 +46,7 @@ WRITE_BUFFER_HIGH: Final = 64 * 1024
 _TAIL_LINES: Final = 20
 
 
-class RpcError(Exception):
+class RpcError(HookgateError):
     """The hook answered a call with a JSON-RPC error object."""
 
     def __init__(self, code: Any, message: str) -> None:

@@ -1,0 +1,18 @@
+"""The root of every exception hookgate raises that a user may catch.
+
+``except hookgate.HookgateError`` catches them all; each module's own error keeps its builtin
+base too (``DefinitionError`` is still a ``ValueError``), so existing handlers keep working.
+"""
+
+from __future__ import annotations
+
+__all__ = ["BudgetError", "HookgateError"]
+
+
+class HookgateError(Exception):
+    """Base class of hookgate's exceptions."""
+
+
+class BudgetError(HookgateError):
+    """A tenant's monthly token budget cannot cover a model call (the library's in-memory
+    budget and the gateway's stored one raise subclasses of this one name)."""
