@@ -239,3 +239,20 @@ def test_dry_running_a_command_gate_on_the_gateway_is_host_code(
     with open_ws(gate_gateway.ws_url, gate_gateway.master_key) as ws:
         result = ok(ws, "hooks.test", {"config": definition, "sampleEvent": sample})["result"]
     assert result["decision"] == "allow" and marker.exists()
+
+
+async def test_library_outcome_carries_the_retry_loop_and_subagent_stop_queues() -> None:
+    """In Python: fire('delegation.completed') waits and blocks with outcome.retry; the same
+    event fired as subagent_stop without wait is queued (nobody waits, nothing to stop)."""
+    engine = Engine()
+    engine.load(SEED / "hook-config.json")
+    try:
+        blocked = await engine.fire("delegation.completed", output=SHORT, attempt=3)
+        queued = await engine.fire("subagent_stop", output=SHORT)
+        waited = await engine.fire("subagent_stop", output=SHORT, wait=True)
+    finally:
+        await engine.aclose()
+    assert blocked.blocked and blocked.reason == TOO_SHORT
+    assert blocked.retry is not None and blocked.retry["retries_left"] == 0
+    assert queued.allowed and queued.trace == []
+    assert waited.blocked and waited.retry is not None and waited.retry["attempt"] == 1
