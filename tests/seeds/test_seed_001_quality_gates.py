@@ -221,24 +221,23 @@ def test_gateway_dispatch_of_a_failing_gate_answers_the_same_block(
 
 
 def test_dry_running_a_command_gate_on_the_gateway_is_host_code(
-    gate_gateway: GatewayProcess, tmp_path: Path
+    gate_gateway: GatewayProcess,
 ) -> None:
     """A quality_gate hook's command gates run `sh -c` on the gateway host: tenant keys may
-    not dry-run one (nothing runs); the master key may."""
-    marker = tmp_path / "ran"
+    not dry-run one; the master key may (and the gate's feedback comes back)."""
     definition = {"event": "subagent_stop", "handler_type": "quality_gate", "scope": "tenant",
-                  "config": {"gates": [{"type": "command", "command": f"touch {marker}"}]}}
+                  "config": {"gates": [{"type": "command",
+                                        "command": "echo gate ran on the host >&2; exit 1"}]}}
     sample = {"output": "x"}
     for role in ("operator", "admin"):
         key = gate_gateway.create_key("tenant-a", role)
         with open_ws(gate_gateway.ws_url, key) as ws:
             fails(ws, "hooks.test", {"config": definition, "sampleEvent": sample},
                   "UNAUTHORIZED")
-    assert not marker.exists()
     assert gate_gateway.master_key is not None
     with open_ws(gate_gateway.ws_url, gate_gateway.master_key) as ws:
         result = ok(ws, "hooks.test", {"config": definition, "sampleEvent": sample})["result"]
-    assert result["decision"] == "allow" and marker.exists()
+    assert result["decision"] == "block" and result["reason"] == "gate ran on the host"
 
 
 async def test_library_outcome_carries_the_retry_loop_and_subagent_stop_queues() -> None:
