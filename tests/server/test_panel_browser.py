@@ -49,7 +49,7 @@ REWRITE_COMMAND = (
 )
 SECRET_TOKEN = "Bearer panel-test-secret-7f3a"
 
-# Hooks every fresh gateway seeds (hookgate.builtins): one pii-redactor row per event.
+# Hooks every fresh gateway seeds (hookgate.builtins): one row per builtin and event.
 BUILTINS = len(builtin_definitions())
 
 
@@ -175,7 +175,8 @@ def test_sign_in_shows_the_gateway_error_then_the_role(page: Any, lite: dict[str
     # A fresh gateway holds only the seeded builtins: read-only, marked, and switched off.
     builtin_rows = page.locator("tr[data-hook-id]").filter(has=page.locator(".badge-builtin"))
     expect(builtin_rows).to_have_count(BUILTINS)
-    expect(builtin_rows.first).to_contain_text("pii-redactor")
+    expect(builtin_rows.filter(has_text="pii-redactor")).to_have_count(2)
+    expect(builtin_rows.filter(has_text="content-guard")).to_have_count(4)
     shot(page, "hooks-builtins-only")
 
 
