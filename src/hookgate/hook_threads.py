@@ -37,8 +37,10 @@ __all__ = ["MAX_STUCK", "HookThreads", "TooManyStuck"]
 
 #: Workers that may be stuck in overrunning functions at once before calls are refused.
 MAX_STUCK: Final = 64
-#: Idle workers kept for reuse; more are let go.
+#: Idle workers kept for reuse; more are let go, and so is one idle for IDLE_EXIT_S (an
+#: engine that is never closed does not keep its threads forever).
 MAX_IDLE: Final = 16
+IDLE_EXIT_S: Final = 60.0
 #: How long the event loop's thread waits for a batch before it goes back to serving others
 #: and lets the worker wake it (a bounded pause, far below any hook timeout).
 FAST_WAIT_S: Final = 0.0001
@@ -150,7 +152,12 @@ class _Worker:
     def _main(self) -> None:
         pool = self._pool
         while True:
-            self._go.acquire()
+            if not self._go.acquire(timeout=IDLE_EXIT_S):
+                with pool._lock:
+                    if self in pool._idle:  # nobody took it meanwhile: let it go
+                        pool._idle.remove(self)
+                        return
+                self._go.acquire()  # a caller took it and is about to start a job
             job = self._job
             if job is None:
                 return
