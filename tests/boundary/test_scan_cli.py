@@ -63,6 +63,9 @@ def test_json_and_sarif_carry_findings_but_no_values(tree: Path) -> None:
     assert all(rule_ids[r["ruleIndex"]] == r["ruleId"] for r in run["results"])
     for text in (as_json.stdout, json.dumps(sarif)):
         assert GITHUB not in text and "10.20.30.40" not in text
+    written = hookgate("scan", "src", "--format", "sarif", "-o", "report.sarif", cwd=tree)
+    assert written.returncode == 1 and written.stdout == ""
+    assert json.loads((tree / "report.sarif").read_text())["runs"][0]["results"]
 
 
 def test_fail_on_threshold_and_exit_codes(tree: Path) -> None:
