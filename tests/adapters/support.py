@@ -43,6 +43,7 @@ EVENTS = (
     "after_llm",
     "pre_tool_use",
     "post_tool_use",
+    "post_tool_use_failure",
     "stop",
     "subagent_start",
     "subagent_stop",

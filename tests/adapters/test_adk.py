@@ -283,3 +283,29 @@ async def test_a_blocked_model_call_stops_the_run() -> None:
     assert isinstance(caught.value.__cause__, HookgateAbort)
     assert caught.value.__cause__.reason == "budget"
     assert harness.model.seen == []
+
+
+async def test_a_failing_tool_is_reported() -> None:
+    engine, seen = engine_with()
+    model = ScriptedLlm(script=[_call("broken", {"cmd": "ls"}, CALL_ID), _say("done")], seen=[])
+
+    def broken(cmd: str) -> dict[str, Any]:
+        """Run a shell command."""
+        raise OSError("disk on fire")
+
+    agent = LlmAgent(name="ops_agent", model=model, tools=[broken])
+    runner = InMemoryRunner(
+        app=App(name="ops_app", root_agent=agent, plugins=[HookgatePlugin(engine)])
+    )
+    session = await runner.session_service.create_session(app_name="ops_app", user_id="u1")
+    message = types.Content(role="user", parts=[types.Part(text="go")])
+    with pytest.raises(OSError, match="disk on fire"):
+        [
+            e
+            async for e in runner.run_async(
+                user_id="u1", session_id=session.id, new_message=message
+            )
+        ]
+    await engine.drain()
+    (failure,) = seen.payloads("post_tool_use_failure")
+    assert (failure["tool_use_id"], failure["error"]) == (CALL_ID, "OSError")

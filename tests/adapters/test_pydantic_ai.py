@@ -192,3 +192,23 @@ async def test_a_blocked_model_call_stops_the_run() -> None:
     with pytest.raises(HookgateAbort, match="budget"):
         await harness.run()
     assert harness.seen == []
+
+
+async def test_a_failing_tool_is_reported() -> None:
+    engine, seen = engine_with()
+
+    def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        return ModelResponse(parts=[ToolCallPart("broken", {"cmd": "ls"}, tool_call_id=CALL_ID)])
+
+    agent = Agent(FunctionModel(respond), capabilities=[HookgateCapability(engine)])
+
+    @agent.tool_plain
+    def broken(cmd: str) -> str:
+        """Run a shell command."""
+        raise OSError("disk on fire")
+
+    with pytest.raises(OSError, match="disk on fire"):
+        await agent.run("go")
+    await engine.drain()
+    (failure,) = seen.payloads("post_tool_use_failure")
+    assert (failure["tool_use_id"], failure["error"]) == (CALL_ID, "OSError")

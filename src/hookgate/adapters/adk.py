@@ -307,6 +307,21 @@ class HookgatePlugin(BasePlugin):
             self._contexts[tool_context.function_call_id] = verdict.context
         return None  # not {}: an empty dict would be the tool's answer
 
+    async def on_tool_error_callback(
+        self,
+        *,
+        tool: BaseTool,
+        tool_args: dict[str, Any],
+        tool_context: ToolContext,
+        error: Exception,
+    ) -> dict[str, Any] | None:
+        call_id = tool_context.function_call_id or ""
+        self._contexts.pop(call_id, None)
+        self._answered.discard(call_id)
+        payload = self._tool_payload(tool, tool_args, tool_context)
+        await self.gate.fire("post_tool_use_failure", {**payload, "error": type(error).__name__})
+        return None  # ADK's own error handling goes on
+
     async def after_tool_callback(
         self,
         *,

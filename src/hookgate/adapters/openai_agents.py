@@ -192,6 +192,9 @@ class HookgateRunHooks(RunHooks[Any]):
     async def on_agent_start(self, context: Any, agent: Agent[Any]) -> None:
         run = self._runs.get(self._key(context))
         if run is None:
+            if len(self._runs) >= 4096:
+                # Runs that raised never reach on_agent_end: forget the oldest.
+                self._runs.pop(next(iter(self._runs)))
             self._runs[self._key(context)] = [agent.name, False]
             await self.gate.fire("session_start", {**_run_ids(agent.name), "source": SOURCE})
 

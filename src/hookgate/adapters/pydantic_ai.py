@@ -234,6 +234,22 @@ class HookgateCapability(AbstractCapability[Any]):
             self._contexts[call.tool_call_id] = verdict.context
         return verdict.args
 
+    async def on_tool_execute_error(
+        self,
+        ctx: RunContext[Any],
+        *,
+        call: ToolCallPart,
+        tool_def: ToolDefinition,
+        args: dict[str, Any],
+        error: Exception,
+    ) -> Any:
+        self._contexts.pop(call.tool_call_id, None)
+        await self.gate.fire(
+            "post_tool_use_failure",
+            {**self._tool_payload(ctx, call, args), "error": type(error).__name__},
+        )
+        raise error
+
     async def after_tool_execute(
         self,
         ctx: RunContext[Any],
