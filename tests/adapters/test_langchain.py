@@ -251,3 +251,18 @@ def test_a_blocked_model_call_stops_the_run(mode: str) -> None:
     with pytest.raises(HookgateAbort, match="budget"):
         harness.run()
     assert harness.model.seen == []
+
+
+@MODES
+def test_one_run_id_per_invocation(mode: str) -> None:
+    engine, seen = engine_with()
+    harness = Harness(engine, mode)
+    harness.run()
+    _drain(engine)
+    run_ids = {name: payload["turn_id"] for name, payload in seen.events}
+    assert len(set(run_ids.values())) == 1
+    assert set(run_ids) >= {"session_start", "before_llm", "pre_tool_use", "post_tool_use", "stop"}
+    harness.model.messages = iter([AIMessage(content="again")])
+    harness.run()
+    _drain(engine)
+    assert seen.events[-1][1]["turn_id"] not in run_ids.values()

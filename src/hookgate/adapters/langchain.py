@@ -32,19 +32,22 @@ session start / stop        native     ``before_agent`` / ``after_agent`` (once 
 ==========================  =========  ====================================================
 
 Payloads carry ``tool_use_id`` (the tool call id), ``session_id`` (the thread id),
-``turn_id`` (the run id) and ``agent_id`` (the agent's ``name``).
+``turn_id`` (the config's ``run_id``, else an id per invocation kept in the agent's
+state, not checkpointed) and ``agent_id`` (the agent's ``name``).
 """
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Annotated, Any, NotRequired
 
 from langchain.agents.middleware.types import (
     AgentMiddleware,
     AgentState,
     ModelRequest,
     ModelResponse,
+    PrivateStateAttr,
 )
 from langchain_core.messages import (
     AIMessage,
@@ -54,6 +57,7 @@ from langchain_core.messages import (
     SystemMessage,
     ToolMessage,
 )
+from langgraph.channels.untracked_value import UntrackedValue
 from langgraph.config import get_config
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.runtime import Runtime
@@ -90,12 +94,21 @@ ToolHandler = Callable[[ToolCallRequest], ToolMessage | Command[Any]]
 AsyncToolHandler = Callable[[ToolCallRequest], Awaitable[ToolMessage | Command[Any]]]
 
 
-def _ids(config: Any, agent_name: str | None) -> dict[str, Any]:
-    """session_id / turn_id / agent_id from a RunnableConfig."""
+class HookgateState(AgentState[Any]):
+    """The agent state plus the id hookgate gives each invocation (not checkpointed, not in
+    the graph's input or output)."""
+
+    hookgate_run_id: NotRequired[Annotated[str, UntrackedValue, PrivateStateAttr]]
+
+
+def _ids(config: Any, agent_name: str | None, state: Any = None) -> dict[str, Any]:
+    """session_id / turn_id / agent_id from a RunnableConfig (and the state's run id)."""
     config = config or {}
     configurable = config.get("configurable") or {}
     metadata = config.get("metadata") or {}
     run_id = config.get("run_id") or metadata.get("run_id")
+    if run_id is None and isinstance(state, dict):
+        run_id = state.get("hookgate_run_id")
     return drop_none(
         {
             "session_id": configurable.get("thread_id"),
@@ -105,11 +118,11 @@ def _ids(config: Any, agent_name: str | None) -> dict[str, Any]:
     )
 
 
-def _current_ids(agent_name: str | None) -> dict[str, Any]:
+def _current_ids(agent_name: str | None, state: Any = None) -> dict[str, Any]:
     try:
-        return _ids(get_config(), agent_name)
+        return _ids(get_config(), agent_name, state)
     except RuntimeError:  # outside a runnable context
-        return drop_none({"agent_id": agent_name})
+        return _ids(None, agent_name, state)
 
 
 def _last_human(messages: list[AnyMessage]) -> HumanMessage | None:
@@ -154,8 +167,10 @@ def _rewritten_response(
     )
 
 
-class HookgateMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
+class HookgateMiddleware(AgentMiddleware[HookgateState, Any, Any]):
     """Runs hookgate's hooks at every point of a LangChain v1 agent run."""
+
+    state_schema = HookgateState
 
     def __init__(self, target: Target | Gate, *, agent_name: str | None = None) -> None:
         super().__init__()
@@ -169,50 +184,60 @@ class HookgateMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     # -- the run: session_start + user_prompt_submit, stop --------------------------------
 
     def _prompt_start(
-        self, state: AgentState[Any]
-    ) -> tuple[dict[str, Any], HumanMessage | None, dict[str, Any]]:
-        """The session_start payload, the prompt's message and the user_prompt_submit payload."""
-        ids = _current_ids(self.agent_name)
+        self, state: HookgateState
+    ) -> tuple[dict[str, Any], HumanMessage | None, dict[str, Any], dict[str, Any]]:
+        """The session_start payload, the prompt's message, the user_prompt_submit payload
+        and the state update that records this invocation's run id."""
+        run_id = uuid.uuid4().hex
+        ids = _current_ids(self.agent_name, {"hookgate_run_id": run_id})
         human = _last_human(state["messages"])
         prompt = human.text if human is not None else ""
-        return {**ids, "source": SOURCE, "prompt": prompt}, human, {**ids, "prompt": prompt}
+        start = {**ids, "source": SOURCE, "prompt": prompt}
+        return start, human, {**ids, "prompt": prompt}, {"hookgate_run_id": run_id}
 
     @staticmethod
-    def _prompt_update(human: HumanMessage, outcome: Outcome) -> dict[str, Any] | None:
+    def _prompt_update(
+        human: HumanMessage | None, outcome: Outcome, update: dict[str, Any]
+    ) -> dict[str, Any]:
+        if human is None:
+            return update
         verdict = prompt_verdict(outcome, human.text)
         if not verdict.rewritten and not verdict.context:
-            return None
+            return update
         text = with_context(verdict.prompt, verdict.context)
         # add_messages replaces a message with the same id.
-        return {"messages": [HumanMessage(content=text, id=human.id)]}
+        return {**update, "messages": [HumanMessage(content=text, id=human.id)]}
 
-    def before_agent(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
-        start, human, submit = self._prompt_start(state)
+    def before_agent(self, state: HookgateState, runtime: Runtime[Any]) -> dict[str, Any] | None:
+        start, human, submit, update = self._prompt_start(state)
         self.gate.fire_sync("session_start", start)
         if human is None:
-            return None
-        return self._prompt_update(human, self.gate.fire_sync("user_prompt_submit", submit))
+            return update
+        outcome = self.gate.fire_sync("user_prompt_submit", submit)
+        return self._prompt_update(human, outcome, update)
 
     async def abefore_agent(
-        self, state: AgentState[Any], runtime: Runtime[Any]
+        self, state: HookgateState, runtime: Runtime[Any]
     ) -> dict[str, Any] | None:
-        start, human, submit = self._prompt_start(state)
+        start, human, submit, update = self._prompt_start(state)
         await self.gate.fire("session_start", start)
         if human is None:
-            return None
-        return self._prompt_update(human, await self.gate.fire("user_prompt_submit", submit))
+            return update
+        outcome = await self.gate.fire("user_prompt_submit", submit)
+        return self._prompt_update(human, outcome, update)
 
-    def _stop_payload(self, state: AgentState[Any]) -> dict[str, Any]:
+    def _stop_payload(self, state: HookgateState) -> dict[str, Any]:
         messages = state["messages"]
         last = messages[-1].text if messages else ""
-        return {**_current_ids(self.agent_name), "last_message": last, "stop_reason": "end"}
+        ids = _current_ids(self.agent_name, state)
+        return {**ids, "last_message": last, "stop_reason": "end"}
 
-    def after_agent(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
+    def after_agent(self, state: HookgateState, runtime: Runtime[Any]) -> dict[str, Any] | None:
         self.gate.fire_sync("stop", self._stop_payload(state))
         return None
 
     async def aafter_agent(
-        self, state: AgentState[Any], runtime: Runtime[Any]
+        self, state: HookgateState, runtime: Runtime[Any]
     ) -> dict[str, Any] | None:
         await self.gate.fire("stop", self._stop_payload(state))
         return None
@@ -228,7 +253,7 @@ class HookgateMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         return request.override(system_message=SystemMessage(with_context(base or "", context)))
 
     def _after_payload(
-        self, view: dict[str, Any], response: ModelResponse[Any] | AIMessage
+        self, view: dict[str, Any], response: ModelResponse[Any] | AIMessage, state: Any
     ) -> tuple[dict[str, Any], AIMessage | None]:
         message = _ai_message(response)
         calls = [
@@ -236,7 +261,7 @@ class HookgateMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             for c in (message.tool_calls if message is not None else [])
         ]
         text = message.text if message is not None else ""
-        payload = {**_current_ids(self.agent_name), "request": view}
+        payload = {**_current_ids(self.agent_name, state), "request": view}
         payload["response"] = response_view(text, calls)
         return payload, message
 
@@ -258,12 +283,12 @@ class HookgateMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         self, request: ModelRequest[Any], handler: ModelHandler
     ) -> ModelResponse[Any] | AIMessage:
         view = _request_view(request)
-        ids = _current_ids(self.agent_name)
+        ids = _current_ids(self.agent_name, request.state)
         request = self._apply_before(
             request, self.gate.fire_sync("before_llm", {**ids, "request": view})
         )
         response = handler(request)
-        payload, message = self._after_payload(view, response)
+        payload, message = self._after_payload(view, response, request.state)
         return self._apply_after(
             response, payload, message, self.gate.fire_sync("after_llm", payload)
         )
@@ -272,11 +297,11 @@ class HookgateMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         self, request: ModelRequest[Any], handler: AsyncModelHandler
     ) -> ModelResponse[Any] | AIMessage:
         view = _request_view(request)
-        ids = _current_ids(self.agent_name)
+        ids = _current_ids(self.agent_name, request.state)
         outcome = await self.gate.fire("before_llm", {**ids, "request": view})
         request = self._apply_before(request, outcome)
         response = await handler(request)
-        payload, message = self._after_payload(view, response)
+        payload, message = self._after_payload(view, response, request.state)
         outcome = await self.gate.fire("after_llm", payload)
         return self._apply_after(response, payload, message, outcome)
 
@@ -287,7 +312,7 @@ class HookgateMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         runtime = request.runtime
         config = getattr(runtime, "config", None) if runtime is not None else None
         return {
-            **_ids(config, self.agent_name),
+            **_ids(config, self.agent_name, request.state),
             "tool_name": call["name"],
             "tool_input": dict(call.get("args") or {}),
             "tool_use_id": call.get("id"),
