@@ -70,6 +70,8 @@ class GatewayApprovals:
         self._sweep_wake = asyncio.Event()
         self._sweeper: asyncio.Task[None] | None = None
         self._background: set[asyncio.Task[Any]] = set()
+        #: Tasks that are only waiting (for a decision or a change); nothing else to finish.
+        self._idle_tasks: set[asyncio.Task[Any]] = set()
         self._closing = False
 
     # -- lifecycle ----------------------------------------------------------------------------
@@ -109,6 +111,22 @@ class GatewayApprovals:
             if not future.done():
                 future.set_result(None)
 
+    def idle_waits(self, tasks: Any) -> list[asyncio.Task[Any]]:
+        """Those of ``tasks`` that are only waiting here (safe to cancel: no hook is running
+        in them, and their rows are written)."""
+        return [task for task in tasks if task in self._idle_tasks]
+
+    @contextlib.contextmanager
+    def _idle(self) -> Any:
+        task = asyncio.current_task()
+        if task is not None:
+            self._idle_tasks.add(task)
+        try:
+            yield
+        finally:
+            if task is not None:
+                self._idle_tasks.discard(task)
+
     def revision_for(self, caller: Caller) -> int:
         """The change counter a caller may watch: its own tenant's (master scope: all)."""
         return self.revision if caller.master else self._tenant_revisions.get(caller.tenant_id, 0)
@@ -125,7 +143,7 @@ class GatewayApprovals:
             remaining = deadline - loop.time()
             if remaining <= 0 or self._closing:
                 return False
-            with contextlib.suppress(TimeoutError):
+            with self._idle(), contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(remaining):
                     await event.wait()
         return True
@@ -234,7 +252,7 @@ class GatewayApprovals:
                     timeout = min(timeout, give_up - loop.time())
                 if timeout <= 0 or self._closing:
                     return self.decision_of(row)
-                with contextlib.suppress(TimeoutError):
+                with self._idle(), contextlib.suppress(TimeoutError):
                     async with asyncio.timeout(timeout):
                         await future
                 # Woken (a change, the deadline, the caller's limit, shutdown): read again.

@@ -107,6 +107,13 @@ class _Connection:
                 await self.handle(raw)
         finally:
             if self.tasks:
+                # Requests only waiting for a person (or for a change to show) have nobody to
+                # answer any more: stop them, so a closed tab or a shutdown does not wait on
+                # them. The approvals stay in the store.
+                approvals = self.gateway.approvals
+                if approvals is not None:
+                    for task in approvals.idle_waits(self.tasks):
+                        task.cancel()
                 # Let running requests finish: their hooks ran, and their rows must be recorded.
                 await asyncio.gather(*self.tasks, return_exceptions=True)
 
