@@ -29,6 +29,7 @@ __all__ = [
     "input_hash",
     "redact",
     "scrub_metadata",
+    "summarize_input",
     "time_ordered_id",
     "truncate",
 ]
@@ -50,6 +51,33 @@ def redact(text: str) -> str:
     for pattern in _REDACTIONS:
         text = pattern.sub("[REDACTED]", text)
     return text
+
+
+#: An input summary is redacted over at most this much text (then cut to ERROR_MAX_CHARS):
+#: a prompt of megabytes is not scanned whole on the hot path, and nothing past it is kept.
+_SUMMARY_SCAN_CHARS: Final = 4096
+_SECRET_FIELD: Final = re.compile(r"(?i)passw|secret|token|api[_-]?key|authori[sz]ation|cookie")
+
+
+def _hide_secret_fields(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {
+            key: "[REDACTED]" if _SECRET_FIELD.search(str(key)) else _hide_secret_fields(item)
+            for key, item in value.items()
+        }
+    if isinstance(value, list | tuple):
+        return [_hide_secret_fields(item) for item in value]
+    return value
+
+
+def summarize_input(value: Any) -> str | None:
+    """A short, redacted excerpt of an event's input for the audit row: text as it is, other
+    values as compact JSON with secret-named fields hidden; None when there is no input."""
+    if value is None or value == "" or value == {}:
+        return None
+    text = value if isinstance(value, str) else canonical_json(_hide_secret_fields(value))
+    # Scrub the scanned text first, then cut: a secret straddling the cut is recognised.
+    return truncate(redact(text[:_SUMMARY_SCAN_CHARS]).replace("\x00", ""))
 
 
 def _scrub_value(value: Any) -> Any:
@@ -127,6 +155,12 @@ class ExecutionRecord:
     #: into ``error_detail``.
     error: str | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
+    #: The event's tool, if it has one.
+    tool_name: str | None = None
+    #: A redacted excerpt of the event's input (see :func:`summarize_input`).
+    input_summary: str | None = None
+    #: The hook's full reason; stores redact and truncate it like ``error``.
+    reason: str | None = None
     id: str = field(default_factory=time_ordered_id)
     created_at: float = field(default_factory=time.time)
 
@@ -151,6 +185,9 @@ class ExecutionRecord:
             "input_hash": self.input_hash,
             "error": truncate(redact(self.error)) if self.error else None,
             "metadata": self.metadata,
+            "tool_name": self.tool_name,
+            "input_summary": self.input_summary,
+            "reason": truncate(redact(self.reason)) if self.reason else None,
             "created_at": self.created_at,
         }
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from hookgate.audit import AuditSink, ExecutionRecord, input_hash
+from hookgate.audit import AuditSink, ExecutionRecord, input_hash, summarize_input
 from hookgate.chain import Batch, Call, ChainGen, ChainSettings, Reply, matters, run_chain
 from hookgate.definition import DefinitionError, HookDefinition, Problem, validate_definition
 from hookgate.events import CATALOGUE, KNOWN_FIELDS, EventSpec, get_event, normalize_payload
@@ -564,6 +564,7 @@ class Engine:
             session_id=text("session_id"),
             error=problem,
             metadata={"invalid_input": True},
+            tool_name=text("tool_name"),
         )
         self._emit([record])
         if not blocking:
@@ -814,11 +815,18 @@ class Engine:
         trace_id = data.get("trace_id")
         tenant_id, agent_id = data.get("tenant_id"), data.get("agent_id")
         session_id = data.get("session_id")
+        tool_name = data.get("tool_name")
+        tool_name = tool_name[:256] if isinstance(tool_name, str) and tool_name else None
+        summary = summarize_input(data.get(spec.input_field)) if spec.input_field else None
         records = []
         for row in executed:
             definition = row[ROW_HOOK].definition
             details = row[ROW_DETAILS]
-            metadata = {k: v for k, v in details.items() if k != "reason"} if details else {}
+            reason = None
+            metadata: dict[str, Any] = {}
+            if details:
+                metadata = {k: v for k, v in details.items() if k != "reason"}
+                reason = details.get("reason")
             if trace_id:
                 metadata.setdefault("trace_id", trace_id)
             records.append(
@@ -837,6 +845,9 @@ class Engine:
                     input_hash=digest,
                     error=row[ROW_ERROR],
                     metadata=metadata,
+                    tool_name=tool_name,
+                    input_summary=summary,
+                    reason=str(reason) if reason else None,
                 )
             )
         self._emit(records)

@@ -24,9 +24,12 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def run_cli(*args: str, data_dir: Path, check: bool = True) -> subprocess.CompletedProcess[str]:
+def run_cli(
+    *args: str, data_dir: Path | None, check: bool = True
+) -> subprocess.CompletedProcess[str]:
+    store = ["--data-dir", str(data_dir)] if data_dir is not None else []
     return subprocess.run(
-        [*HOOKGATE, *args, "--data-dir", str(data_dir)],
+        [*HOOKGATE, *args, *store],
         capture_output=True,
         text=True,
         timeout=60,
@@ -120,7 +123,9 @@ class GatewayProcess:
         args = ["keys", "create", "--tenant", tenant, "--role", role]
         if master:
             args.append("--master")
-        result = run_cli(*args, data_dir=self.data_dir)
+        if self.database_url:
+            args += ["--database-url", self.database_url]
+        result = run_cli(*args, data_dir=None if self.database_url else self.data_dir)
         return result.stdout.strip().splitlines()[-1]
 
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 30.0) -> int:

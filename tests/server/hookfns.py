@@ -37,3 +37,11 @@ def stall(event: Any) -> None:
 
 def ask(event: Any) -> dict[str, Any]:
     return {"decision": "ask", "reason": f"a person should look at {event.tool_name}"}
+
+
+def leaky(event: Any) -> dict[str, Any]:
+    """Blocks with a reason that quotes a secret and runs long (the audit must hide and cut)."""
+    return {
+        "decision": "block",
+        "reason": "refused: the call carried api_key=REASON-SECRET-42 " + "x" * 400,
+    }

@@ -470,6 +470,17 @@ def test_history_rows_appear_after_dispatches(
     expect(rows).to_have_count(4)
     expect(page.locator('tbody.exec[data-decision="block"]')).to_have_count(3)
     expect(page.locator('tbody.exec[data-decision="error"]')).to_have_count(1)
+    # Each row says what and why; the per-hook tab has no Event column (it is the hook's).
+    headers = page.locator(".history-table thead th").all_text_contents()
+    assert "Event" not in headers and {"Tool", "Reason", "Agent", "Session"} <= set(headers)
+    blocked = page.locator('tbody.exec[data-decision="block"]').first
+    expect(blocked.locator('td[data-label="Tool"]')).to_have_text("write_file")
+    expect(blocked.locator('td[data-label="Reason"]')).to_have_text(
+        "writes to /etc are not allowed"
+    )
+    blocked.get_by_role("button", name=re.compile("Details of the execution")).click()
+    expect(blocked.locator("pre.input-summary")).to_contain_text("/etc/hosts")
+    blocked.get_by_role("button", name=re.compile("Details of the execution")).click()
     shot(page, "history")
 
     page.get_by_label("Time").select_option("1h")  # sent as an ISO 8601 `since`
@@ -481,6 +492,7 @@ def test_history_rows_appear_after_dispatches(
     detail = error_row.locator(".exec-detail")
     expect(detail).to_be_visible()
     expect(detail.locator("pre.metadata")).to_contain_text("http_status")
+    expect(detail.locator("pre.input-summary")).to_have_text("—")  # the call had no input
     # The admin sees the decrypted full error; the redacted short one hides the address.
     expect(detail.locator("pre.error-detail")).to_contain_text("400")
     shot(page, "history-expanded")

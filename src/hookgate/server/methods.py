@@ -410,6 +410,7 @@ async def hooks_history(
         decision=p.decision,
         event=_check_event(p.event),
         agent_id=p.agent_id,
+        tool_name=p.tool_name,
         since=_timestamp(p.since, "since"),
         until=_timestamp(p.until, "until"),
         tenant_id=_tenant_filter(who, p.tenant_id),

@@ -132,6 +132,7 @@ class HistoryParams(_Params):
     decision: str | None = Field(default=None, max_length=16)
     event: str | None = Field(default=None, max_length=64)
     agent_id: str | None = Field(default=None, alias="agentId", max_length=200)
+    tool_name: str | None = Field(default=None, alias="toolName", max_length=256)
     #: ISO 8601 or epoch seconds; ``since`` inclusive, ``until`` exclusive.
     since: str | float | None = None
     until: str | float | None = None
@@ -273,6 +274,10 @@ class Execution(_Open):
     metadata: dict[str, Any]
     created_at: str
     error_detail: str | None = None
+    tool_name: str | None = None
+    input_summary: str | None = None
+    reason: str | None = None
+    hook_ref: str | None = None
 
 
 class HistoryPayload(BaseModel):

@@ -329,8 +329,10 @@ class AuditWriter:
         hook_name: str | None = record.hook_name
         event_id: str | None = record.event_id
         tenant_id, agent_id, session_id = record.tenant_id, record.agent_id, record.session_id
-        if "\x00" in f"{error}{hook_name}{event_id}{tenant_id}{agent_id}{session_id}":
+        tool_name = record.tool_name
+        if "\x00" in f"{error}{hook_name}{event_id}{tenant_id}{agent_id}{session_id}{tool_name}":
             error, hook_name, event_id = _clean(error), _clean(hook_name), _clean(event_id)
+            tool_name = _clean(tool_name)
             tenant_id, agent_id, session_id = (
                 _clean(tenant_id),
                 _clean(agent_id),
@@ -347,6 +349,14 @@ class AuditWriter:
                 full = f"{error}\n\n{dump}" if error else dump
         if error:
             short = truncate(redact(error))
+        reason = record.reason
+        if reason:
+            if "\x00" in reason:
+                reason = _clean(reason) or ""
+            shown = truncate(redact(reason))
+            if shown != reason:  # the full reason is kept only sealed, like a long error
+                full = f"{full}\n\nreason: {reason}" if full else f"reason: {reason}"
+            reason = shown
         if full and self.keyring is not None:
             detail = self.keyring.seal(full.encode(), _aad(record.id))
         return ExecutionRow(
@@ -368,6 +378,9 @@ class AuditWriter:
             detail,
             metadata,
             record.created_at,
+            tool_name,
+            record.input_summary,
+            reason or None,
         )
 
 

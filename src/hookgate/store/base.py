@@ -228,6 +228,13 @@ class ExecutionRow:
     error_detail: bytes | None
     metadata: Mapping[str, Any]
     created_at: float
+    #: The event's tool; a redacted excerpt of its input; the hook's reason, redacted and
+    #: truncated like ``error``.
+    tool_name: str | None = None
+    input_summary: str | None = None
+    reason: str | None = None
+    #: The hook's id as executed; kept when the hook is deleted (``hook_id`` is then None).
+    hook_ref: str | None = None
     #: Monotonic per-store sequence assigned on insert; the pagination cursor uses it.
     seq: int = 0
 
@@ -249,6 +256,10 @@ class ExecutionRow:
             "error": self.error,
             "has_error_detail": self.error_detail is not None,
             "metadata": dict(self.metadata),
+            "tool_name": self.tool_name,
+            "input_summary": self.input_summary,
+            "reason": self.reason,
+            "hook_ref": self.hook_ref or self.hook_id,
             "created_at": self.created_at,
         }
 
@@ -262,6 +273,7 @@ class ExecutionQuery:
     decision: str | None = None
     event: str | None = None
     agent_id: str | None = None
+    tool_name: str | None = None
     #: Time range on ``created_at`` (epoch seconds): ``since`` inclusive, ``until`` exclusive.
     since: float | None = None
     until: float | None = None

@@ -62,13 +62,18 @@ _ARRAY_TYPES: Final = (
     "bytea[]",  # error_detail
     "jsonb[]",  # metadata
     "float8[]",  # created_at
+    "text[]",  # tool_name
+    "text[]",  # input_summary
+    "text[]",  # reason
+    "text[]",  # hook_ref
 )
 _BATCH_NAMES: Final = tuple(c.strip() for c in EXECUTION_COLUMNS.split(","))
 _UNNEST_INSERT: Final = (
     f"INSERT INTO hook_executions ({EXECUTION_COLUMNS}) "
     "SELECT b.id, h.id, b.hook_version, b.hook_name, b.handler_type, b.event, b.event_id, "
     "b.decision, b.duration_ms, b.tenant_id, b.agent_id, b.session_id, b.input_hash, "
-    "b.dedup_key, b.error, b.error_detail, b.metadata, b.created_at "
+    "b.dedup_key, b.error, b.error_detail, b.metadata, b.created_at, b.tool_name, "
+    "b.input_summary, b.reason, b.hook_ref "
     "FROM unnest("
     + ", ".join(f"${n}::{t}" for n, t in enumerate(_ARRAY_TYPES, start=1))
     + f") WITH ORDINALITY AS b({', '.join(_BATCH_NAMES)}, ord) "
@@ -84,13 +89,16 @@ _BATCH_TABLE: Final = (
     "handler_type text, event text, event_id text, decision text, "
     "duration_ms double precision, tenant_id text, agent_id text, session_id text, "
     "input_hash text, dedup_key text, error text, error_detail bytea, metadata jsonb, "
-    "created_at double precision) ON COMMIT DELETE ROWS"
+    "created_at double precision, tool_name text, input_summary text, reason text, "
+    "hook_ref text) "
+    "ON COMMIT DELETE ROWS"
 )
 _COPY_INSERT: Final = (
     f"INSERT INTO hook_executions ({EXECUTION_COLUMNS}) "
     "SELECT b.id, h.id, b.hook_version, b.hook_name, b.handler_type, b.event, b.event_id, "
     "b.decision, b.duration_ms, b.tenant_id, b.agent_id, b.session_id, b.input_hash, "
-    "b.dedup_key, b.error, b.error_detail, b.metadata, b.created_at "
+    "b.dedup_key, b.error, b.error_detail, b.metadata, b.created_at, b.tool_name, "
+    "b.input_summary, b.reason, b.hook_ref "
     "FROM hookgate_execution_batch b LEFT JOIN agent_hooks h ON h.id = b.hook_id "
     "ORDER BY b.ord ON CONFLICT (dedup_key) DO NOTHING"
 )

@@ -92,13 +92,13 @@ _RESET_BREAKER: Final = (
 EXECUTION_COLUMNS: Final = (
     "id, hook_id, hook_version, hook_name, handler_type, event, event_id, decision, "
     "duration_ms, tenant_id, agent_id, session_id, input_hash, dedup_key, error, "
-    "error_detail, metadata, created_at"
+    "error_detail, metadata, created_at, tool_name, input_summary, reason, hook_ref"
 )
 # A row for a hook deleted meanwhile gets hook_id NULL, like the rows the delete touched.
 EXECUTION_INSERT: Final = (
     f"INSERT INTO hook_executions ({EXECUTION_COLUMNS}) VALUES "
     "(?, (SELECT h.id FROM agent_hooks h WHERE h.id = ?), "
-    "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+    "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
     "ON CONFLICT (dedup_key) DO NOTHING"
 )
 #: The hook row's metadata key recording that a master-scope caller wrote this version.
@@ -283,6 +283,10 @@ def execution_params(row: ExecutionRow) -> tuple[Any, ...]:
         row.error_detail,
         _metadata_json(row.metadata),
         row.created_at,
+        row.tool_name,
+        row.input_summary,
+        row.reason,
+        row.hook_ref or row.hook_id,
     )
 
 
@@ -307,6 +311,10 @@ def execution_from_row(row: Row) -> ExecutionRow:
         error_detail=bytes(detail) if detail is not None else None,
         metadata=_loads(row["metadata"]),
         created_at=row["created_at"],
+        tool_name=row["tool_name"],
+        input_summary=row["input_summary"],
+        reason=row["reason"],
+        hook_ref=row["hook_ref"],
         seq=row["seq"],
     )
 
@@ -750,7 +758,8 @@ class SqlStore(ApprovalStoreMixin, ABC, Store):
             where.append("tenant_id = ?")
             args.append(tenant)
         for column, value in (
-            ("hook_id", query.hook_id),
+            ("hook_ref", query.hook_id),  # the executed id: a deleted hook's rows too
+            ("tool_name", query.tool_name),
             ("session_id", query.session_id),
             ("decision", query.decision),
             ("event", query.event),

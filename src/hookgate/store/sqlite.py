@@ -40,11 +40,11 @@ BATCH_CACHE_KIB: Final = 65_536
 CHECKPOINT_INTERVAL_S: Final = 0.5
 # Batches up to this size are written on the event loop's thread (about a millisecond at most).
 INLINE_MAX_ROWS: Final = 200
-# Rows per multi-row INSERT: 18 parameters each stays under SQLite's 32,766-variable limit.
+_EXECUTION_WIDTH: Final = len(EXECUTION_COLUMNS.split(","))
+# Rows per multi-row INSERT: as many as stay under SQLite's 32,766-variable limit.
 # One statement is one sqlite3_step, so the batch thread releases the GIL once per statement
 # instead of once per row (executemany), and a busy event loop cannot stall it row by row.
-ROWS_PER_STATEMENT: Final = 1800
-_EXECUTION_WIDTH: Final = len(EXECUTION_COLUMNS.split(","))
+ROWS_PER_STATEMENT: Final = 32_766 // _EXECUTION_WIDTH
 _ROW_VALUES: Final = "(" + ", ".join("?" * _EXECUTION_WIDTH) + ")"
 
 

@@ -77,19 +77,22 @@ export function renderHistory(panel, hook, ctx) {
   load();
 }
 
-function executionTable(executions) {
+// The per-hook tab leaves out the hook and the event (the same on every row); the Audit view
+// across hooks shows both.
+export function executionTable(executions, { acrossHooks = false } = {}) {
+  const columns = ["", "When", "Decision", ...(acrossHooks ? ["Hook", "Event"] : []), "Tool", "Reason", "Agent", "Session", "Duration"];
   return h(
     "table",
     { class: "history-table" },
-    h("thead", {}, h("tr", {}, ["", "When", "Decision", "Event", "Session", "Duration", "Error"].map((t) => h("th", { scope: "col", text: t })))),
-    executions.map(executionRows),
+    h("thead", {}, h("tr", {}, columns.map((t) => h("th", { scope: "col", text: t })))),
+    executions.map((e) => executionRows(e, columns.length, acrossHooks)),
   );
 }
 
 // Each execution is its own <tbody>: the summary row and its (hidden) detail row.
-function executionRows(e) {
+function executionRows(e, width, acrossHooks) {
   const detailId = `exec-${e.id}`;
-  const detail = h("tr", { class: "exec-detail", id: detailId, hidden: true }, h("td", { colSpan: 7 }, detailView(e)));
+  const detail = h("tr", { class: "exec-detail", id: detailId, hidden: true }, h("td", { colSpan: width }, detailView(e)));
   const toggle = h("button", {
     type: "button",
     class: "btn btn-small btn-quiet expand",
@@ -105,6 +108,12 @@ function executionRows(e) {
     },
   });
   const cell = (label, ...content) => h("td", { "data-label": label }, content);
+  const code = (text) => (text ? h("code", { text }) : "—");
+  const why = [
+    e.reason ? h("span", { class: "reason-text", text: e.reason }) : null,
+    e.error ? h("span", { class: "error-text", text: e.error }) : null,
+  ].filter(Boolean);
+  const hookLabel = e.hook_name || shortId(e.hook_ref || e.hook_id || "");
   return h(
     "tbody",
     { class: "exec", dataset: { decision: e.decision, executionId: e.id } },
@@ -114,10 +123,13 @@ function executionRows(e) {
       h("td", { class: "expand-cell" }, toggle),
       cell("When", h("time", { dateTime: e.created_at, title: formatTime(e.created_at), text: relativeTime(e.created_at) })),
       cell("Decision", decisionBadge(e.decision)),
-      cell("Event", e.event),
-      cell("Session", e.session_id ? h("code", { text: e.session_id }) : "—"),
+      acrossHooks ? cell("Hook", e.hook_id ? hookLabel : h("span", { title: "This hook was deleted; its history is kept.", text: `${hookLabel} (deleted)` })) : null,
+      acrossHooks ? cell("Event", e.event) : null,
+      cell("Tool", code(e.tool_name)),
+      cell("Reason", ...(why.length ? why : ["—"])),
+      cell("Agent", code(e.agent_id)),
+      cell("Session", code(e.session_id)),
       cell("Duration", formatDuration(e.duration_ms)),
-      cell("Error", e.error ? h("span", { class: "error-text", text: e.error }) : "—"),
     ),
     detail,
   );
@@ -134,8 +146,11 @@ function detailView(e) {
       h("dt", { text: "Execution" }), h("dd", {}, h("code", { text: e.id })),
       h("dt", { text: "Time" }), h("dd", { text: formatTime(e.created_at) }),
       h("dt", { text: "Hook version" }), h("dd", { text: String(e.hook_version ?? "—") }),
-      e.hook_id ? [h("dt", { text: "Hook" }), h("dd", {}, h("code", { text: shortId(e.hook_id) }))] : null,
+      e.hook_ref || e.hook_id ? [h("dt", { text: "Hook" }), h("dd", {}, h("code", { text: shortId(e.hook_ref || e.hook_id) }))] : null,
+      h("dt", { text: "Event" }), h("dd", { text: e.event }),
     ),
+    h("h3", { text: "Input (redacted excerpt)" }),
+    h("pre", { class: "input-summary", text: e.input_summary || "—" }),
     h("h3", { text: "Metadata" }),
     h("pre", { class: "json metadata", text: stableJson(e.metadata || {}) }),
     isAdmin && e.error_detail
