@@ -111,7 +111,7 @@ Environment settings:
   HOOKGATE_HOST, HOOKGATE_PORT, HOOKGATE_DATA_DIR, HOOKGATE_DATABASE_URL,
   HOOKGATE_EDITION, HOOKGATE_AUDIT_MODE, HOOKGATE_TRACE_EXPORTER,
   HOOKGATE_REDIS_URL, HOOKGATE_LLM_PROVIDERS, HOOKGATE_HOOK_SANDBOX,
-  HOOKGATE_TENANT_HOST_CODE
+  HOOKGATE_TENANT_HOST_CODE, HOOKGATE_APPROVAL_WEBHOOK, HOOKGATE_PUBLIC_URL
                              the options of the same name
   HOOKGATE_SSRF_ALLOWLIST    comma-separated CIDRs and host names that http and
                              prompt hooks may reach although private (default: none)
