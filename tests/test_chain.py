@@ -192,19 +192,33 @@ async def test_timeout_follows_on_timeout() -> None:
 
 
 async def test_chain_budget_caps_the_whole_chain() -> None:
+    """The second hook's own timeout (5 s) is longer than what is left of the chain's budget
+    (0.3 s): the budget cuts it, and the third hook never runs. The first hook answers at once,
+    so a busy machine cannot spend the budget before the second one starts."""
     engine = Engine(settings=Settings(chain_budget_s=0.3))
-    for index in range(3):
+    never = asyncio.Event()
+    ran: list[str] = []
 
-        @engine.hook("pre_tool_use", timeout_ms=1000, priority=-index, name=f"h{index}")
-        async def slow(event: HookEvent) -> None:
-            await asyncio.sleep(0.2)
+    @engine.hook("pre_tool_use", timeout_ms=5000, priority=2, name="h0")
+    async def quick(event: HookEvent) -> None:
+        ran.append("h0")
+
+    @engine.hook("pre_tool_use", timeout_ms=5000, priority=1, name="h1")
+    async def stuck(event: HookEvent) -> None:
+        ran.append("h1")
+        await never.wait()
+
+    @engine.hook("pre_tool_use", timeout_ms=5000, priority=0, name="h2")
+    async def last(event: HookEvent) -> None:
+        ran.append("h2")
 
     started = asyncio.get_running_loop().time()
     outcome = await engine.fire("pre_tool_use", EXEC)
     elapsed = asyncio.get_running_loop().time() - started
     assert outcome.decision == "block"
     assert [t.decision for t in outcome.trace] == ["abstain", "timeout"]
-    assert elapsed < 0.6
+    assert ran == ["h0", "h1"]
+    assert elapsed < 4.0  # cut by the budget, not by the hook's own 5 s timeout
 
 
 def test_budget_exhausted_before_a_hook_runs() -> None:

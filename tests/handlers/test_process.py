@@ -319,7 +319,9 @@ async def test_a_timed_out_call_leaves_the_process_usable() -> None:
         assert slow.trace[0].decision == "timeout"
         handler = handler_of(engine)
         hook_id = slow.trace[0].hook_id
-        await asyncio.sleep(0.5)
+        # The slow call's answer still arrives (0.5 s in) and is counted, not mistaken for
+        # the next call's.
+        assert await eventually(lambda: handler.status(hook_id)["late_replies"] == 1)  # type: ignore[index]
         fast = await engine.fire("pre_tool_use", {**TOOL, "tool_input": {"_echo": 1}})
         assert fast.decision == "allow"
         status = handler.status(hook_id)
