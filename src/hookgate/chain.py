@@ -46,7 +46,7 @@ import time
 from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass
 from time import perf_counter
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from hookgate.events import (
     ABORT,
@@ -88,16 +88,37 @@ __all__ = [
     "sort_key",
 ]
 
-#: A call is ``(hook, timeout_s, row, hook_index, rows_after)``: run ``hook`` within
-#: ``timeout_s`` seconds. ``row``, ``hook_index`` and ``rows_after`` are the chain's own
-#: bookkeeping. Plain tuples keep the per-hook cost of the chain low.
-Call = tuple["CompiledHook", float, list[Any], int, int]
-#: A batch is ``(calls, payload, deadline)``: the payload every call of the batch sees, and the
-#: chain deadline (clock time) for blocking events, ``None`` for non-blocking ones.
-Batch = tuple[tuple[Call, ...], Mapping[str, Any], float | None]
-#: A reply is ``(answer, error, timed_out, duration_ms)``: the handler's raw answer, or the
-#: exception it raised, or a timeout.
-Reply = tuple[Any, BaseException | None, bool, float]
+
+class Call(NamedTuple):
+    """Run ``hook`` within ``timeout_s`` seconds; the rest is the chain's own bookkeeping."""
+
+    hook: CompiledHook
+    timeout_s: float
+    #: The hook's trace row (see :func:`_new_row`).
+    row: list[Any]
+    #: Where the hook sits in the sorted hook list.
+    position: int
+    #: How many trace rows existed once this call was admitted.
+    rows_after: int
+
+
+class Batch(NamedTuple):
+    """Calls that all see ``payload``; ``deadline`` (clock time) only on blocking events."""
+
+    calls: tuple[Call, ...]
+    payload: Mapping[str, Any]
+    deadline: float | None
+
+
+class Reply(NamedTuple):
+    """What one call did: the handler's raw answer, the exception it raised, or a timeout."""
+
+    answer: Any
+    error: BaseException | None
+    timed_out: bool
+    duration_ms: float
+
+
 ChainGen = Generator[Batch, Sequence[Reply], Outcome]
 #: Hooks with a longer timeout (approvals, quality gates) are not bound by the chain budget.
 _LONG_WAIT_S = MAX_TIMEOUT_MS / 1000
@@ -125,13 +146,6 @@ class ChainSettings:
     approvals: bool = False
 
 
-def _details(row: list[Any]) -> dict[str, Any]:
-    details: dict[str, Any] | None = row[ROW_DETAILS]
-    if details is None:
-        details = row[ROW_DETAILS] = {}
-    return details
-
-
 def run_chain(
     hooks: Sequence[CompiledHook],
     spec: EventSpec,
@@ -139,157 +153,264 @@ def run_chain(
     settings: ChainSettings,
 ) -> ChainGen:
     """Fold the answers of ``hooks`` for one event into one :class:`Outcome`."""
-    outcome = Outcome()
-    rows: list[list[Any]] = []
-    outcome._rows = rows
-    blocking = spec.blocking
-    clock = settings.clock
-    started = clock()
-    breakers = None if settings.dry_run else settings.breakers
-    # Hooks that never faulted have no breaker entry: one dict lookup instead of two calls.
-    faulted = breakers.statuses if breakers is not None else {}
-    budget = settings.chain_budget_s
-    match_field = spec.match_field
-    current: Mapping[str, Any] = payload
-    copied = False
-    activation: dict[str, Any] | None = None
+    chain = _Chain(hooks, spec, payload, settings)
+    if chain.too_deep():
+        return chain.outcome
+    while (calls := chain.admit()) is not None:
+        replies = yield Batch(calls, chain.current, chain.deadline)
+        if not chain.blocking:
+            chain.fold_observing(calls, replies)
+        elif chain.fold_blocking(calls, replies):
+            break
+    return chain.outcome
 
-    depth = payload.get("depth", 0)
-    if isinstance(depth, int) and depth > settings.max_depth:
+
+# -- trace rows ---------------------------------------------------------------------------------
+# A row is a plain list (cheap on the hot path), turned into a TraceEntry only when read:
+#     hook, matched, skipped, decision, duration, error, breaker, details
+
+
+def _new_row(hook: CompiledHook) -> list[Any]:
+    return [hook, False, None, None, 0.0, None, "closed", None]
+
+
+def _skip(row: list[Any], why: str) -> None:
+    row[ROW_SKIPPED] = why
+
+
+def _record(row: list[Any], decision: str, error: str | None = None) -> None:
+    row[ROW_DECISION] = decision
+    if error is not None:
+        row[ROW_ERROR] = error
+
+
+def _details(row: list[Any]) -> dict[str, Any]:
+    details: dict[str, Any] | None = row[ROW_DETAILS]
+    if details is None:
+        details = row[ROW_DETAILS] = {}
+    return details
+
+
+class _Chain:
+    """The state of one chain run; each method is one phase of :func:`run_chain`."""
+
+    __slots__ = (
+        "activation",
+        "blocking",
+        "breakers",
+        "copied",
+        "current",
+        "deadline",
+        "ended",
+        "faulted",
+        "hooks",
+        "index",
+        "outcome",
+        "rows",
+        "settings",
+        "spec",
+    )
+
+    def __init__(
+        self,
+        hooks: Sequence[CompiledHook],
+        spec: EventSpec,
+        payload: Mapping[str, Any],
+        settings: ChainSettings,
+    ) -> None:
+        self.hooks = hooks
+        self.spec = spec
+        self.settings = settings
+        self.outcome = outcome = Outcome()
+        self.rows: list[list[Any]] = []
+        outcome._rows = self.rows
+        self.blocking = spec.blocking
+        breakers = None if settings.dry_run else settings.breakers
+        self.breakers = breakers
+        # Hooks that never faulted have no breaker entry: one dict lookup instead of two calls.
+        self.faulted = breakers.statuses if breakers is not None else {}
+        #: The payload the next hooks see (a copy once a hook rewrote the input).
+        self.current: Mapping[str, Any] = payload
+        self.copied = False
+        #: The if_expr activation of ``current``, made on first use.
+        self.activation: dict[str, Any] | None = None
+        started = settings.clock()
+        #: Clock time by which a blocking chain must be done (long waits extend it).
+        self.deadline = started + settings.chain_budget_s if self.blocking else None
+        self.index = 0
+        #: The outcome is final (a block, a synthetic result, an abort).
+        self.ended = False
+
+    # -- admission ------------------------------------------------------------------------------
+
+    def too_deep(self) -> bool:
+        """The loop guard: an event nested deeper than ``max_depth`` runs no hooks."""
+        depth = self.current.get("depth", 0)
+        max_depth = self.settings.max_depth
+        if not (isinstance(depth, int) and depth > max_depth):
+            return False
         from hookgate.log import log_event
 
         log_event(
             "security.hook.loop_depth_exceeded",
-            event=spec.name,
+            event=self.spec.name,
             depth=depth,
-            max_depth=settings.max_depth,
+            max_depth=max_depth,
         )
-        if blocking:
-            outcome.decision = "block"
-            outcome.reason = (
-                f"sub-agent depth {depth} exceeds the limit of {settings.max_depth} (loop guard)"
-            )
-        return outcome
+        if self.blocking:
+            self._block(f"sub-agent depth {depth} exceeds the limit of {max_depth} (loop guard)")
+        return True
 
-    deadline = started + budget if blocking else None
-    index = 0
-    count = len(hooks)
-    while index < count:
-        # Admission: every remaining hook, judged against the current payload. On a blocking
-        # event a hook whose breaker has faulted starts a batch of its own, so that a
-        # half-open probe is never admitted and then discarded.
+    def admit(self) -> tuple[Call, ...] | None:
+        """The next batch: every remaining hook, judged against the current payload.
+
+        ``None`` when the chain is over (nothing left to run, or admission decided it). On a
+        blocking event a hook whose breaker has faulted starts a batch of its own, so that a
+        half-open probe is never admitted and then discarded.
+        """
+        hooks, rows, blocking = self.hooks, self.rows, self.blocking
+        watching = self.breakers is not None
+        faulted = self.faulted
+        match_field = self.spec.match_field
         batch: list[Call] = []
+        index, count = self.index, len(hooks)
         while index < count:
             hook = hooks[index]
             definition = hook.definition
-            watched = breakers is not None and definition.id in faulted
+            watched = watching and definition.id in faulted
             if watched and blocking and batch:
                 break
             index += 1
-            #      hook, matched, skipped, decision, duration, error, breaker, details
-            row = [hook, False, None, None, 0.0, None, "closed", None]
+            row = _new_row(hook)
             rows.append(row)
             if not definition.enabled:
-                row[ROW_SKIPPED] = "disabled"
+                _skip(row, "disabled")
                 continue
             if hook.matcher is not None:
-                subject = current.get(match_field) if match_field else ""
+                subject = self.current.get(match_field) if match_field else ""
                 matched = hook.matcher.matches(subject if isinstance(subject, str) else "")
                 _details(row)["matcher_matched"] = matched
                 if not matched:
-                    row[ROW_SKIPPED] = "matcher did not match"
+                    _skip(row, "matcher did not match")
                     continue
             timeout_s = hook.timeout_s
             if hook.condition is not None:
-                filter_started = perf_counter()
-                try:
-                    if activation is None:
-                        activation = cel_activation(spec.name, current)
-                    passed = hook.condition.evaluate(activation)
-                except FilterBudgetError as exc:
-                    # Input too large to filter: the hook cannot tell whether it applies, so
-                    # it fails, by its on_error policy (padding must not slip past a guard).
-                    row[ROW_MATCHED] = True
-                    row[ROW_DECISION] = "error"
-                    row[ROW_ERROR] = str(exc)
-                    if blocking and definition.on_error != "allow":
-                        outcome.decision = "block"
-                        outcome.reason = f"hook {definition.label!r} failed closed: {exc}"
-                        return outcome
-                    row[ROW_SKIPPED] = "if_expr input over its bound"
+                left = self._filter(hook, row)
+                if left is None:
+                    if self.ended:
+                        return None
                     continue
-                except FilterError as exc:
-                    _details(row)["cel_eval_result"] = None
-                    row[ROW_SKIPPED] = "if_expr could not be evaluated"
-                    row[ROW_ERROR] = str(exc)
-                    continue
-                _details(row)["cel_eval_result"] = passed
-                if not passed:
-                    row[ROW_SKIPPED] = "if_expr is false"
-                    continue
-                # The filter's time counts against the hook's timeout.
-                spent = perf_counter() - filter_started
-                timeout_s -= spent
-                if timeout_s <= 0:
-                    row[ROW_MATCHED] = True
-                    row[ROW_DECISION] = "timeout"
-                    row[ROW_ERROR] = (
-                        f"if_expr took {spent * 1000:.0f} ms, the whole "
-                        f"{definition.timeout_ms} ms timeout"
-                    )
-                    if blocking and definition.on_timeout == "block":
-                        outcome.decision = "block"
-                        outcome.reason = (
-                            f"hook {definition.label!r} failed closed: {row[ROW_ERROR]}"
-                        )
-                        return outcome
-                    continue
+                timeout_s = left
             row[ROW_MATCHED] = True
-            if watched:
-                assert breakers is not None
-                state = breakers.admit(definition.id)
-                if state != "closed":
-                    row[ROW_BREAKER] = state
-                    if state == "open":
-                        if not blocking:
-                            row[ROW_SKIPPED] = "circuit breaker open"
-                            continue
-                        row[ROW_DECISION] = "error"
-                        row[ROW_ERROR] = "circuit breaker open; handler not called"
-                        if definition.on_error == "allow":
-                            row[ROW_SKIPPED] = "circuit breaker open (on_error=allow)"
-                            continue
-                        outcome.decision = "block"
-                        outcome.reason = (
-                            f"hook {definition.label!r} is failing (circuit breaker open); "
-                            "blocked by its failure policy"
-                        )
-                        return outcome
-            if deadline is not None and not batch and clock() >= deadline:
-                row[ROW_DECISION] = "timeout"
-                row[ROW_ERROR] = "chain budget exhausted before this hook ran"
-                outcome.decision = "block"
-                outcome.reason = f"hook chain exceeded its {budget:g} s budget"
-                return outcome
-            if deadline is not None and hook.timeout_s > _LONG_WAIT_S:
-                # Only approval and quality-gate hooks may take longer than 10 s: such a hook
-                # gets its whole timeout from now, past the chain budget.
-                deadline = max(deadline, clock() + hook.timeout_s)
-            batch.append((hook, timeout_s, row, index - 1, len(rows)))
+            if watched and not self._breaker_admits(hook, row):
+                if self.ended:
+                    return None
+                continue
+            if not self._within_budget(hook, row, batch):
+                return None
+            batch.append(Call(hook, timeout_s, row, index - 1, len(rows)))
             if watched and blocking:
                 break
-        if not batch:
-            break
+        self.index = index
+        return tuple(batch) if batch else None
 
-        calls = tuple(batch)
-        replies = yield (calls, current, deadline)
+    def _filter(self, hook: CompiledHook, row: list[Any]) -> float | None:
+        """Evaluate the hook's ``if_expr``: the time left of its timeout, or ``None`` to skip
+        it (``ended`` set when that failure blocks the chain)."""
+        assert hook.condition is not None
+        definition = hook.definition
+        filter_started = perf_counter()
+        try:
+            if self.activation is None:
+                self.activation = cel_activation(self.spec.name, self.current)
+            passed = hook.condition.evaluate(self.activation)
+        except FilterBudgetError as exc:
+            # Input too large to filter: the hook cannot tell whether it applies, so it
+            # fails, by its on_error policy (padding must not slip past a guard).
+            row[ROW_MATCHED] = True
+            _record(row, "error", str(exc))
+            if self.blocking and definition.on_error != "allow":
+                self._fail_closed(definition, str(exc))
+            else:
+                _skip(row, "if_expr input over its bound")
+            return None
+        except FilterError as exc:
+            _details(row)["cel_eval_result"] = None
+            _skip(row, "if_expr could not be evaluated")
+            row[ROW_ERROR] = str(exc)
+            return None
+        _details(row)["cel_eval_result"] = passed
+        if not passed:
+            _skip(row, "if_expr is false")
+            return None
+        # The filter's time counts against the hook's timeout.
+        spent = perf_counter() - filter_started
+        timeout_s = hook.timeout_s - spent
+        if timeout_s > 0:
+            return timeout_s
+        row[ROW_MATCHED] = True
+        _record(
+            row,
+            "timeout",
+            f"if_expr took {spent * 1000:.0f} ms, the whole {definition.timeout_ms} ms timeout",
+        )
+        if self.blocking and definition.on_timeout == "block":
+            self._fail_closed(definition, row[ROW_ERROR])
+        return None
 
-        # Folding: apply each answer in hook order.
-        resume: Call | None = None
+    def _breaker_admits(self, hook: CompiledHook, row: list[Any]) -> bool:
+        """An open breaker never opens a door: skipped when observing, else ``on_error``."""
+        assert self.breakers is not None
+        definition = hook.definition
+        state = self.breakers.admit(definition.id)
+        if state == "closed":
+            return True
+        row[ROW_BREAKER] = state
+        if state != "open":
+            return True  # half-open: this call is the probe
+        if not self.blocking:
+            _skip(row, "circuit breaker open")
+            return False
+        _record(row, "error", "circuit breaker open; handler not called")
+        if definition.on_error == "allow":
+            _skip(row, "circuit breaker open (on_error=allow)")
+            return False
+        self._block(
+            f"hook {definition.label!r} is failing (circuit breaker open); "
+            "blocked by its failure policy"
+        )
+        return False
+
+    def _within_budget(self, hook: CompiledHook, row: list[Any], batch: list[Call]) -> bool:
+        """Check (and for long waits, extend) the chain deadline; False ends the chain."""
+        deadline = self.deadline
+        if deadline is None:
+            return True
+        clock = self.settings.clock
+        if not batch and clock() >= deadline:
+            _record(row, "timeout", "chain budget exhausted before this hook ran")
+            self._block(f"hook chain exceeded its {self.settings.chain_budget_s:g} s budget")
+            return False
+        if hook.timeout_s > _LONG_WAIT_S:
+            # Only approval and quality-gate hooks may take longer than 10 s: such a hook gets
+            # its whole timeout from now, past the chain budget.
+            self.deadline = max(deadline, clock() + hook.timeout_s)
+        return True
+
+    # -- blocking fold --------------------------------------------------------------------------
+
+    def fold_blocking(self, calls: tuple[Call, ...], replies: Sequence[Reply]) -> bool:
+        """Apply a blocking batch's replies in order; True when the outcome is final.
+
+        The driver stops after the first reply that matters, so at most the last reply
+        answered; admission then resumes after it, against the payload it left.
+        """
+        breakers, faulted = self.breakers, self.faulted
+        resumed = False
+        # strict=False: a blocking batch's driver stops early by contract
         for call, (answer, failure, timed_out, duration) in zip(calls, replies, strict=False):
-            # strict=False: a blocking batch's driver stops early by contract
-            hook, row = call[0], call[2]
-            definition = hook.definition
+            row = call.row
+            definition = call.hook.definition
             row[ROW_DURATION] = duration
             result: HookResult | None = None
             if failure is None and not timed_out:
@@ -300,149 +421,227 @@ def run_chain(
                     row[ROW_DECISION] = "abstain"
                     approval = definition.approval
                     if (
-                        blocking
-                        and approval is not None
+                        approval is not None
                         and approval.required
-                        and _ask(outcome, row, definition, "required", None, settings)
+                        and self._ask(row, definition, "required", None)
                     ):
-                        return outcome
+                        return True
                     continue
                 try:
-                    if spec.answer_keys is not None and isinstance(answer, Mapping):
-                        answer = _home_answer(answer, spec.answer_keys)
-                    result = coerce_result(answer)
-                    if result is not None and blocking:
-                        _check_allowed(result, spec)
+                    result = self._read(answer)
                 except MalformedAnswer as exc:
                     failure = exc
-            resume = call
-            if blocking:
-                # Admissions after the answering hook were judged on the old payload: drop them.
-                del rows[call[4] :]
+            # Admissions after the answering hook were judged on the old payload: drop them.
+            del self.rows[call.rows_after :]
+            self.index = call.position + 1
+            resumed = True
             if timed_out or failure is not None:
-                if breakers is not None:
-                    breakers.fault(definition.id, "timeout" if timed_out else _message(failure))
-                if isinstance(failure, HookError) and failure.details:
-                    _details(row).update(failure.details)
-                if timed_out:
-                    row[ROW_DECISION] = "timeout"
-                    row[ROW_ERROR] = "timed out" + (
-                        f" after {duration:.0f} ms" if duration else ""
-                    ) + f" (limit {definition.timeout_ms} ms)"
-                    policy = definition.on_timeout
-                else:
-                    malformed = isinstance(failure, MalformedAnswer)
-                    row[ROW_DECISION] = "error"
-                    row[ROW_ERROR] = ("malformed answer: " if malformed else "") + _message(failure)
-                    policy = "block" if malformed else definition.on_error
-                if blocking and policy == "block":
-                    outcome.decision = "block"
-                    outcome.reason = f"hook {definition.label!r} failed closed: {row[ROW_ERROR]}"
-                    return outcome
-                if blocking:
-                    break
+                if self._failed(row, definition, failure, timed_out, duration) == "block":
+                    self._fail_closed(definition, row[ROW_ERROR])
+                    return True
+                break
+            if breakers is not None and definition.id in faulted:
+                breakers.success(definition.id)
+            if result is None:
+                row[ROW_DECISION] = "abstain"
+                continue
+            self._note(row, result)
+            if self._decide(row, definition, result):
+                return True
+            break  # a blocking batch stops after an answer
+        if not resumed and len(replies) < len(calls):
+            # The driver stopped at the deadline; the next admission reports the budget.
+            unrun = calls[len(replies)]
+            del self.rows[unrun.rows_after - 1 :]
+            self.index = unrun.position
+        return False
+
+    def _decide(self, row: list[Any], definition: Any, result: HookResult) -> bool:
+        """One answer on a blocking event; True when it ends the chain."""
+        outcome, label = self.outcome, definition.label
+        if result.abort is not None:
+            row[ROW_DECISION] = "abort"
+            outcome.abort = result.abort
+            outcome.continue_ = result.continue_ and result.abort != "hard"
+            outcome.retry = result.retry
+            self._block(
+                result.reason
+                or (
+                    f"hook {label!r} aborted the turn"
+                    if result.abort == "turn"
+                    else f"hook {label!r} stopped the agent loop (hard abort)"
+                )
+            )
+            return True
+        if result.decision in ("ask", "defer") and result.continue_ and self.settings.approvals:
+            self._ask(
+                row,
+                definition,
+                result.decision,
+                result.reason,
+                result.details.get("approval_override"),
+            )
+            if result.updated_input is not None:
+                self._rewrite(result)
+            return False  # like an allow: the chain goes on; the person decides at the end
+        if result.blocks:
+            row[ROW_DECISION] = "block"
+            outcome.continue_ = result.continue_
+            outcome.retry = result.retry
+            if result.decision in ("ask", "defer"):
+                self._block(
+                    f"hook {label!r} asked for approval ({result.decision}) and no approver "
+                    "is configured" + (f": {result.reason}" if result.reason else "")
+                )
+            else:
+                self._block(result.reason or f"blocked by hook {label!r}")
+            return True
+        if result.updated_input is not None:
+            self._rewrite(result)
+        required = definition.approval is not None and definition.approval.required
+        if result.result is not None:
+            row[ROW_DECISION] = "respond"
+            outcome.result = result.result
+            outcome.reason = result.reason
+            if required:
+                self._ask(row, definition, "required", result.reason)
+            self.ended = True
+            return True
+        row[ROW_DECISION] = "allow"
+        if result.decision == "allow":
+            # Said so, rather than only rewrote or added context: bridges that can grant a
+            # permission (Claude Code) grant it only then.
+            _details(row)["explicit_allow"] = True
+        return required and self._ask(row, definition, "required", result.reason)
+
+    # -- observing fold -------------------------------------------------------------------------
+
+    def fold_observing(self, calls: tuple[Call, ...], replies: Sequence[Reply]) -> None:
+        """Apply a non-blocking batch's replies in hook order: recorded, never enforced."""
+        breakers, faulted, outcome, spec = self.breakers, self.faulted, self.outcome, self.spec
+        for call, (answer, failure, timed_out, duration) in zip(calls, replies, strict=False):
+            row = call.row
+            definition = call.hook.definition
+            row[ROW_DURATION] = duration
+            result: HookResult | None = None
+            if failure is None and not timed_out:
+                if answer is None:
+                    if breakers is not None and definition.id in faulted:
+                        breakers.success(definition.id)
+                    row[ROW_DECISION] = "abstain"
+                    continue
+                try:
+                    result = self._read(answer)
+                except MalformedAnswer as exc:
+                    failure = exc
+            if timed_out or failure is not None:
+                self._failed(row, definition, failure, timed_out, duration)
                 continue
             if breakers is not None and definition.id in faulted:
                 breakers.success(definition.id)
             if result is None:
                 row[ROW_DECISION] = "abstain"
                 continue
-            label = definition.label
-            if result.details:
-                _details(row).update(result.details)
-            if result.reason:
-                _details(row)["reason"] = result.reason
-            if result.additional_context:
-                if spec.allows(CONTEXT) or not blocking:
-                    outcome.additional_context.extend(result.additional_context)
-                else:
-                    _details(row)["note"] = f"{spec.name} takes no additional_context; ignored"
-            if not blocking:
-                row[ROW_DECISION] = "block" if result.blocks or result.abort else "allow"
-                if result.abort is not None:
-                    # Handed to a caller that waits (first in hook order); nothing else of
-                    # the chain stops.
-                    _details(row)["abort"] = result.abort
-                    _details(row)["note"] = "non-blocking event: abort reported, not enforced"
-                    if outcome.abort is None:
-                        outcome.abort = result.abort
-                        if result.abort == "hard":
-                            outcome.continue_ = False
-                elif result.blocks:
-                    _details(row)["note"] = "non-blocking event: block recorded, not enforced"
-                if not result.continue_:
-                    outcome.continue_ = False
-                if result.updated_input is not None:
-                    if spec.allows(UPDATED_INPUT) and spec.input_field:
-                        outcome.updated_input = result.updated_input
-                    else:
-                        _details(row)["note"] = f"{spec.name} takes no updated_input; ignored"
-                continue
+            self._note(row, result)
+            row[ROW_DECISION] = "block" if result.blocks or result.abort else "allow"
             if result.abort is not None:
-                row[ROW_DECISION] = "abort"
-                outcome.decision = "block"
-                outcome.abort = result.abort
-                outcome.continue_ = result.continue_ and result.abort != "hard"
-                outcome.reason = result.reason or (
-                    f"hook {label!r} aborted the turn"
-                    if result.abort == "turn"
-                    else f"hook {label!r} stopped the agent loop (hard abort)"
-                )
-                outcome.retry = result.retry
-                return outcome
-            if (
-                result.decision in ("ask", "defer")
-                and result.continue_
-                and settings.approvals
-            ):
-                _ask(outcome, row, definition, result.decision, result.reason, settings,
-                     result.details.get("approval_override"))
-                if result.updated_input is not None:
-                    current, copied = _rewrite(current, copied, spec, result, outcome)
-                    activation = None
-                break  # like an allow: the chain goes on; the person decides at the end
-            if result.blocks:
-                row[ROW_DECISION] = "block"
-                outcome.decision = "block"
-                outcome.continue_ = result.continue_
-                if result.decision in ("ask", "defer"):
-                    outcome.reason = (
-                        f"hook {label!r} asked for approval ({result.decision}) and no approver "
-                        "is configured" + (f": {result.reason}" if result.reason else "")
-                    )
-                else:
-                    outcome.reason = result.reason or f"blocked by hook {label!r}"
-                outcome.retry = result.retry
-                return outcome
+                # Handed to a caller that waits (first in hook order); nothing else of the
+                # chain stops.
+                _details(row)["abort"] = result.abort
+                _details(row)["note"] = "non-blocking event: abort reported, not enforced"
+                if outcome.abort is None:
+                    outcome.abort = result.abort
+                    if result.abort == "hard":
+                        outcome.continue_ = False
+            elif result.blocks:
+                _details(row)["note"] = "non-blocking event: block recorded, not enforced"
+            if not result.continue_:
+                outcome.continue_ = False
             if result.updated_input is not None:
-                current, copied = _rewrite(current, copied, spec, result, outcome)
-                activation = None  # later if_expr see the rewrite
-            required = definition.approval is not None and definition.approval.required
-            if result.result is not None:
-                row[ROW_DECISION] = "respond"
-                outcome.result = result.result
-                outcome.reason = result.reason
-                if required:
-                    _ask(outcome, row, definition, "required", result.reason, settings)
-                return outcome
-            row[ROW_DECISION] = "allow"
-            if result.decision == "allow":
-                # Said so, rather than only rewrote or added context: bridges that can grant
-                # a permission (Claude Code) grant it only then.
-                _details(row)["explicit_allow"] = True
-            if required and _ask(outcome, row, definition, "required", result.reason, settings):
-                return outcome
-            break  # a blocking batch stops after an answer
-        if not blocking:
-            continue
-        if resume is not None:
-            index = resume[3] + 1  # admit the rest again, against the new payload
-        elif len(replies) < len(calls):
-            # The driver stopped at the deadline; the next admission reports the budget.
-            unrun = calls[len(replies)]
-            del rows[unrun[4] - 1 :]
-            index = unrun[3]
-    return outcome
+                if spec.allows(UPDATED_INPUT) and spec.input_field:
+                    outcome.updated_input = result.updated_input
+                else:
+                    _details(row)["note"] = f"{spec.name} takes no updated_input; ignored"
+
+    # -- shared by both folds -------------------------------------------------------------------
+
+    def _read(self, answer: Any) -> HookResult | None:
+        """A raw answer as a :class:`HookResult`; raises :class:`MalformedAnswer`."""
+        spec = self.spec
+        if spec.answer_keys is not None and isinstance(answer, Mapping):
+            answer = _home_answer(answer, spec.answer_keys)
+        result = coerce_result(answer)
+        if result is not None and self.blocking:
+            _check_allowed(result, spec)
+        return result
+
+    def _note(self, row: list[Any], result: HookResult) -> None:
+        """Record what every answer carries: details, reason, and context (kept in order)."""
+        if result.details:
+            _details(row).update(result.details)
+        if result.reason:
+            _details(row)["reason"] = result.reason
+        if result.additional_context:
+            if not self.blocking or self.spec.allows(CONTEXT):
+                self.outcome.additional_context.extend(result.additional_context)
+            else:
+                _details(row)["note"] = f"{self.spec.name} takes no additional_context; ignored"
+
+    def _rewrite(self, result: HookResult) -> None:
+        self.current, self.copied = _rewrite(
+            self.current, self.copied, self.spec, result, self.outcome
+        )
+        self.activation = None  # later if_expr see the rewrite
+
+    def _ask(
+        self,
+        row: list[Any],
+        definition: Any,
+        kind: str,
+        reason: str | None,
+        override: Mapping[str, Any] | None = None,
+    ) -> bool:
+        if _ask(self.outcome, row, definition, kind, reason, self.settings, override):
+            self.ended = True
+            return True
+        return False
+
+    # -- failure policy -------------------------------------------------------------------------
+
+    def _failed(
+        self,
+        row: list[Any],
+        definition: Any,
+        failure: BaseException | None,
+        timed_out: bool,
+        duration: float,
+    ) -> str:
+        """Record a fault (it feeds the breaker) and return the policy that applies to it:
+        ``on_timeout`` for a timeout, ``on_error`` for an error, ``block`` when malformed."""
+        if self.breakers is not None:
+            self.breakers.fault(definition.id, "timeout" if timed_out else _message(failure))
+        if isinstance(failure, HookError) and failure.details:
+            _details(row).update(failure.details)
+        if timed_out:
+            _record(
+                row,
+                "timeout",
+                "timed out"
+                + (f" after {duration:.0f} ms" if duration else "")
+                + f" (limit {definition.timeout_ms} ms)",
+            )
+            return str(definition.on_timeout)
+        malformed = isinstance(failure, MalformedAnswer)
+        _record(row, "error", ("malformed answer: " if malformed else "") + _message(failure))
+        return "block" if malformed else str(definition.on_error)
+
+    def _fail_closed(self, definition: Any, detail: str) -> None:
+        self._block(f"hook {definition.label!r} failed closed: {detail}")
+
+    def _block(self, reason: str) -> None:
+        self.outcome.decision = "block"
+        self.outcome.reason = reason
+        self.ended = True
 
 
 def _rewrite(
