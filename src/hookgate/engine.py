@@ -217,17 +217,17 @@ class _SyncCaller:
             try:
                 answer = functions[hook](view)
             except Exception as exc:
-                replies.append(Reply(None, exc, False, (perf() - started) * 1000))
+                replies.append((None, exc, False, (perf() - started) * 1000))
                 if deadline is not None:
                     break
                 continue
             elapsed = perf() - started
             if elapsed > timeout_s:
-                replies.append(Reply(None, None, True, elapsed * 1000))
+                replies.append((None, None, True, elapsed * 1000))
                 if deadline is not None:
                     break
                 continue
-            replies.append(Reply(answer, None, False, elapsed * 1000))
+            replies.append((answer, None, False, elapsed * 1000))
             if answer is not None and deadline is not None:
                 break
         return replies
@@ -721,11 +721,11 @@ class Engine:
         started = time.perf_counter()
         refusal = self._refusal(hook.definition)
         if refusal is not None:
-            return Reply(None, HookError(refusal), False, 0.0)
+            return (None, HookError(refusal), False, 0.0)
         try:
             handler = self.handler(hook.definition.handler_type)
         except Exception as exc:
-            return Reply(None, exc, False, 0.0)
+            return (None, exc, False, 0.0)
         definition = hook.definition
         pending: PendingState | None = None
         # One timer that cancels this task: cheaper per call than asyncio.timeout()'s
@@ -748,18 +748,18 @@ class Engine:
                 answer.details["state_ignored"] = "the hook has no config.state"
         except asyncio.CancelledError:
             if expiry.fired and task.uncancel() == 0:
-                return Reply(None, None, True, (time.perf_counter() - started) * 1000)
+                return (None, None, True, (time.perf_counter() - started) * 1000)
             raise
         except Exception as exc:
-            return Reply(None, exc, False, (time.perf_counter() - started) * 1000)
+            return (None, exc, False, (time.perf_counter() - started) * 1000)
         finally:
             timer.cancel()
         elapsed = (time.perf_counter() - started) * 1000
         if expiry.fired:
             # The handler swallowed the cancellation and answered late: still a timeout.
             task.uncancel()
-            return Reply(None, None, True, elapsed)
-        return Reply(answer, None, False, elapsed)
+            return (None, None, True, elapsed)
+        return (answer, None, False, elapsed)
 
     def _refusal(self, definition: HookDefinition) -> str | None:
         """Why the host-code policy refuses to run this hook version (cached per version)."""

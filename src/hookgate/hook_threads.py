@@ -113,17 +113,17 @@ class _Job:
             try:
                 answer = functions[hook](view)
             except Exception as exc:
-                replies.append(Reply(None, exc, False, (perf() - started) * 1000))
+                replies.append((None, exc, False, (perf() - started) * 1000))
                 if deadline is not None:
                     return
                 continue
             elapsed = perf() - started
             if elapsed > timeout_s:
-                replies.append(Reply(None, None, True, elapsed * 1000))
+                replies.append((None, None, True, elapsed * 1000))
                 if deadline is not None:
                     return
                 continue
-            replies.append(Reply(answer, None, False, elapsed * 1000))
+            replies.append((answer, None, False, elapsed * 1000))
             if answer is not None and deadline is not None:
                 return
 
@@ -221,7 +221,7 @@ class HookThreads:
             self.stuck += 1
             self.abandoned += 1
         log_event("hookgate.hook_thread.stuck", stuck=self.stuck, timeout_s=round(allowed, 3))
-        return Reply(None, None, True, (now - started) * 1000), index
+        return (None, None, True, (now - started) * 1000), index
 
     def _rearm(self, job: _Job, notify: Callable[[], object]) -> bool:
         """Point the job's wake-up at a new waiter; False when it already finished."""
@@ -253,7 +253,7 @@ class HookThreads:
             try:
                 self._worker().start(job)
             except TooManyStuck as exc:
-                return [*replies, Reply(None, exc, False, 0.0)]
+                return [*replies, (None, exc, False, 0.0)]
             timed_out: tuple[Reply, int] | None = None
             while True:
                 current = job.current
@@ -297,7 +297,7 @@ class HookThreads:
             try:
                 self._worker().start(job)
             except TooManyStuck as exc:
-                return [*replies, Reply(None, exc, False, 0.0)]
+                return [*replies, (None, exc, False, 0.0)]
             # Most hooks answer within microseconds: waiting that long here (the interpreter
             # lock released) is cheaper than waking the loop from the worker.
             if done.acquire(timeout=FAST_WAIT_S):

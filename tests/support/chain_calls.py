@@ -55,10 +55,10 @@ def compile_scripted(event: str, hooks: Sequence[Scripted]) -> list[CompiledHook
 
 def reply_for(answer: Any) -> Reply:
     if answer is TIMEOUT:
-        return Reply(None, None, True, 5.0)
+        return (None, None, True, 5.0)
     if isinstance(answer, BaseException):
-        return Reply(None, answer, False, 1.0)
-    return Reply(answer, None, False, 1.0)
+        return (None, answer, False, 1.0)
+    return (answer, None, False, 1.0)
 
 
 def run_direct(
@@ -80,12 +80,14 @@ def run_direct(
     try:
         batch: Batch = next(chain)
         while True:
-            batches.append(([call.hook.definition.name for call in batch.calls], batch.payload))
+            calls, batch_payload, deadline = batch
+            names = [hook.definition.name for hook, *_ in calls]
+            batches.append((names, batch_payload))
             replies: list[Reply] = []
-            for call in batch.calls:
-                reply = reply_for(scripts[call.hook.definition.name])
+            for name in names:
+                reply = reply_for(scripts[name])
                 replies.append(reply)
-                if batch.deadline is not None and matters(reply):
+                if deadline is not None and matters(reply):
                     break
             batch = chain.send(replies)
     except StopIteration as done:
