@@ -57,16 +57,18 @@ async def test_background_errors_are_isolated_and_audited() -> None:
 async def test_full_background_queue_drops_and_counts() -> None:
     engine = Engine(settings=Settings(background_queue_size=2, background_workers=1))
     release = asyncio.Event()
+    picked_up = asyncio.Event()
     ran: list[int] = []
 
     @engine.hook("post_tool_use")
     async def blocked(event: HookEvent) -> None:
+        picked_up.set()
         await release.wait()
         ran.append(1)
 
     for _ in range(10):
         await engine.fire("post_tool_use", EXEC)
-    await asyncio.sleep(0.05)  # the worker picks up the first job
+    await asyncio.wait_for(picked_up.wait(), timeout=10)  # the worker took the first job
     for _ in range(3):
         await engine.fire("post_tool_use", EXEC)
     release.set()

@@ -29,6 +29,31 @@ FLUSH_WINDOW_S = 0.1
 COMMIT_SLACK_S = 0.4
 
 
+async def _read_until_promised(stdout: asyncio.StreamReader) -> bytes:
+    """Read the writer's log until the kill can prove something: many events recorded and
+    answered, the first ones older than a flush window plus the commit slack."""
+    seen = bytearray()
+    recorded = answered = 0
+    first_at: float | None = None
+    while True:
+        line = await asyncio.wait_for(stdout.readline(), timeout=30)
+        assert line, "the writer exited before the kill"
+        seen += line
+        if line.startswith(b"R "):
+            recorded += 1
+            if first_at is None:
+                first_at = float(line.split()[2])
+        elif line.startswith(b"A "):
+            answered += 1
+        if (
+            recorded > 200
+            and answered > 20
+            and first_at is not None
+            and time.time() - first_at > 2 * (FLUSH_WINDOW_S + COMMIT_SLACK_S)
+        ):
+            return bytes(seen)
+
+
 async def _surviving(store: Store) -> set[str]:
     ids: set[str] = set()
     cursor = None
@@ -63,10 +88,10 @@ async def test_kill_9_keeps_the_mode_promise(backend: str, mode: str, tmp_path: 
     try:
         ready = await asyncio.wait_for(proc.stdout.readline(), timeout=30)
         assert ready == b"READY\n", (ready, await proc.stderr.read())  # type: ignore[union-attr]
-        await asyncio.sleep(0.8)  # let it write for a while
+        seen = await _read_until_promised(proc.stdout)
         killed_at = time.time()
         proc.send_signal(signal.SIGKILL)
-        rest = await proc.stdout.read()
+        rest = seen + await proc.stdout.read()
         await proc.wait()
         assert proc.returncode == -signal.SIGKILL
 
