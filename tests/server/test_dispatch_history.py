@@ -9,7 +9,7 @@ import httpx
 import pytest
 from tests.server.conftest import Keys
 from tests.server.gateway_process import GatewayProcess
-from tests.server.test_ws_protocol import BLOCKER
+from tests.server.test_ws_protocol import BLOCKER, audit_barrier
 from tests.server.wsutil import ok, open_ws, request
 
 from hookgate.events import BLOCK, CATALOGUE
@@ -142,7 +142,7 @@ class TestHistory:
                 result = ok(ws, "hooks.test",
                             {"hookId": hook_id, "sampleEvent": {"tool_name": "paged"}})
                 assert result["result"]["decision"] == "block"
-            time.sleep(0.3)  # longer than the audit flush interval
+            audit_barrier(ws)
             assert len(history_until(ws, 0, hookId=hook_id)) == 7
             blocked = ok(ws, "hooks.history", {"hookId": hook_id, "decision": "allow"})
             assert blocked["executions"] == []

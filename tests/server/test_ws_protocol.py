@@ -7,6 +7,7 @@ import json
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 from tests.server.conftest import Keys
@@ -27,6 +28,21 @@ BLOCKER = {
     "matcher": "^rm$",
     "config": {"callable": "tests.server.hookfns:block"},
 }
+
+
+def audit_barrier(ws: Any) -> str:
+    """Dispatch a real event through a throwaway hook and wait for its audit row. The audit
+    log commits in order, so any row written before it (say, by a dry run) is there too.
+    Returns the throwaway hook's id (its row is the only one it leaves)."""
+    barrier = BLOCKER | {"name": "audit barrier", "matcher": "^barrier$"}
+    marker_id: str = ok(ws, "hooks.create", barrier)["hookId"]
+    ok(ws, "hooks.dispatch", {"event": "pre_tool_use", "input": {"tool_name": "barrier"}})
+    deadline = time.monotonic() + 10
+    while not ok(ws, "hooks.history", {"hookId": marker_id})["executions"]:
+        assert time.monotonic() < deadline, "the barrier's audit row never arrived"
+        time.sleep(0.02)
+    ok(ws, "hooks.delete", {"hookId": marker_id})
+    return marker_id
 
 
 class TestSeedExamples:
@@ -72,8 +88,10 @@ class TestSeedExamples:
             assert result["durationMs"] > 0 and result["stderr"] == ""
             echoed = json.loads(result["stdout"])
             assert echoed["tool_name"] == "exec" and echoed["tool_input"] == {"cmd": "ls"}
-            time.sleep(0.3)  # longer than the audit flush interval
+            marker_id = audit_barrier(ws)
             after = ok(ws, "hooks.history", {"limit": 500})["executions"]
+            # (a deleted hook's rows keep its id as hook_ref)
+            after = [r for r in after if marker_id not in (r["hook_id"], r.get("hook_ref"))]
             assert [r["id"] for r in after] == [r["id"] for r in before]
 
     def test_missing_fields_message(self, gateway: GatewayProcess, keys: Keys) -> None:
