@@ -6,6 +6,7 @@ import asyncio
 import time
 from typing import Any
 
+import pytest
 from tests.store.conftest import StoreFactory, hook
 
 from hookgate.engine import Engine
@@ -105,11 +106,11 @@ async def test_another_process_change_is_seen(make_store: StoreFactory) -> None:
         await source.close()
 
 
+# PostgreSQL only (not a silent pass on SQLite, whose replicas rely on polling, covered above).
+@pytest.mark.parametrize("backend", ["postgres"], indirect=True)
 async def test_postgres_notify_reaches_other_replicas_without_polling(
     make_store: StoreFactory, backend: str
 ) -> None:
-    if backend != "postgres":
-        return  # SQLite replicas rely on polling, covered above
     replica = await make_store()
     admin = await make_store()
     source = StoreHookSource(replica, poll_interval_s=0)  # no polling at all
