@@ -111,3 +111,41 @@ def test_row_says_tool_input_reason_agent_session(served: GatewayProcess) -> Non
     # REST reads the same row.
     body = served.rest("GET", "/api/v1/executions?toolName=Bash", viewer).text
     assert "Bash" in body and REASON_SECRET not in body and PASSWORD not in body
+
+
+def test_export_streams_the_callers_rows_only(served: GatewayProcess) -> None:
+    import csv
+    import io
+    import json
+
+    tenant, other = f"t-{uuid.uuid4().hex[:6]}", f"o-{uuid.uuid4().hex[:6]}"
+    admin = served.create_key(tenant, "admin")
+    viewer = served.create_key(tenant, "viewer")
+    outsider = served.create_key(other, "admin")
+    with open_ws(served.ws_url, admin) as ws:
+        ok(ws, "hooks.create", {
+            "event": "pre_tool_use", "handler_type": "callable", "scope": "tenant",
+            "name": "blocker", "config": {"callable": "tests.server.hookfns:block"},
+        })
+        for n in range(3):
+            ok(ws, "hooks.dispatch", {"event": "pre_tool_use", "input": {
+                "tool_name": "=cmd|' /C calc'!A0" if n == 0 else "Write",
+                "session_id": f"s-{n}", "tool_input": {"token": PASSWORD},
+            }})
+        _rows(ws, 3)
+    csv_text = served.rest("GET", "/api/v1/executions/export?format=csv", viewer).text
+    table = list(csv.DictReader(io.StringIO(csv_text)))
+    assert len(table) == 3 and {r["tenant_id"] for r in table} == {tenant}
+    # A cell a spreadsheet would run as a formula is defused.
+    assert "'=cmd|' /C calc'!A0" in {r["tool_name"] for r in table}
+    assert PASSWORD not in csv_text
+    response = served.rest("GET", "/api/v1/executions/export?format=json&toolName=Write", viewer)
+    assert response.headers["content-disposition"].endswith('hookgate-audit.json"')
+    assert [r["session_id"] for r in json.loads(response.text)] == ["s-2", "s-1"]
+    # Another tenant's key exports none of these rows, and may not name this tenant.
+    theirs = json.loads(served.rest("GET", "/api/v1/executions/export?format=json", outsider).text)
+    assert theirs == []
+    refused = served.rest("GET", f"/api/v1/executions/export?tenantId={tenant}", outsider)
+    assert refused.status_code in (401, 403)
+    assert served.rest("GET", "/api/v1/executions/export", headers={}).status_code == 401
+    assert served.rest("GET", "/api/v1/executions/export?format=xml", viewer).status_code == 400

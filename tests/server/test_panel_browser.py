@@ -40,7 +40,9 @@ pytestmark = [pytest.mark.browser, pytest.mark.timeout(90)]
 LAPTOP = {"width": 1280, "height": 860}
 PHONE = {"width": 390, "height": 844}
 #: Screens copied into docs/screenshots/ for the README.
-DOC_SHOTS = {"hooks-list", "hook-form-errors", "test-panel-diff", "history", "phone-hooks-list"}
+DOC_SHOTS = {
+    "hooks-list", "hook-form-errors", "test-panel-diff", "history", "phone-hooks-list", "audit"
+}
 #: The command hook's script: it answers a rewrite of the tool input on stdout.
 REWRITE_COMMAND = (
     "cat >/dev/null; echo 'checked by panel test' >&2; "

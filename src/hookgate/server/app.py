@@ -19,6 +19,7 @@ from starlette.routing import Mount, Route, WebSocketRoute
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from hookgate.server.audit_export import export_routes
 from hookgate.server.claude_code_endpoint import claude_code_routes
 from hookgate.server.errors import ApiError
 from hookgate.server.gateway import Gateway
@@ -102,6 +103,7 @@ def create_app(make_gateway: Callable[[], Awaitable[Gateway]]) -> Starlette:
         Route("/metrics", metrics, methods=["GET"]),
         Route(API_PREFIX + "/openapi.json", openapi, methods=["GET"]),
         WebSocketRoute("/ws", websocket_endpoint),
+        *export_routes(),
         *rest_routes(),
         *claude_code_routes(),
         Mount("/", app=_PanelFiles(StaticFiles(directory=STATIC_DIR, html=True)), name="panel"),

@@ -401,10 +401,9 @@ def test_result(outcome: Any) -> dict[str, Any]:
     return result
 
 
-async def hooks_history(
-    gateway: Gateway, who: Principal, p: schemas.HistoryParams
-) -> dict[str, Any]:
-    query = ExecutionQuery(
+def history_query(who: Principal, p: schemas.HistoryParams) -> ExecutionQuery:
+    """The store query for history filters, checked against the caller's scope."""
+    return ExecutionQuery(
         hook_id=p.hook_id,
         session_id=p.session_id,
         decision=p.decision,
@@ -417,6 +416,12 @@ async def hooks_history(
         limit=p.limit,
         cursor=p.cursor,
     )
+
+
+async def hooks_history(
+    gateway: Gateway, who: Principal, p: schemas.HistoryParams
+) -> dict[str, Any]:
+    query = history_query(who, p)
     try:
         page = await gateway.store.query_executions(who.caller, query)
     except NotFound as exc:

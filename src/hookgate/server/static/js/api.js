@@ -59,3 +59,32 @@ export async function history(hookId, { cursor = null, limit = 25, decision = nu
     nextCursor: payload.nextCursor || payload.next_cursor || null,
   };
 }
+
+// The Audit view: executions across hooks with every filter hooks.history takes.
+export async function auditPage(filters, { cursor = null, limit = 25 } = {}) {
+  const params = { limit };
+  for (const [key, value] of Object.entries(filters)) if (value) params[key] = value;
+  if (cursor) params.cursor = cursor;
+  const payload = await call("hooks.history", params);
+  return {
+    executions: Array.isArray(payload.executions) ? payload.executions : [],
+    nextCursor: payload.nextCursor || payload.next_cursor || null,
+  };
+}
+
+// The export is a streamed REST download; the key goes in the Authorization header.
+export async function exportAudit(filters, format, apiKey) {
+  const query = new URLSearchParams({ format });
+  for (const [key, value] of Object.entries(filters)) if (value) query.set(key, value);
+  const response = await fetch(`/api/v1/executions/export?${query}`, { headers: { Authorization: `Bearer ${apiKey}` } });
+  if (!response.ok) {
+    let message = `export failed (HTTP ${response.status})`;
+    try {
+      message = (await response.json()).error.message || message;
+    } catch {
+      // not JSON: keep the status line
+    }
+    throw new Error(message);
+  }
+  return response.blob();
+}

@@ -10,6 +10,7 @@ import { renderHookList } from "./views/hook-list.js";
 import { renderHookForm } from "./views/hook-form.js";
 import { renderHookDetail } from "./views/hook-detail.js";
 import { renderApprovals } from "./approvals/view.js";
+import { renderAudit } from "./views/audit.js";
 import { approvalsNavLink } from "./approvals/badge.js";
 import { startApprovalWatch, stopApprovalWatch } from "./approvals/live.js";
 
@@ -48,7 +49,7 @@ function drawShell() {
       "header",
       { class: "topbar" },
       h("a", { class: "brand", href: "#/hooks" }, h("span", { class: "brand-mark", "aria-hidden": "true" }), "hookgate"),
-      h("nav", { class: "topnav", "aria-label": "Main" }, h("a", { href: "#/hooks", text: "Hooks" }), approvalsNavLink()),
+      h("nav", { class: "topnav", "aria-label": "Main" }, h("a", { href: "#/hooks", text: "Hooks" }), h("a", { href: "#/audit", text: "Audit" }), approvalsNavLink()),
       h(
         "div",
         { class: "who", "aria-label": "Signed in as" },
@@ -122,6 +123,9 @@ function route() {
       break;
     case "approvals":
       work = renderApprovals(main, current, ctx);
+      break;
+    case "audit":
+      work = renderAudit(main, current, ctx);
       break;
     default:
       mount(main, h("h1", { tabIndex: -1, text: "Page not found" }), h("p", {}, h("a", { href: "#/hooks", text: "Back to hooks" })));

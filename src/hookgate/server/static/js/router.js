@@ -10,6 +10,7 @@ export function parseRoute(hash = window.location.hash) {
   if (parts.length === 0 || (parts.length === 1 && parts[0] === "hooks")) {
     return { name: "list", query };
   }
+  if (parts[0] === "audit" && parts.length === 1) return { name: "audit", query };
   if (parts[0] === "approvals" && parts.length <= 2) return { name: "approvals", id: parts[1] || null, query };
   if (parts[0] !== "hooks") return { name: "notfound", query };
   if (parts[1] === "new" && parts.length === 2) return { name: "create", query };
