@@ -38,10 +38,10 @@ def audit_gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str
     try:
         admin = keys["admin"]
         ids = {}
-        for name, fn in (("guard", "block"), ("asker", "ask")):
+        for name, fn, tool in (("guard", "block", "Bash"), ("asker", "ask", "Write")):
             ids[name] = rest_json(served, "POST", "/hooks", admin, json={
                 "event": "pre_tool_use", "handler_type": "callable", "scope": "tenant",
-                "tenant_id": "acme", "name": name, "matcher": "Bash" if name == "guard" else "Write",
+                "tenant_id": "acme", "name": name, "matcher": tool,
                 "config": {"callable": f"tests.server.hookfns:{fn}"},
             })["hookId"]
         for n, tool in enumerate(("Bash", "Write", "Bash")):
