@@ -14,7 +14,7 @@ import os
 import threading
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -527,8 +527,29 @@ class Engine:
         spec = get_event(event or definition.event)
         data = self._prepare(sample_event, spec)
         spec = spec.run_as(spec.name, True)  # the tester waits for the answer
-        compiled = compile_hook(definition)
-        chain = run_chain((compiled,), spec, data, self._dry_settings)
+        # A disabled hook is tested as if it were on: the tester asked for this hook.
+        enabled = definition if definition.enabled else replace(definition, enabled=True)
+        return await self._dry_run(spec, data, (compile_hook(enabled),))
+
+    async def simulate(
+        self,
+        event: str,
+        sample_event: Mapping[str, Any],
+        hooks: Sequence[CompiledHook] | None = None,
+    ) -> Outcome:
+        """Dry-run the whole chain the event would run (``hooks``, or what the hook source
+        resolves for the sample's tenant and agent): every hook's answer in the trace and the
+        folded outcome; no breaker, no audit row."""
+        spec = get_event(event)
+        data = self._prepare(sample_event, spec)
+        if hooks is None:
+            hooks = self.source.resolve(spec.name, data.get("tenant_id"), data.get("agent_id"))
+        return await self._dry_run(spec.run_as(spec.name, True), data, tuple(hooks))
+
+    async def _dry_run(
+        self, spec: EventSpec, data: Mapping[str, Any], hooks: tuple[CompiledHook, ...]
+    ) -> Outcome:
+        chain = run_chain(hooks, spec, data, self._dry_settings)
         return await drive_async(
             chain,
             lambda call, payload, timeout: self._execute(

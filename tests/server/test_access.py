@@ -31,6 +31,7 @@ class TestRoles:
             ("hooks.delete", {"hookId": "HOOK"}),
             ("hooks.toggle", {"hookId": "HOOK", "enabled": False}),
             ("hooks.test", {"hookId": "HOOK", "sampleEvent": {"tool_name": "rm"}}),
+            ("hooks.simulate", {"event": "pre_tool_use", "sampleEvent": {"tool_name": "rm"}}),
             ("hooks.dispatch", {"event": "pre_tool_use", "input": {"tool_name": "rm"}}),
         ],
     )

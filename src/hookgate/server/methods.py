@@ -375,6 +375,58 @@ async def hooks_test(gateway: Gateway, who: Principal, p: schemas.TestParams) ->
     return {"result": test_result(outcome)}
 
 
+async def hooks_simulate(
+    gateway: Gateway, who: Principal, p: schemas.SimulateParams
+) -> dict[str, Any]:
+    spec = get_event(_check_event(p.event) or p.event)
+    sample = normalize_payload(p.sample_event)
+    problem = payload_problem(sample)
+    if problem is not None:
+        raise ApiError("INVALID_INPUT", f"sampleEvent: {problem}")
+    # The caller's tenant, whatever the sample says; master scope may name another one.
+    sample["tenant_id"] = _tenant_filter(who, p.tenant_id) or who.tenant_id
+    if p.agent_id is not None:
+        sample["agent_id"] = p.agent_id
+    resolved = gateway.engine.source.resolve(spec.name, sample["tenant_id"], sample.get("agent_id"))
+    runnable, refused = [], {}
+    for hook in resolved:
+        try:  # the host-code boundary holds for dry runs too: such a hook is listed, not run
+            _check_code(gateway, who, hook.definition.to_dict(), "testing")
+        except ApiError as exc:
+            refused[hook.definition.id] = exc.message
+            continue
+        runnable.append(hook)
+    outcome = await gateway.engine.simulate(spec.name, sample, runnable)
+    answers = {entry.hook_id: entry for entry in outcome.trace}
+    hooks = []
+    for hook in resolved:
+        definition = hook.definition
+        entry = answers.get(definition.id)
+        details = dict(entry.details) if entry is not None else {}
+        hooks.append({
+            "hookId": definition.id,
+            "name": definition.name,
+            "scope": definition.scope,
+            "handlerType": definition.handler_type,
+            "enabled": definition.enabled,
+            "matcher": definition.matcher,
+            "ifExpr": definition.if_expr,
+            "matched": bool(entry and entry.matched),
+            "skipped": refused.get(definition.id) or (entry.skipped if entry else "not reached"),
+            "decision": entry.decision if entry is not None else None,
+            "reason": details.get("reason"),
+            "error": entry.error if entry is not None else None,
+            "durationMs": round(entry.duration_ms, 3) if entry is not None else 0.0,
+        })
+    # When a hook could not be run for this key, the folded outcome is only a partial one.
+    return {
+        "decision": outcome.decision,
+        "reason": outcome.reason,
+        "complete": not refused,
+        "hooks": hooks,
+    }
+
+
 def test_result(outcome: Any) -> dict[str, Any]:
     """The seed's test-panel fields, from the dry run's outcome and its one trace entry."""
     trace = outcome.trace
@@ -530,6 +582,13 @@ METHOD_LIST: Final = (
         "hooks.test", "operator", schemas.TestParams, schemas.TestPayload, hooks_test,
         "Dry-run a definition or a saved hook on a sample event: no breaker, no audit row.",
         ("POST", "/hooks/test"),
+    ),
+    _method(
+        "hooks.simulate", "operator", schemas.SimulateParams, schemas.SimulatePayload,
+        hooks_simulate,
+        "Dry-run the whole chain an event would run for the caller's tenant (and agent): "
+        "each hook's answer in order and the folded outcome; no breaker, no audit row.",
+        ("POST", "/simulate"),
     ),
     _method(
         "hooks.history", "viewer", schemas.HistoryParams, schemas.HistoryPayload, hooks_history,

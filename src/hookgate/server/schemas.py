@@ -126,6 +126,16 @@ class TestParams(_Params):
     sample_event: dict[str, Any] = Field(default_factory=dict, alias="sampleEvent")
 
 
+class SimulateParams(_Params):
+    """Dry run of the whole chain an event would run for the caller's tenant (and agent)."""
+
+    event: str = Field(min_length=1, max_length=64)
+    sample_event: dict[str, Any] = Field(default_factory=dict, alias="sampleEvent")
+    agent_id: str | None = Field(default=None, alias="agentId", max_length=200)
+    #: Master scope only: simulate for another tenant.
+    tenant_id: str | None = Field(default=None, alias="tenantId", max_length=200)
+
+
 class HistoryParams(_Params):
     hook_id: str | None = Field(default=None, alias="hookId", max_length=200)
     session_id: str | None = Field(default=None, alias="sessionId", max_length=500)
@@ -260,6 +270,14 @@ class TestResult(_Open):
 
 class TestPayload(BaseModel):
     result: TestResult
+
+
+class SimulatePayload(_Open):
+    decision: str
+    reason: str | None = None
+    #: False when some hook could not be dry-run with this key (its ``skipped`` says why).
+    complete: bool = True
+    hooks: list[dict[str, Any]]
 
 
 class Execution(_Open):
