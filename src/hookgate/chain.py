@@ -252,6 +252,8 @@ class _Chain:
         watching = self.breakers is not None
         faulted = self.faulted
         match_field = self.spec.match_field
+        matched_at = ROW_MATCHED  # a local: this loop runs once per hook per event
+        budgeted = self.deadline is not None  # (a long wait moves the deadline, never unsets it)
         batch: list[Call] = []
         while index < count:
             hook = hooks[index]
@@ -281,13 +283,13 @@ class _Chain:
                         return None
                     continue
                 timeout_s = left
-            row[ROW_MATCHED] = True
+            row[matched_at] = True
             if watched and not self._breaker_admits(hook, row):
                 if self.ended:
                     return None
                 continue
             if (
-                self.deadline is not None
+                budgeted
                 and (not batch or hook.timeout_s > _LONG_WAIT_S)
                 and not self._within_budget(hook, row, batch)
             ):
@@ -390,19 +392,20 @@ class _Chain:
         answered; admission then resumes after it, against the payload it left.
         """
         breakers, faulted = self.breakers, self.faulted
+        duration_at, decision_at = ROW_DURATION, ROW_DECISION  # locals: once per hook
         resumed = False
         # strict=False: a blocking batch's driver stops early by contract
         for call, (answer, failure, timed_out, duration) in zip(calls, replies, strict=False):
             hook, _, row, position, rows_after = call
             definition = hook.definition
-            row[ROW_DURATION] = duration
+            row[duration_at] = duration
             result: HookResult | None = None
             if failure is None and not timed_out:
                 if answer is None:
                     # Abstaining is the common case: nothing to fold.
                     if breakers is not None and definition.id in faulted:
                         breakers.success(definition.id)
-                    row[ROW_DECISION] = "abstain"
+                    row[decision_at] = "abstain"
                     approval = definition.approval
                     if (
                         approval is not None
@@ -503,16 +506,17 @@ class _Chain:
     def fold_observing(self, calls: tuple[Call, ...], replies: Sequence[Reply]) -> None:
         """Apply a non-blocking batch's replies in hook order: recorded, never enforced."""
         breakers, faulted, outcome, spec = self.breakers, self.faulted, self.outcome, self.spec
+        duration_at, decision_at = ROW_DURATION, ROW_DECISION  # locals: once per hook
         for call, (answer, failure, timed_out, duration) in zip(calls, replies, strict=False):
             hook, _, row, position, rows_after = call
             definition = hook.definition
-            row[ROW_DURATION] = duration
+            row[duration_at] = duration
             result: HookResult | None = None
             if failure is None and not timed_out:
                 if answer is None:
                     if breakers is not None and definition.id in faulted:
                         breakers.success(definition.id)
-                    row[ROW_DECISION] = "abstain"
+                    row[decision_at] = "abstain"
                     continue
                 try:
                     result = self._read(answer)
