@@ -43,11 +43,21 @@ _REDACTIONS: Final = (
     re.compile(r"(?i)bearer\s+[A-Za-z0-9._~+/=-]+"),  # bearer tokens
     re.compile(r"\b(?:sk|pk|rk|hg)-[A-Za-z0-9_-]{8,}"),  # API-key shaped strings
     re.compile(r"(?i)(password|passwd|secret|token|api[_-]?key)=\S+"),
+    # Well-known credential shapes, in one pass: GitHub, GitLab, Slack, AWS access key ids,
+    # Stripe, Google API keys, JWTs, and PEM private key blocks.
+    re.compile(
+        r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|glpat-[A-Za-z0-9_-]{20,}"
+        r"|xox[abposr]-[A-Za-z0-9-]{10,}|(?:AKIA|ASIA)[A-Z0-9]{16}"
+        r"|(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{10,}|AIza[A-Za-z0-9_-]{30,}"
+        r"|eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]+)"
+        r"|-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z ]*PRIVATE KEY-----|$)"
+    ),
 )
 
 
 def redact(text: str) -> str:
-    """Replace e-mails, bearer tokens and key-shaped strings with ``[REDACTED]``; idempotent."""
+    """Replace e-mails, bearer tokens, key-shaped strings and well-known credential formats
+    with ``[REDACTED]``; idempotent."""
     for pattern in _REDACTIONS:
         text = pattern.sub("[REDACTED]", text)
     return text
