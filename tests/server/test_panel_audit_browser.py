@@ -93,3 +93,42 @@ def test_audit_view_filters_and_exports(page: Any, audit_gateway: dict[str, Any]
     with page.expect_download() as info:
         page.get_by_role("button", name="Export JSON").click()
     assert '"Write"' in Path(info.value.path()).read_text()
+
+
+def test_events_view_and_simulation(page: Any, audit_gateway: dict[str, Any]) -> None:
+    from playwright.sync_api import expect
+
+    served: GatewayProcess = audit_gateway["gateway"]
+    sign_in(page, served.url, audit_gateway["keys"]["admin"])
+    page.get_by_role("link", name="Events").click()
+    expect(page.get_by_role("heading", level=1, name="Events")).to_be_visible()
+    section = page.locator('section.event-chain[data-event="pre_tool_use"]')
+    expect(section.locator("ol.chain li")).to_have_count(1)  # the deleted hook is gone
+    expect(section.locator("ol.chain li")).to_contain_text("matcher Bash")
+    section.get_by_role("button", name="Simulate pre_tool_use").click()
+    section.get_by_label("Sample event for pre_tool_use").fill(
+        '{"tool_name": "Bash", "tool_input": {"command": "ls"}}'
+    )
+    section.get_by_role("button", name="Simulate pre_tool_use").click()
+    result = section.locator(".simulation-result")
+    expect(result).to_contain_text("Outcome: block")
+    expect(result.locator("tbody tr")).to_have_count(1)
+    expect(result.locator('td[data-label="Reason or skip"]')).to_have_text(
+        "blocked by test hook on pre_tool_use"
+    )
+    shot(page, "events-simulation")
+    # A simulation writes no audit row: still the three dispatches.
+    rows = rest_json(served, "GET", "/executions?limit=50", audit_gateway["keys"]["admin"])
+    assert len(rows["executions"]) == 3
+
+
+def test_viewer_cannot_simulate_and_sees_why(page: Any, audit_gateway: dict[str, Any]) -> None:
+    from playwright.sync_api import expect
+
+    served: GatewayProcess = audit_gateway["gateway"]
+    sign_in(page, served.url, audit_gateway["keys"]["viewer"])
+    page.goto(served.url + "/#/events")
+    section = page.locator('section.event-chain[data-event="pre_tool_use"]')
+    expect(section.get_by_role("button", name="Simulate pre_tool_use")).to_be_disabled()
+    expect(section).to_contain_text("needs the operator or admin role")
+    expect(page.get_by_text("Something went wrong")).to_have_count(0)

@@ -41,7 +41,8 @@ LAPTOP = {"width": 1280, "height": 860}
 PHONE = {"width": 390, "height": 844}
 #: Screens copied into docs/screenshots/ for the README.
 DOC_SHOTS = {
-    "hooks-list", "hook-form-errors", "test-panel-diff", "history", "phone-hooks-list", "audit"
+    "hooks-list", "hook-form-errors", "test-panel-diff", "history", "phone-hooks-list", "audit",
+    "events-simulation",
 }
 #: The command hook's script: it answers a rewrite of the tool input on stdout.
 REWRITE_COMMAND = (

@@ -14,6 +14,7 @@ SAMPLE = {"tool_name": "Bash", "tool_input": {"command": "ls"}}
 def _hook(ws: Any, name: str, fn: str, priority: int, **extra: Any) -> str:
     return str(ok(ws, "hooks.create", {
         "event": "pre_tool_use", "handler_type": "callable", "scope": "tenant", "name": name,
+        "tenant_id": "tenant-a",
         "priority": priority, "config": {"callable": f"tests.server.hookfns:{fn}"}, **extra,
     })["hookId"])
 
@@ -81,3 +82,32 @@ def test_simulate_respects_roles_and_tenants(gateway: GatewayProcess, keys: Keys
     finally:
         with open_ws(gateway.ws_url, keys.a_admin) as ws:
             ok(ws, "hooks.delete", {"hookId": hook_id})
+
+
+def test_chain_lists_each_events_hooks_in_order(gateway: GatewayProcess, keys: Keys) -> None:
+    with open_ws(gateway.ws_url, keys.a_admin) as ws:
+        late = _hook(ws, "chain-late", "allow", 1, matcher="Bash", if_expr="true")
+        early = _hook(ws, "chain-early", "allow", 50)
+    with open_ws(gateway.ws_url, keys.master) as ws:
+        fleet = _hook(ws, "chain-global", "allow", 5, scope="global")
+    try:
+        with open_ws(gateway.ws_url, keys.a_viewer) as ws:
+            chains = ok(ws, "hooks.chain", {})
+            assert chains["tenantId"] == "tenant-a"
+            pre = next(e for e in chains["events"] if e["event"] == "pre_tool_use")
+            ids = [h["hookId"] for h in pre["hooks"]]
+            assert ids.index(early) < ids.index(late)
+            entry = next(h for h in pre["hooks"] if h["hookId"] == late)
+            assert entry["matcher"] == "Bash" and entry["ifExpr"] == "true"
+            assert fleet in ids  # globals are part of every tenant's chain
+        with open_ws(gateway.ws_url, keys.b_admin) as ws:
+            theirs = ok(ws, "hooks.chain", {})
+            seen = {h["hookId"] for e in theirs["events"] for h in e["hooks"]}
+            assert early not in seen and late not in seen
+            assert request(ws, "hooks.chain", {"tenantId": "tenant-a"})["error"]["code"] == (
+                "UNAUTHORIZED"
+            )
+    finally:
+        with open_ws(gateway.ws_url, keys.master) as ws:
+            for hook_id in (late, early, fleet):
+                ok(ws, "hooks.delete", {"hookId": hook_id})

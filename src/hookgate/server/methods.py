@@ -375,6 +375,32 @@ async def hooks_test(gateway: Gateway, who: Principal, p: schemas.TestParams) ->
     return {"result": test_result(outcome)}
 
 
+def _chain_entry(definition: HookDefinition) -> dict[str, Any]:
+    return {
+        "hookId": definition.id,
+        "name": definition.name,
+        "scope": definition.scope,
+        "handlerType": definition.handler_type,
+        "enabled": definition.enabled,
+        "matcher": definition.matcher,
+        "ifExpr": definition.if_expr,
+        "priority": definition.priority,
+    }
+
+
+async def hooks_chain(gateway: Gateway, who: Principal, p: schemas.ChainParams) -> dict[str, Any]:
+    tenant = _tenant_filter(who, p.tenant_id) or who.tenant_id
+    events = []
+    for spec in CATALOGUE:
+        hooks = gateway.engine.source.resolve(spec.name, tenant, p.agent_id)
+        events.append({
+            "event": spec.name,
+            "blocking": spec.blocking,
+            "hooks": [_chain_entry(hook.definition) for hook in hooks],
+        })
+    return {"tenantId": tenant, "agentId": p.agent_id, "events": events}
+
+
 async def hooks_simulate(
     gateway: Gateway, who: Principal, p: schemas.SimulateParams
 ) -> dict[str, Any]:
@@ -582,6 +608,12 @@ METHOD_LIST: Final = (
         "hooks.test", "operator", schemas.TestParams, schemas.TestPayload, hooks_test,
         "Dry-run a definition or a saved hook on a sample event: no breaker, no audit row.",
         ("POST", "/hooks/test"),
+    ),
+    _method(
+        "hooks.chain", "viewer", schemas.ChainParams, schemas.ChainPayload, hooks_chain,
+        "For the caller's tenant (master scope: tenantId) and optionally an agent: each "
+        "event with the hooks it would run, in chain order, globals included.",
+        ("GET", "/chains"),
     ),
     _method(
         "hooks.simulate", "operator", schemas.SimulateParams, schemas.SimulatePayload,

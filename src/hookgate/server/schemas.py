@@ -126,6 +126,14 @@ class TestParams(_Params):
     sample_event: dict[str, Any] = Field(default_factory=dict, alias="sampleEvent")
 
 
+class ChainParams(_Params):
+    """The hooks each event would run for a tenant (and optionally an agent)."""
+
+    agent_id: str | None = Field(default=None, alias="agentId", max_length=200)
+    #: Master scope only: another tenant's chains.
+    tenant_id: str | None = Field(default=None, alias="tenantId", max_length=200)
+
+
 class SimulateParams(_Params):
     """Dry run of the whole chain an event would run for the caller's tenant (and agent)."""
 
@@ -270,6 +278,10 @@ class TestResult(_Open):
 
 class TestPayload(BaseModel):
     result: TestResult
+
+
+class ChainPayload(_Open):
+    events: list[dict[str, Any]]
 
 
 class SimulatePayload(_Open):

@@ -88,3 +88,14 @@ export async function exportAudit(filters, format, apiKey) {
   }
   return response.blob();
 }
+
+export async function chains({ agentId = null } = {}) {
+  const payload = await call("hooks.chain", agentId ? { agentId } : {});
+  return Array.isArray(payload.events) ? payload.events : [];
+}
+
+export async function simulate(event, sampleEvent, { agentId = null } = {}) {
+  const params = { event, sampleEvent };
+  if (agentId) params.agentId = agentId;
+  return call("hooks.simulate", params);
+}

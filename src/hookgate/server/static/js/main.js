@@ -11,6 +11,7 @@ import { renderHookForm } from "./views/hook-form.js";
 import { renderHookDetail } from "./views/hook-detail.js";
 import { renderApprovals } from "./approvals/view.js";
 import { renderAudit } from "./views/audit.js";
+import { renderEvents } from "./views/events.js";
 import { approvalsNavLink } from "./approvals/badge.js";
 import { startApprovalWatch, stopApprovalWatch } from "./approvals/live.js";
 
@@ -49,7 +50,7 @@ function drawShell() {
       "header",
       { class: "topbar" },
       h("a", { class: "brand", href: "#/hooks" }, h("span", { class: "brand-mark", "aria-hidden": "true" }), "hookgate"),
-      h("nav", { class: "topnav", "aria-label": "Main" }, h("a", { href: "#/hooks", text: "Hooks" }), h("a", { href: "#/audit", text: "Audit" }), approvalsNavLink()),
+      h("nav", { class: "topnav", "aria-label": "Main" }, h("a", { href: "#/hooks", text: "Hooks" }), h("a", { href: "#/events", text: "Events" }), h("a", { href: "#/audit", text: "Audit" }), approvalsNavLink()),
       h(
         "div",
         { class: "who", "aria-label": "Signed in as" },
@@ -126,6 +127,9 @@ function route() {
       break;
     case "audit":
       work = renderAudit(main, current, ctx);
+      break;
+    case "events":
+      work = renderEvents(main, current, ctx);
       break;
     default:
       mount(main, h("h1", { tabIndex: -1, text: "Page not found" }), h("p", {}, h("a", { href: "#/hooks", text: "Back to hooks" })));

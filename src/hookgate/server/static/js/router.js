@@ -11,6 +11,7 @@ export function parseRoute(hash = window.location.hash) {
     return { name: "list", query };
   }
   if (parts[0] === "audit" && parts.length === 1) return { name: "audit", query };
+  if (parts[0] === "events" && parts.length === 1) return { name: "events", query };
   if (parts[0] === "approvals" && parts.length <= 2) return { name: "approvals", id: parts[1] || null, query };
   if (parts[0] !== "hooks") return { name: "notfound", query };
   if (parts[1] === "new" && parts.length === 2) return { name: "create", query };
