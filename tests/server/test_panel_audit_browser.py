@@ -132,3 +132,17 @@ def test_viewer_cannot_simulate_and_sees_why(page: Any, audit_gateway: dict[str,
     expect(section.get_by_role("button", name="Simulate pre_tool_use")).to_be_disabled()
     expect(section).to_contain_text("needs the operator or admin role")
     expect(page.get_by_text("Something went wrong")).to_have_count(0)
+
+
+def test_form_sets_on_error(page: Any, audit_gateway: dict[str, Any]) -> None:
+    from playwright.sync_api import expect
+
+    served: GatewayProcess = audit_gateway["gateway"]
+    admin = audit_gateway["keys"]["admin"]
+    hook_id = audit_gateway["ids"]["guard"]
+    sign_in(page, served.url, admin)
+    page.goto(f"{served.url}/#/hooks/{hook_id}/edit")
+    page.get_by_label("On error").select_option("allow")
+    page.get_by_role("button", name="Save changes").click()
+    expect(page.get_by_role("heading", level=1, name="guard")).to_be_visible()
+    assert rest_json(served, "GET", f"/hooks/{hook_id}", admin)["hook"]["on_error"] == "allow"

@@ -281,10 +281,12 @@ def test_create_http_hook_keeps_the_secret_header_write_only(
     shot(page, "hook-edit-http")
     # Saving without touching the header keeps the stored secret (checked at dispatch below).
     page.get_by_label("Priority").fill("60")
+    # Every definition field is in the form, on_error included (it stays "block" here).
+    expect(page.get_by_label("On error")).to_have_value("block")
     page.get_by_role("button", name="Save changes").click()
     expect(page.get_by_role("heading", level=1, name="Guard /etc writes")).to_be_visible()
     saved = rest_json(gateway, "GET", f"/hooks/{hook_id}", lite["keys"]["admin"])["hook"]
-    assert saved["priority"] == 60 and saved["version"] == 2
+    assert saved["priority"] == 60 and saved["version"] == 2 and saved["on_error"] == "block"
 
 
 def test_prompt_form_places_handler_rules_at_their_fields(page: Any, lite: dict[str, Any]) -> None:

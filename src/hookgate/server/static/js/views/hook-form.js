@@ -20,6 +20,7 @@ const DEFAULTS = {
   priority: 0,
   timeout_ms: 5000,
   on_timeout: "block",
+  on_error: "block",
   enabled: true,
   config: {},
   agent_ids: [],
@@ -94,6 +95,11 @@ function buildForm(hook, editing) {
     { name: "on_timeout" },
     ["block", "allow"].map((v) => h("option", { value: v, text: v, selected: hook.on_timeout === v })),
   );
+  const onError = h(
+    "select",
+    { name: "on_error" },
+    ["block", "allow"].map((v) => h("option", { value: v, text: v, selected: (hook.on_error || "block") === v })),
+  );
   const enabledBox = h("input", { type: "checkbox", name: "enabled", checked: hook.enabled !== false });
   const agentIds = h("textarea", { name: "agent_ids", rows: 2, class: "mono", value: (hook.agent_ids || []).join("\n"), placeholder: "one agent id per line" });
   const agentField = field({ name: "agent_ids", label: "Agent ids", hint: "The agents this hook applies to.", control: agentIds, wide: true });
@@ -165,6 +171,7 @@ function buildForm(hook, editing) {
         field({ name: "priority", label: "Priority", hint: "Higher runs first.", control: priorityInput }),
         field({ name: "timeout_ms", label: "Timeout (ms)", hint: "At most 10000.", control: timeoutInput }),
         field({ name: "on_timeout", label: "On timeout", control: onTimeout }),
+        field({ name: "on_error", label: "On error", hint: "When the hook fails on a blocking event.", control: onError }),
         field({ name: "enabled", label: "Enabled", control: enabledBox }),
       ),
     ),
@@ -187,6 +194,7 @@ function buildForm(hook, editing) {
       priority: toNumber(priorityInput.value),
       timeout_ms: toNumber(timeoutInput.value),
       on_timeout: onTimeout.value,
+      on_error: onError.value,
       enabled: enabledBox.checked,
       config: subform.read(),
     };
