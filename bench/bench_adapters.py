@@ -333,13 +333,13 @@ def _claude_agent_sdk(samples: int) -> list[Row]:
     from hookgate.adapters.claude_agent_sdk import EVENTS, hook_matchers
 
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-    from tests.adapters.anthropic_api import AnthropicScript, Reply
+    from tests.support.anthropic_server import Reply, ScriptedAnthropic
 
     root = Path(tempfile.mkdtemp(prefix="hookgate-bench-"))
     (root / "home" / ".claude").mkdir(parents=True)
     (root / "project").mkdir()
     engine = _engine()
-    with AnthropicScript() as api:
+    with ScriptedAnthropic() as api:
         env = {
             "HOME": str(root / "home"),
             "CLAUDE_CONFIG_DIR": str(root / "home" / ".claude"),
@@ -355,10 +355,7 @@ def _claude_agent_sdk(samples: int) -> list[Row]:
             )
 
             async def once() -> object:
-                api.replies += [
-                    Reply(tool="Bash", tool_input={"command": "true"}),
-                    Reply(text="done"),
-                ]
+                api.script(Reply(tool="Bash", tool_input={"command": "true"}), Reply(text="done"))
                 return [m async for m in query(prompt="list", options=options)]
 
             return once

@@ -8,8 +8,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from tests.adapters.anthropic_api import AnthropicScript, Reply
 from tests.adapters.support import closed_port, engine_with, require_package
+from tests.support.anthropic_server import Reply, ScriptedAnthropic
 
 require_package("claude_agent_sdk", "claude-agent-sdk")
 
@@ -37,11 +37,11 @@ class Session:
             Reply(text="all done"),
         )
         self.by_task = by_task
-        self.api: AnthropicScript
+        self.api: ScriptedAnthropic
         self.messages: list[Any] = []
 
     async def run(self, prompt: str = "clean up") -> ResultMessage | None:
-        with AnthropicScript(*self.replies, by_task=self.by_task) as api:
+        with ScriptedAnthropic(*self.replies, by_task=self.by_task) as api:
             self.api = api
             env = {
                 "HOME": str(self.home),
@@ -71,7 +71,7 @@ class Session:
 
     def tool_result(self) -> dict[str, Any]:
         """The tool result the model was shown on its second turn."""
-        (result,) = self.api.tool_results(1)
+        (result,) = self.api.agent_calls[1].tool_results()
         return result
 
 
@@ -145,7 +145,7 @@ async def test_context_and_output_rewrite_reach_the_model(tmp_path: Path) -> Non
     await session.run()
     assert seen.payloads("post_tool_use")[0]["tool_response"]["stdout"] == "token-1234"
     assert _text(session.tool_result()) == "[redacted]"
-    assert "policy: read-only host" in session.api.shown(1)
+    assert "policy: read-only host" in session.api.agent_calls[1].text()
 
 
 async def test_abort_stops_the_tool_and_the_run(tmp_path: Path) -> None:
@@ -153,7 +153,7 @@ async def test_abort_stops_the_tool_and_the_run(tmp_path: Path) -> None:
     session = Session(tmp_path, engine)
     await session.run()
     assert session.marker() is None
-    assert len(session.api.agent_turns) == 1
+    assert len(session.api.agent_calls) == 1
 
 
 async def test_blocked_prompt_never_reaches_the_model(tmp_path: Path) -> None:
@@ -162,7 +162,7 @@ async def test_blocked_prompt_never_reaches_the_model(tmp_path: Path) -> None:
     )
     session = Session(tmp_path, engine)
     await session.run()
-    assert session.api.agent_turns == []
+    assert session.api.agent_calls == []
     assert seen.payloads("user_prompt_submit")[0]["prompt"] == "clean up"
 
 
@@ -172,7 +172,7 @@ async def test_a_prompt_rewrite_cannot_be_applied_so_the_prompt_is_blocked(
     engine, _ = engine_with({"user_prompt_submit": lambda e: {"updated_input": "list files"}})
     session = Session(tmp_path, engine)
     await session.run()
-    assert session.api.agent_turns == []
+    assert session.api.agent_calls == []
 
 
 async def test_prompt_context_session_and_stop_events(tmp_path: Path) -> None:
@@ -182,7 +182,7 @@ async def test_prompt_context_session_and_stop_events(tmp_path: Path) -> None:
     session = Session(tmp_path, engine)
     await session.run()
     assert session.marker() == "original"
-    assert "today is Sunday" in session.api.shown(0)
+    assert "today is Sunday" in session.api.agent_calls[0].text()
     await engine.drain()
     (start,) = seen.payloads("session_start")
     assert start["source"] == "claude-agent-sdk"
@@ -195,7 +195,7 @@ async def test_an_unreachable_gateway_blocks(tmp_path: Path) -> None:
     client = AsyncGatewayClient(f"http://127.0.0.1:{closed_port()}", "hg_key", timeout=2)
     session = Session(tmp_path, client)
     await session.run()
-    assert session.api.agent_turns == []
+    assert session.api.agent_calls == []
     assert session.marker() is None
 
 
@@ -208,8 +208,8 @@ SPAWN = Reply(
 def _sub_agent_asked(session: Session, task: str) -> bool:
     return any(
         message.get("role") == "user" and task in json.dumps(message.get("content"))
-        for body in session.api.agent_turns
-        for message in body.get("messages", [])[:1]
+        for call in session.api.agent_calls
+        for message in call.messages[:1]
     )
 
 

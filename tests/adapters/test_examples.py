@@ -9,8 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from tests.adapters.anthropic_api import AnthropicScript, Reply
 from tests.adapters.support import require_package
+from tests.support.anthropic_server import Reply, ScriptedAnthropic
 
 ROOT = Path(__file__).resolve().parents[2]
 BLOCKED = "model read: Blocked by hookgate: dangerous shell command: 'rm -rf /'"
@@ -53,7 +53,7 @@ def test_claude_agent_sdk_example(tmp_path: Path) -> None:
     require_package("claude_agent_sdk", "claude-agent-sdk")
     home = tmp_path / "home"
     (home / ".claude").mkdir(parents=True)
-    with AnthropicScript(
+    with ScriptedAnthropic(
         Reply(tool="Bash", tool_input={"command": "rm -rf / --no-preserve-root"}),
         Reply(tool="Bash", tool_input={"command": "echo listed"}),
         Reply(text="done"),

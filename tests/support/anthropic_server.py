@@ -9,17 +9,20 @@ driving the real Claude Code CLI offline (``ANTHROPIC_BASE_URL`` points here).
 Claude Code sends two kinds of requests: the agent's own turns (with its tools) and small
 side requests (titles, summaries; no tools). Agent turns take the next scripted reply; side
 requests get a short text. When the script runs out an agent turn gets "(script ended)".
+A sub-agent's turns, which run beside the main agent's, can be answered from ``by_task``
+(keyed by the sub-agent's task, its first user message) so the main script's order does not
+depend on who asks first.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import threading
 from dataclasses import dataclass, field
 from typing import Any
 
 from aiohttp import web
+from tests.support.loopback_server import LoopbackServer
 
 __all__ = ["Call", "Reply", "ScriptedAnthropic", "say", "use_tool"]
 
@@ -70,21 +73,23 @@ class Call:
         return json.dumps({"system": self.body.get("system"), "messages": self.messages})
 
 
-class ScriptedAnthropic:
-    def __init__(self, host: str = "127.0.0.1") -> None:
+class ScriptedAnthropic(LoopbackServer):
+    max_body = 64 * 1024 * 1024
+
+    def __init__(
+        self, *replies: Reply, by_task: dict[str, Reply] | None = None, host: str = "127.0.0.1"
+    ) -> None:
         self.host = host
-        self.port = 0
+        self._init_server()
+        self.by_task = by_task or {}
         self.calls: list[Call] = []
-        self._script: list[Reply] = []
+        self._script: list[Reply] = list(replies)
         self._lock = threading.Lock()
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
-        self._runner: web.AppRunner | None = None
         self._ids = 0
 
     @property
     def url(self) -> str:
-        return f"http://{self.host}:{self.port}"
+        return self.base_url
 
     def script(self, *replies: Reply) -> None:
         with self._lock:
@@ -99,6 +104,9 @@ class ScriptedAnthropic:
     def _next(self, call: Call) -> Reply:
         if not call.is_agent_turn:
             return say("ok")
+        task = _first_user_text(call.body)
+        if task in self.by_task:
+            return self.by_task[task]
         with self._lock:
             return self._script.pop(0) if self._script else say("(script ended)")
 
@@ -139,34 +147,10 @@ class ScriptedAnthropic:
 
     # -- lifecycle --------------------------------------------------------------------------
 
-    async def _start(self) -> None:
-        app = web.Application(client_max_size=64 * 1024 * 1024)
+    def _routes(self, app: web.Application) -> None:
         app.router.add_post("/v1/messages", self._messages)
         app.router.add_post("/v1/messages/count_tokens", self._count_tokens)
         app.router.add_route("*", "/{tail:.*}", self._anything)
-        self._runner = web.AppRunner(app, access_log=None)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, self.host, 0)
-        await site.start()
-        assert site._server is not None
-        self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-
-    def start(self) -> ScriptedAnthropic:
-        self._thread.start()
-        asyncio.run_coroutine_threadsafe(self._start(), self._loop).result(10)
-        return self
-
-    def stop(self) -> None:
-        if self._runner is not None:
-            asyncio.run_coroutine_threadsafe(self._runner.cleanup(), self._loop).result(10)
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(5)
-
-    def __enter__(self) -> ScriptedAnthropic:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
 
 def _content(reply: Reply, number: int) -> list[dict[str, Any]]:
@@ -210,3 +194,17 @@ def _events(
         ("message_stop", {"type": "message_stop"}),
     ]
     return events
+
+
+def _first_user_text(body: dict[str, Any]) -> str | None:
+    """A conversation's task: its first user message (for a sub-agent, the task it was given)."""
+    for message in body.get("messages") or []:
+        if message.get("role") != "user":
+            continue
+        content = message.get("content")
+        if isinstance(content, str):
+            return content
+        texts = [b.get("text", "") for b in content or [] if b.get("type") == "text"]
+        # Claude Code prepends reminders as separate text blocks: the task is the last one.
+        return texts[-1] if texts else None
+    return None

@@ -1,6 +1,6 @@
 """A scripted model server on loopback that speaks OpenAI Chat Completions and Anthropic
-Messages, for prompt/agent hook tests and benchmarks. It runs on its own thread, so sync
-code, async tests and subprocesses (``hookgate fire``) can all reach it.
+Messages, for prompt/agent hook tests and benchmarks. It runs on its own thread
+(``LoopbackServer``), so sync code, async tests and subprocesses (``hookgate fire``) reach it.
 
     with ScriptedLLM(api_key="test-key") as llm:
         llm.script(decide("block", "rm -rf is destructive", usage=(120, 30)))
@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aiohttp import web
+from tests.support.loopback_server import LoopbackServer
 
 __all__ = ["Call", "ScriptedLLM", "Turn", "decide", "failure", "raw", "text", "tool_call"]
 
@@ -104,7 +105,7 @@ class Call:
 
 
 @dataclass
-class ScriptedLLM:
+class ScriptedLLM(LoopbackServer):
     api_key: str | None = None
     default: Turn = field(default_factory=lambda: failure(500, "script exhausted"))
     host: str = "127.0.0.1"
@@ -112,12 +113,9 @@ class ScriptedLLM:
     respond: Callable[[Call], Turn] | None = None
 
     def __post_init__(self) -> None:
-        self.port = 0
+        self._init_server()
         self._script: list[Turn] = []
         self._lock = threading.Lock()
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
-        self._runner: web.AppRunner | None = None
 
     # -- script ---------------------------------------------------------------------------
 
@@ -130,10 +128,6 @@ class ScriptedLLM:
             return self.respond(call)
         with self._lock:
             return self._script.pop(0) if self._script else self.default
-
-    @property
-    def base_url(self) -> str:
-        return f"http://{self.host}:{self.port}"
 
     @property
     def openai_url(self) -> str:
@@ -171,34 +165,10 @@ class ScriptedLLM:
 
     # -- lifecycle --------------------------------------------------------------------------
 
-    async def _start(self) -> None:
-        app = web.Application()
+    def _routes(self, app: web.Application) -> None:
         app.router.add_post("/v1/chat/completions", self._openai)
         app.router.add_post("/chat/completions", self._openai)
         app.router.add_post("/v1/messages", self._anthropic)
-        self._runner = web.AppRunner(app, access_log=None)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, self.host, 0)
-        await site.start()
-        assert site._server is not None
-        self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-
-    def start(self) -> ScriptedLLM:
-        self._thread.start()
-        asyncio.run_coroutine_threadsafe(self._start(), self._loop).result(10)
-        return self
-
-    def stop(self) -> None:
-        if self._runner is not None:
-            asyncio.run_coroutine_threadsafe(self._runner.cleanup(), self._loop).result(10)
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(5)
-
-    def __enter__(self) -> ScriptedLLM:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
 
 def _key(call: Call) -> str | None:
