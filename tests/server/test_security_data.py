@@ -32,6 +32,7 @@ def dispatch_text(tool_input: str, session: str) -> str:
     )
 
 
+# Overrides conftest's gateway; conftest's ``keys`` fixture then signs keys on this one.
 @pytest.fixture(scope="module")
 def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess]:
     data_dir = tmp_path_factory.mktemp("gw-sec") / "data"
@@ -44,18 +45,6 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess
         yield served
     finally:
         served.stop()
-
-
-@pytest.fixture(scope="module")
-def keys(gateway: GatewayProcess) -> Keys:
-    assert gateway.master_key is not None
-    return Keys(
-        master=gateway.master_key,
-        a_viewer=gateway.create_key("tenant-a", "viewer"),
-        a_operator=gateway.create_key("tenant-a", "operator"),
-        a_admin=gateway.create_key("tenant-a", "admin"),
-        b_admin=gateway.create_key("tenant-b", "admin"),
-    )
 
 
 def history(gateway: GatewayProcess, key: str, session: str, count: int) -> list[dict[str, Any]]:
