@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from tests.server.conftest import start_gateway
+from tests.server.conftest import gateway_with_hooks
 from tests.server.gateway_process import GatewayProcess
 from tests.support.anthropic_server import ScriptedAnthropic, say, use_tool
 from tests.support.claude_code_cli import ClaudeProject
@@ -21,18 +21,16 @@ pytestmark = pytest.mark.timeout(150)
 
 @pytest.fixture(scope="module")
 def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[GatewayProcess, str]]:
-    served = start_gateway(tmp_path_factory.mktemp("cc-approvals"))
-    try:
-        assert served.master_key is not None
-        with GatewayClient(served.url, served.master_key) as admin:
-            admin.create_hook({
-                "event": "pre_tool_use", "handler_type": "callable", "scope": "tenant",
-                "tenant_id": "fleet", "name": "ask about Bash", "matcher": "^Bash$",
-                "config": {"callable": "tests.server.hookfns:ask"},
-            })
-        yield served, served.create_key("fleet", "operator")
-    finally:
-        served.stop()
+    with gateway_with_hooks(
+        tmp_path_factory.mktemp("cc-approvals"),
+        "fleet",
+        {
+            "event": "pre_tool_use", "handler_type": "callable", "scope": "tenant",
+            "tenant_id": "fleet", "name": "ask about Bash", "matcher": "^Bash$",
+            "config": {"callable": "tests.server.hookfns:ask"},
+        },
+    ) as served_and_key:
+        yield served_and_key
 
 
 def decide_when_asked(served: GatewayProcess, key: str, **decision: Any) -> threading.Thread:

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from tests.server.conftest import start_gateway
+from tests.server.conftest import gateway_with_hooks
 from tests.server.gateway_process import GatewayProcess, free_port
 from tests.support.anthropic_server import ScriptedAnthropic, say, use_tool
 from tests.support.claude_code_cli import ClaudeProject
@@ -23,19 +23,17 @@ from hookgate.client import GatewayClient
 
 @pytest.fixture(scope="module")
 def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[GatewayProcess, str]]:
-    served = start_gateway(tmp_path_factory.mktemp("cc-gateway"))
-    try:
-        assert served.master_key is not None
-        with GatewayClient(served.url, served.master_key) as admin:
-            admin.create_hook({
-                "event": "pre_tool_use", "handler_type": "callable", "scope": "tenant",
-                "tenant_id": "fleet", "name": "no rm -rf", "matcher": "^Bash$",
-                "if_expr": 'tool_input.command.contains("rm -rf")',
-                "config": {"callable": "tests.server.hookfns:block"},
-            })
-        yield served, served.create_key("fleet", "operator")
-    finally:
-        served.stop()
+    with gateway_with_hooks(
+        tmp_path_factory.mktemp("cc-gateway"),
+        "fleet",
+        {
+            "event": "pre_tool_use", "handler_type": "callable", "scope": "tenant",
+            "tenant_id": "fleet", "name": "no rm -rf", "matcher": "^Bash$",
+            "if_expr": 'tool_input.command.contains("rm -rf")',
+            "config": {"callable": "tests.server.hookfns:block"},
+        },
+    ) as served_and_key:
+        yield served_and_key
 
 
 def rows_for(served: GatewayProcess, key: str, session: str) -> list[dict[str, object]]:

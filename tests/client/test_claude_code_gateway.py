@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from tests.server.conftest import start_gateway
+from tests.server.conftest import gateway_with_hooks
 from tests.server.gateway_process import HOOKGATE, REPO, GatewayProcess, gateway_env
 
 from hookgate.client import GatewayClient
@@ -17,19 +17,17 @@ from hookgate.client import GatewayClient
 
 @pytest.fixture(scope="module")
 def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[GatewayProcess, str]]:
-    served = start_gateway(tmp_path_factory.mktemp("fleet"))
-    try:
-        assert served.master_key is not None
-        with GatewayClient(served.url, served.master_key) as admin:
-            admin.create_hook({
-                "event": "pre_tool_use", "handler_type": "callable", "scope": "tenant",
-                "tenant_id": "fleet", "name": "no rm", "matcher": "^Bash$",
-                "if_expr": 'tool_input.command.startsWith("rm ")',
-                "config": {"callable": "tests.server.hookfns:block"},
-            })
-        yield served, served.create_key("fleet", "operator")
-    finally:
-        served.stop()
+    with gateway_with_hooks(
+        tmp_path_factory.mktemp("fleet"),
+        "fleet",
+        {
+            "event": "pre_tool_use", "handler_type": "callable", "scope": "tenant",
+            "tenant_id": "fleet", "name": "no rm", "matcher": "^Bash$",
+            "if_expr": 'tool_input.command.startsWith("rm ")',
+            "config": {"callable": "tests.server.hookfns:block"},
+        },
+    ) as served_and_key:
+        yield served_and_key
 
 
 def bridge(url: str, key: str | None, document: dict) -> subprocess.CompletedProcess[str]:

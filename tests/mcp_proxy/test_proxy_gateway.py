@@ -11,37 +11,33 @@ from pathlib import Path
 
 import pytest
 from tests.mcp_proxy.proxy_support import demo_command, proxy_client, proxy_env, read_calls, types
-from tests.server.conftest import start_gateway
+from tests.server.conftest import gateway_with_hooks
 from tests.server.gateway_process import GatewayProcess
-
-from hookgate.client import GatewayClient
 
 
 @pytest.fixture
 def fleet(tmp_path: Path) -> Iterator[tuple[GatewayProcess, str]]:
-    served = start_gateway(tmp_path / "gw")
-    try:
-        assert served.master_key is not None
-        with GatewayClient(served.url, served.master_key) as admin:
-            admin.create_hook({
-                "event": "pre_tool_use", "handler_type": "callable", "scope": "tenant",
-                "tenant_id": "mcp-fleet", "name": "no add", "matcher": "^add$",
-                "config": {"callable": "tests.server.hookfns:block"},
-            })
-            admin.create_hook({
-                "event": "post_tool_use", "handler_type": "callable", "scope": "tenant",
-                "tenant_id": "mcp-fleet", "name": "note", "matcher": "^echo$",
-                "config": {"callable": "tests.server.hookfns:allow"},
-            })
-            # Another tenant's hook must not reach this proxy's calls.
-            admin.create_hook({
-                "event": "pre_tool_use", "handler_type": "callable", "scope": "tenant",
-                "tenant_id": "other", "name": "block all", "matcher": "",
-                "config": {"callable": "tests.server.hookfns:block"},
-            })
-        yield served, served.create_key("mcp-fleet", "operator")
-    finally:
-        served.stop()
+    with gateway_with_hooks(
+        tmp_path / "gw",
+        "mcp-fleet",
+        {
+            "event": "pre_tool_use", "handler_type": "callable", "scope": "tenant",
+            "tenant_id": "mcp-fleet", "name": "no add", "matcher": "^add$",
+            "config": {"callable": "tests.server.hookfns:block"},
+        },
+        {
+            "event": "post_tool_use", "handler_type": "callable", "scope": "tenant",
+            "tenant_id": "mcp-fleet", "name": "note", "matcher": "^echo$",
+            "config": {"callable": "tests.server.hookfns:allow"},
+        },
+        # Another tenant's hook must not reach this proxy's calls.
+        {
+            "event": "pre_tool_use", "handler_type": "callable", "scope": "tenant",
+            "tenant_id": "other", "name": "block all", "matcher": "",
+            "config": {"callable": "tests.server.hookfns:block"},
+        },
+    ) as served_and_key:
+        yield served_and_key
 
 
 def text_of(result: types.CallToolResult) -> str:

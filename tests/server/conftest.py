@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from tests.server.gateway_process import GatewayProcess
+
+from hookgate.client import GatewayClient
 
 # The shared gateways let tenant admins use the test suite's callable hooks; the host-code
 # boundary itself is tested on gateways without --tenant-host-code (test_host_code.py).
@@ -49,3 +53,19 @@ def keys(gateway: GatewayProcess) -> Keys:
 
 def start_gateway(tmp_path: Path, *args: str, **env: str) -> GatewayProcess:
     return GatewayProcess(tmp_path / "data", args=(*ALLOW_TEST_HOOKS, *args), env=env).start()
+
+
+@contextmanager
+def gateway_with_hooks(
+    base: Path, tenant: str, *hooks: dict[str, Any]
+) -> Iterator[tuple[GatewayProcess, str]]:
+    """A gateway in which the master created ``hooks``, and an operator key of ``tenant``."""
+    served = start_gateway(base)
+    try:
+        assert served.master_key is not None
+        with GatewayClient(served.url, served.master_key) as admin:
+            for hook in hooks:
+                admin.create_hook(hook)
+        yield served, served.create_key(tenant, "operator")
+    finally:
+        served.stop()
