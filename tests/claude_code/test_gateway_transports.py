@@ -8,17 +8,14 @@ run); Claude Code's http hook fails open, as the docs warn."""
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from tests.server.conftest import gateway_with_hooks
+from tests.server.conftest import gateway_with_hooks, history_rows
 from tests.server.gateway_process import GatewayProcess, free_port
 from tests.support.anthropic_server import ScriptedAnthropic, say, use_tool
 from tests.support.claude_code_cli import ClaudeProject
-
-from hookgate.client import GatewayClient
 
 
 @pytest.fixture(scope="module")
@@ -34,17 +31,6 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[GatewayP
         },
     ) as served_and_key:
         yield served_and_key
-
-
-def rows_for(served: GatewayProcess, key: str, session: str) -> list[dict[str, object]]:
-    with GatewayClient(served.url, key) as client:
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            rows = client.history(sessionId=session)["executions"]
-            if rows:
-                return list(rows)
-            time.sleep(0.05)
-    return []
 
 
 @pytest.mark.parametrize("transport", ["curl", "http", "python"])
@@ -64,7 +50,7 @@ def test_gateway_blocks_through_each_transport(
         api.agent_calls[1].tool_results())
     # The session's audit rows are in the gateway, under the key's tenant.
     session = run.result["session_id"]
-    decisions = [row["decision"] for row in rows_for(served, key, session)]
+    decisions = [row["decision"] for row in history_rows(served, key, session)]
     assert "block" in decisions
 
 

@@ -9,10 +9,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from tests.server.conftest import gateway_with_hooks
+from tests.server.conftest import gateway_with_hooks, history_rows
 from tests.server.gateway_process import HOOKGATE, REPO, GatewayProcess, gateway_env
-
-from hookgate.client import GatewayClient
 
 
 @pytest.fixture(scope="module")
@@ -61,13 +59,7 @@ def test_gateway_denies_and_allows(fleet: tuple[GatewayProcess, str]) -> None:
     allowed = bridge(served.url, key, pre_tool_use("ls", session))
     assert allowed.returncode == 0 and allowed.stdout.strip() == ""
     # The fleet shares the gateway's audit log.
-    with GatewayClient(served.url, key) as client:
-        deadline = time.monotonic() + 10
-        rows: list = []
-        while time.monotonic() < deadline and not rows:
-            rows = client.history(sessionId=session)["executions"]
-            time.sleep(0.05)
-        assert [r["decision"] for r in rows] == ["block"]
+    assert [r["decision"] for r in history_rows(served, key, session)] == ["block"]
 
 
 def test_unreachable_gateway_or_bad_key_fails_closed(

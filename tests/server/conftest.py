@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -69,3 +70,15 @@ def gateway_with_hooks(
         yield served, served.create_key(tenant, "operator")
     finally:
         served.stop()
+
+
+def history_rows(served: GatewayProcess, key: str, session: str) -> list[dict[str, Any]]:
+    """The session's execution rows, once the (asynchronous) audit has committed any."""
+    with GatewayClient(served.url, key) as client:
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            rows = client.history(sessionId=session)["executions"]
+            if rows:
+                return list(rows)
+            time.sleep(0.05)
+    return []
