@@ -50,6 +50,21 @@ EVENTS = (
 )
 
 
+#: The hooks of each adapter's prompt-and-model test: the prompt becomes "list files", the
+#: system prompt "be very careful" with "today is Sunday" added, and the model's text is
+#: upper-cased on its way back.
+PROMPT_AND_MODEL_REWRITES: dict[str, Callable[[HookEvent], Any]] = {
+    "user_prompt_submit": lambda e: {"updated_input": "list files"},
+    "before_llm": lambda e: {
+        "updated_input": {**e.request, "system": "be very careful"},
+        "additional_context": "today is Sunday",
+    },
+    "after_llm": lambda e: (
+        {"updated_input": e.response["text"].upper()} if e.response["text"] else None
+    ),
+}
+
+
 def engine_with(
     answers: dict[str, Callable[[HookEvent], Any]] | None = None,
 ) -> tuple[Engine, Seen]:

@@ -7,7 +7,12 @@ import asyncio
 from typing import Any
 
 import pytest
-from tests.adapters.support import closed_port, engine_with, require_package
+from tests.adapters.support import (
+    PROMPT_AND_MODEL_REWRITES,
+    closed_port,
+    engine_with,
+    require_package,
+)
 
 require_package("langchain", "langchain")
 
@@ -178,18 +183,7 @@ def test_blocked_prompt_never_reaches_the_model(mode: str) -> None:
 
 @MODES
 def test_prompt_rewrite_and_model_hooks(mode: str) -> None:
-    engine, seen = engine_with(
-        {
-            "user_prompt_submit": lambda e: {"updated_input": "list files"},
-            "before_llm": lambda e: {
-                "updated_input": {**e.request, "system": "be very careful"},
-                "additional_context": "today is Sunday",
-            },
-            "after_llm": lambda e: (
-                {"updated_input": e.response["text"].upper()} if e.response["text"] else None
-            ),
-        }
-    )
+    engine, seen = engine_with(PROMPT_AND_MODEL_REWRITES)
     harness = Harness(engine, mode)
     result = harness.run()
     first = harness.model.seen[0]
