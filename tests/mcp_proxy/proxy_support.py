@@ -40,6 +40,7 @@ __all__ = [
     "proxy_client",
     "proxy_env",
     "read_calls",
+    "text_of",
     "types",
     "wait_for",
 ]
@@ -156,3 +157,8 @@ class ClientOwner:
     async def __aexit__(self, *exc: object) -> None:
         self._done.set()
         await self._task
+
+
+def text_of(result: types.CallToolResult) -> str:
+    """The text blocks of a tool result, joined."""
+    return "".join(block.text for block in result.content if isinstance(block, types.TextContent))

@@ -12,13 +12,9 @@ from tests.mcp_proxy.proxy_support import (
     MCPError,
     demo_command,
     proxy_client,
-    types,
+    text_of,
     wait_for,
 )
-
-
-def text_of(result: types.CallToolResult) -> str:
-    return "".join(block.text for block in result.content if isinstance(block, types.TextContent))
 
 
 async def test_a_crashed_upstream_is_an_error_then_restarts_on_the_next_call(

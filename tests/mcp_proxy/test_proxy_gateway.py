@@ -10,7 +10,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from tests.mcp_proxy.proxy_support import demo_command, proxy_client, proxy_env, read_calls, types
+from tests.mcp_proxy.proxy_support import (
+    demo_command,
+    proxy_client,
+    proxy_env,
+    read_calls,
+    text_of,
+    types,
+)
 from tests.server.conftest import gateway_with_hooks
 from tests.server.gateway_process import GatewayProcess
 
@@ -38,10 +45,6 @@ def fleet(tmp_path: Path) -> Iterator[tuple[GatewayProcess, str]]:
         },
     ) as served_and_key:
         yield served_and_key
-
-
-def text_of(result: types.CallToolResult) -> str:
-    return "".join(block.text for block in result.content if isinstance(block, types.TextContent))
 
 
 async def test_gateway_hooks_decide_and_a_lost_gateway_blocks(

@@ -14,6 +14,7 @@ from tests.mcp_proxy.proxy_support import (
     MCPError,
     demo_command,
     read_calls,
+    text_of,
     types,
     wait_for,
 )
@@ -31,10 +32,6 @@ async def client(state: Path) -> AsyncIterator[object]:
     owner = ClientOwner(["--config", HOOKS, "--", *demo_command(state)], state / "proxy.log")
     async with owner as connected:
         yield connected
-
-
-def text_of(result: types.CallToolResult) -> str:
-    return "".join(block.text for block in result.content if isinstance(block, types.TextContent))
 
 
 async def test_block_answers_an_error_result_and_never_calls_the_upstream(client, state) -> None:

@@ -18,12 +18,9 @@ from tests.mcp_proxy.proxy_support import (
     http_process,
     proxy_client,
     read_calls,
+    text_of,
     types,
 )
-
-
-def text_of(result: types.CallToolResult) -> str:
-    return "".join(block.text for block in result.content if isinstance(block, types.TextContent))
 
 
 async def exercise(client: Client, state: Path) -> None:
