@@ -9,14 +9,19 @@ only once its history row is committed.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pytest
+from tests.conftest import require_service
 from tests.server.gateway_process import REPO, GatewayProcess
 
 SCREENSHOTS = REPO / "artifacts" / "screenshots"
+LAPTOP = {"width": 1280, "height": 860}
 DOC_SCREENSHOTS = REPO / "docs" / "screenshots"
 #: Chromium flags for a headless run on a loopback-only machine.
 CHROMIUM_ARGS = [
@@ -38,6 +43,57 @@ def find_chromium() -> str | None:
         if candidate and Path(candidate).exists():
             return candidate
     return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def require_chromium() -> str:
+    """Debian's Chromium and the Playwright driver, or fail (CI) / skip (elsewhere)."""
+    path = find_chromium()
+    require_service(
+        "Chromium",
+        path is not None,
+        "install Debian's chromium (scripts/ensure-chromium does it as root)",
+    )
+    require_service(
+        "Chromium",
+        importlib.util.find_spec("playwright") is not None,
+        "the playwright driver is missing: pip install -e '.[dev]'",
+    )
+    assert path is not None
+    return path
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    executable = require_chromium()
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        instance = pw.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
+        yield instance
+        instance.close()
+
+
+@pytest.fixture()
+def page(browser: Any) -> Iterator[Any]:
+    """A laptop-sized tab; any JavaScript error in the panel fails the test."""
+    context = browser.new_context(viewport=LAPTOP)
+    tab = context.new_page()
+    errors: list[str] = []
+    tab.on("pageerror", lambda exc: errors.append(str(exc)))
+    yield tab
+    context.close()
+    assert not errors, f"JavaScript errors in the panel: {errors}"
+
+
+def sign_in(page: Any, url: str, key: str) -> None:
+    """Sign in with ``key`` and wait for the Hooks list."""
+    from playwright.sync_api import expect
+
+    page.goto(url + "/")
+    page.get_by_label("API key").fill(key)
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.get_by_role("heading", level=1, name="Hooks")).to_be_visible()
+
 
 
 def panel_gateway(data_dir: Path, *, edition: str = "lite") -> GatewayProcess:

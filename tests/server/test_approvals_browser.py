@@ -20,19 +20,22 @@ from typing import Any
 import pytest
 from tests.server.gateway_process import GatewayProcess
 from tests.server.panel_support import (
-    CHROMIUM_ARGS,
     DOC_SCREENSHOTS,
     SCREENSHOTS,
     TEST_SECRET_KEY,
+    browser,
+    page,
+    require_chromium,
     rest_json,
+    sign_in,
 )
-from tests.server.test_panel_browser import _chromium
 
 from hookgate.client import GatewayClient
 
+__all__ = ["browser", "page"]  # fixtures used here
+
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(120)]
 
-LAPTOP = {"width": 1280, "height": 900}
 TENANT = "acme"
 
 
@@ -93,19 +96,8 @@ def shot(page: Any, name: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    executable = _chromium()
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        instance = pw.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
-        yield instance
-        instance.close()
-
-
-@pytest.fixture(scope="module")
 def setup(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    _chromium()
+    require_chromium()
     gateway = approvals_gateway(tmp_path_factory.mktemp("approvals") / "data")
     keys = {
         "master": gateway.create_key(TENANT, "admin", master=True),
@@ -137,24 +129,10 @@ def setup(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         gateway.stop()
 
 
-@pytest.fixture()
-def page(browser: Any) -> Iterator[Any]:
-    context = browser.new_context(viewport=LAPTOP)
-    tab = context.new_page()
-    errors: list[str] = []
-    tab.on("pageerror", lambda exc: errors.append(str(exc)))
-    yield tab
-    context.close()
-    assert not errors, f"JavaScript errors in the panel: {errors}"
-
-
 def open_approvals(page: Any, url: str, key: str) -> None:
     from playwright.sync_api import expect
 
-    page.goto(url + "/")
-    page.get_by_label("API key").fill(key)
-    page.get_by_role("button", name="Sign in").click()
-    expect(page.get_by_role("heading", level=1, name="Hooks")).to_be_visible()
+    sign_in(page, url, key)
     page.get_by_role("link", name="Approvals").click()
     expect(page.get_by_role("heading", level=1, name="Approvals")).to_be_visible()
 

@@ -12,8 +12,15 @@ from typing import Any
 
 import pytest
 from tests.server.gateway_process import GatewayProcess
-from tests.server.panel_support import panel_gateway, rest_json
-from tests.server.test_panel_browser import _chromium, browser, page, shot, sign_in
+from tests.server.panel_support import (
+    browser,
+    page,
+    panel_gateway,
+    require_chromium,
+    rest_json,
+    sign_in,
+)
+from tests.server.test_panel_browser import shot
 
 __all__ = ["browser", "page"]  # fixtures used here
 
@@ -28,7 +35,7 @@ def _callable_gateway(data_dir: Path) -> GatewayProcess:
 
 @pytest.fixture(scope="module")
 def audit_gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    _chromium()
+    require_chromium()
     served = _callable_gateway(tmp_path_factory.mktemp("audit-panel"))
     keys = {
         "admin": served.create_key("acme", "admin", master=True),

@@ -11,7 +11,6 @@ disabled on the standard edition and for tenant admins. Each screen is saved und
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import re
@@ -21,23 +20,25 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.conftest import require_service
 from tests.server.gateway_process import GatewayProcess, run_cli
 from tests.server.panel_support import (
-    CHROMIUM_ARGS,
     DOC_SCREENSHOTS,
     SCREENSHOTS,
-    find_chromium,
+    browser,
+    page,
     panel_gateway,
+    require_chromium,
     rest_json,
+    sign_in,
 )
 from tests.support.webhook_server import Reply, Seen, WebhookServer
 
 from hookgate.builtins import builtin_definitions
 
+__all__ = ["browser", "page"]  # fixtures used here
+
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(90)]
 
-LAPTOP = {"width": 1280, "height": 860}
 PHONE = {"width": 390, "height": 844}
 #: Screens copied into docs/screenshots/ for the README.
 DOC_SHOTS = {
@@ -56,22 +57,6 @@ SECRET_TOKEN = "Bearer panel-test-secret-7f3a"
 BUILTINS = len(builtin_definitions())
 
 
-def _chromium() -> str:
-    path = find_chromium()
-    require_service(
-        "Chromium",
-        path is not None,
-        "install Debian's chromium (scripts/ensure-chromium does it as root)",
-    )
-    require_service(
-        "Chromium",
-        importlib.util.find_spec("playwright") is not None,
-        "the playwright driver is missing: pip install -e '.[dev]'",
-    )
-    assert path is not None
-    return path
-
-
 def shot(page: Any, name: str) -> None:
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     target = SCREENSHOTS / f"{name}.png"
@@ -82,17 +67,6 @@ def shot(page: Any, name: str) -> None:
 
 
 # --- fixtures -----------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    executable = _chromium()
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        instance = pw.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
-        yield instance
-        instance.close()
 
 
 @pytest.fixture(scope="module")
@@ -112,7 +86,7 @@ def webhook() -> Iterator[WebhookServer]:
 
 @pytest.fixture(scope="module")
 def lite(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    _chromium()  # no gateway either when the browser is missing
+    require_chromium()  # no gateway either when the browser is missing
     gateway = panel_gateway(tmp_path_factory.mktemp("lite"), edition="lite")
     keys = {
         "admin": gateway.create_key("acme", "admin", master=True),
@@ -124,26 +98,6 @@ def lite(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         yield {"gateway": gateway, "keys": keys, "hooks": {}}
     finally:
         gateway.stop()
-
-
-@pytest.fixture()
-def page(browser: Any) -> Iterator[Any]:
-    context = browser.new_context(viewport=LAPTOP)
-    tab = context.new_page()
-    errors: list[str] = []
-    tab.on("pageerror", lambda exc: errors.append(str(exc)))
-    yield tab
-    context.close()
-    assert not errors, f"JavaScript errors in the panel: {errors}"
-
-
-def sign_in(page: Any, url: str, key: str) -> None:
-    from playwright.sync_api import expect
-
-    page.goto(url + "/")
-    page.get_by_label("API key").fill(key)
-    page.get_by_role("button", name="Sign in").click()
-    expect(page.get_by_role("heading", level=1, name="Hooks")).to_be_visible()
 
 
 def hook_id_from(page: Any) -> str:
