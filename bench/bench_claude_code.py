@@ -28,7 +28,7 @@ import httpx
 
 from bench.bench_gateway import _start
 from bench.harness import Row
-from hookgate.bridges.claude_code_settings import gateway_hook
+from hookgate.integrations.claude_code.settings_file import gateway_hook
 
 EVENT = {"session_id": "bench", "transcript_path": "", "cwd": "/tmp", "permission_mode":
          "default", "hook_event_name": "PreToolUse", "tool_name": "Bash",

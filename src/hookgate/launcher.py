@@ -12,10 +12,10 @@ __all__ = ["main"]
 
 
 def main() -> None:
-    from hookgate.bridges.claude_code_main import is_bridge_call
+    from hookgate.integrations.claude_code.main import is_bridge_call
 
     if is_bridge_call(sys.argv[1:]):
-        from hookgate.bridges.claude_code_main import main as bridge_main
+        from hookgate.integrations.claude_code.main import main as bridge_main
 
         raise SystemExit(bridge_main(sys.argv[2:]))
     from hookgate.cli import main as cli_main

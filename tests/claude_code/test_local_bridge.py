@@ -11,7 +11,7 @@ import json
 from tests.support.anthropic_server import ScriptedAnthropic, say, use_tool
 from tests.support.claude_code_cli import ClaudeProject
 
-from hookgate.bridges.claude_code import CLAUDE_EVENTS
+from hookgate.integrations.claude_code.contract import CLAUDE_EVENTS
 
 GUARDS = '''
 def rewrite(event):

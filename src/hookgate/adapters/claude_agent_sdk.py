@@ -6,9 +6,10 @@
 
 The agent loop runs inside the Claude Code CLI that the SDK drives; the SDK's hooks are Claude
 Code's hooks answered in-process, so this adapter speaks the same contract as the Claude Code
-bridge (:mod:`hookgate.bridges.claude_code`, whose mapping it reuses) and the same hooks file
-works under both. Every matcher is registered with ``on_failure="block"``, and any error in
-the adapter answers a deny (``PreToolUse``) or a block (``UserPromptSubmit``) itself.
+bridge (:mod:`hookgate.integrations.claude_code.contract`, whose mapping it reuses) and the
+same hooks file works under both. Every matcher is registered with ``on_failure="block"``,
+and any error in the adapter answers a deny (``PreToolUse``) or a block
+(``UserPromptSubmit``) itself.
 
 ==========================  ===========  ==================================================
 outcome                     support      how
@@ -56,7 +57,7 @@ from claude_agent_sdk import HookMatcher
 from claude_agent_sdk.types import HookContext, HookEvent, HookInput, HookJSONOutput
 
 from hookgate.adapters._gate import Gate, Target, failed_closed
-from hookgate.bridges.claude_code import claude_answer, hookgate_input
+from hookgate.integrations.claude_code.contract import claude_answer, hookgate_input
 
 __all__ = ["EVENTS", "hook_matchers"]
 

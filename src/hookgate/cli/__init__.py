@@ -17,7 +17,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "hookgate.cli.demo",
     "hookgate.cli.events",
     "hookgate.cli.migrate",
-    "hookgate.cli.claude_code",
+    "hookgate.integrations.claude_code.cli",
     "hookgate.cli.serve",
     "hookgate.cli.keys",
     "hookgate.cli.db",

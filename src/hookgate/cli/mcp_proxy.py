@@ -170,9 +170,9 @@ def _default_label(command: tuple[str, ...], url: str | None) -> str:
 async def _evaluator(
     config_path: str | None, gateway_url: str | None, api_key: str | None
 ) -> AsyncIterator[Evaluate]:
-    from hookgate.bridges.claude_code import engine_evaluator, gateway_evaluator
     from hookgate.config import ConfigError
     from hookgate.engine import Engine
+    from hookgate.integrations.claude_code.contract import engine_evaluator, gateway_evaluator
 
     if gateway_url:
         from hookgate.client import AsyncGatewayClient

@@ -51,7 +51,7 @@ _formats: list[ConfigFormat] = []
 _PLUGIN_MODULES: tuple[str, ...] = (
     "hookgate.config.picoclaw",
     "hookgate.config.quality_gates",
-    "hookgate.config.claude_code",
+    "hookgate.integrations.claude_code.settings_format",
 )
 _plugins_loaded = False
 

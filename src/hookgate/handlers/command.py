@@ -21,7 +21,7 @@ allows; stdout that is a JSON object may carry ``decision``, ``reason``,
 blocks with stderr as the reason. Any other exit is an error (fail-closed on blocking events).
 
 ``format: claude_code``: stdin, exit codes and JSON output follow Claude Code's hook contract
-(see :mod:`hookgate.bridges.claude_code`), so its hook scripts run unchanged.
+(see :mod:`hookgate.integrations.claude_code.contract`), so its hook scripts run unchanged.
 """
 
 from __future__ import annotations
@@ -92,7 +92,7 @@ class CommandHandler(Handler):
         cwd = config.get("cwd")
         extra = {"HOOKGATE_EVENT": call.event.name, "HOOKGATE_HOOK_ID": call.hook.id}
         if claude:
-            from hookgate.bridges import claude_code
+            from hookgate.integrations.claude_code import contract as claude_code
 
             document = claude_code.claude_input(call.event, call.payload, cwd)
             extra["CLAUDE_PROJECT_DIR"] = os.environ.get("CLAUDE_PROJECT_DIR") or str(
@@ -126,7 +126,7 @@ class CommandHandler(Handler):
                 details=details,
             )
         if claude:
-            from hookgate.bridges import claude_code
+            from hookgate.integrations.claude_code import contract as claude_code
 
             return claude_code.parse_command_answer(
                 call.event, code, out_text, err_text, details

@@ -19,8 +19,8 @@ from starlette.routing import Mount, Route, WebSocketRoute
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from hookgate.integrations.claude_code.endpoint import claude_code_routes
 from hookgate.server.audit_export import export_routes
-from hookgate.server.claude_code_endpoint import claude_code_routes
 from hookgate.server.errors import ApiError
 from hookgate.server.gateway import Gateway
 from hookgate.server.metrics import CONTENT_TYPE

@@ -25,9 +25,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
-from hookgate.bridges.claude_code_main import FAIL_CLOSED_EVENTS
 from hookgate.events import EventSpec, UnknownEventError, get_event
 from hookgate.handlers.command import failure_message, json_object
+from hookgate.integrations.claude_code.main import FAIL_CLOSED_EVENTS
 from hookgate.outcome import HookError, HookResult, MalformedAnswer, Outcome
 from hookgate.subprocesses import shorten
 

@@ -15,7 +15,8 @@ import pytest
 import yaml
 
 from hookgate import Engine
-from hookgate.bridges.claude_code import (
+from hookgate.hook_event import HookEvent
+from hookgate.integrations.claude_code.contract import (
     ClaudeAnswer,
     answer_claude_code,
     default_config_path,
@@ -23,7 +24,6 @@ from hookgate.bridges.claude_code import (
     hookgate_input,
     run_bridge,
 )
-from hookgate.hook_event import HookEvent
 
 HOOKGATE = str(Path(sys.executable).parent / "hookgate")
 BASE = {"session_id": "sess-1", "transcript_path": "/tmp/t.jsonl", "cwd": "/tmp",

@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 
 __all__ = ["CLAUDE_CODE_PATH", "GatewayAnswer", "ask_gateway"]
 
-#: Also in :mod:`hookgate.bridges.claude_code_settings` and the gateway's route.
+#: Also in :mod:`hookgate.integrations.claude_code.settings_file` and the gateway's route.
 CLAUDE_CODE_PATH: Final = "/api/v1/claude-code/hook"
 #: Claude Code's answers are small; a gateway that sends more is not a gateway.
 _MAX_ANSWER: Final = 4 * 1024 * 1024

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from hookgate.bridges.claude_code_settings import (
+from hookgate.cli import main
+from hookgate.integrations.claude_code.settings_file import (
     DEFAULT_EVENTS,
     SettingsError,
     bridge_command,
@@ -16,7 +17,6 @@ from hookgate.bridges.claude_code_settings import (
     is_bridge_command,
     uninstall,
 )
-from hookgate.cli import main
 
 USER_SETTINGS = """{
     "permissions": {"allow": ["Bash(npm test)"], "deny": []},

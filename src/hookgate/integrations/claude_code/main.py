@@ -21,7 +21,7 @@ from typing import IO, Final
 __all__ = ["BridgeArgs", "is_bridge_call", "main", "parse_args"]
 
 #: Claude Code events where our own failure must stop the action (exit 2). Keep in step with
-#: ``hookgate.bridges.claude_code`` (not imported here: a failure may happen before it is).
+#: :mod:`.contract` (not imported here: a failure may happen before it is).
 FAIL_CLOSED_EVENTS: Final = frozenset({"PreToolUse", "PermissionRequest", "UserPromptSubmit"})
 _VALUE_OPTIONS: Final = {"-c": "config", "--config": "config", "--gateway": "gateway"}
 #: One line, so Claude Code's "hook error" notice and the model see all of it.
@@ -105,7 +105,7 @@ def run(
         gateway = args.gateway or env.get("HOOKGATE_GATEWAY_URL")
         if gateway:
             # The gateway answers in Claude Code's JSON: only an HTTP request is needed here.
-            from hookgate.bridges.claude_code_http import ask_gateway
+            from hookgate.integrations.claude_code.gateway_transport import ask_gateway
 
             reply = ask_gateway(raw, gateway, env.get("HOOKGATE_API_KEY"))
             if reply.error is not None:
@@ -116,7 +116,7 @@ def run(
             return 0
         import asyncio
 
-        from hookgate.bridges.claude_code import run_bridge
+        from hookgate.integrations.claude_code.contract import run_bridge
         from hookgate.settings import Settings
 
         answer = asyncio.run(run_bridge(text, args.config, settings=Settings.from_env()))

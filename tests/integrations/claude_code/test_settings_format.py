@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from hookgate import Engine
 from hookgate.cli import main
 from hookgate.config import ConfigError, load_hooks, parse_hooks
-from hookgate.config.claude_code import convert_settings, translate_matcher
+from hookgate.integrations.claude_code.settings_format import convert_settings, translate_matcher
 
 DENY_BASH = ("""cat >/dev/null; echo '{"hookSpecificOutput": {"hookEventName": "PreToolUse", """
              """"permissionDecision": "deny", "permissionDecisionReason": "no shell"}}'""")

@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from hookgate.bridges.claude_code_http import CLAUDE_CODE_PATH
 from hookgate.errors import HookgateError
+from hookgate.integrations.claude_code.gateway_transport import CLAUDE_CODE_PATH
 
 __all__ = [
     "CLAUDE_CODE_PATH",

@@ -25,10 +25,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from hookgate.bridges.claude_code_settings import is_hookgate_hook
 from hookgate.config.formats import ConfigError, ConfigFormat, register_format
 from hookgate.definition import MAX_TIMEOUT_MS, DefinitionError, HookDefinition, validate_definition
 from hookgate.events import UnknownEventError, get_event
+from hookgate.integrations.claude_code.settings_file import is_hookgate_hook
 
 __all__ = [
     "CLAUDE_CODE",

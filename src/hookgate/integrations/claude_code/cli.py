@@ -17,9 +17,9 @@ from typing import Any
 import click
 import yaml
 
-from hookgate.bridges import claude_code_settings as cc_settings
-from hookgate.bridges.claude_code import CLAUDE_EVENTS
 from hookgate.config import ConfigError, read_document
+from hookgate.integrations.claude_code import settings_file as cc_settings
+from hookgate.integrations.claude_code.contract import CLAUDE_EVENTS
 
 
 def register(main: click.Group) -> None:
@@ -54,7 +54,7 @@ def claude_code(ctx: click.Context, config_path: str | None, gateway_url: str | 
     """Run as Claude Code's hook: Claude Code's JSON on stdin, its JSON answer on stdout."""
     if ctx.invoked_subcommand is not None:
         return
-    from hookgate.bridges.claude_code_main import BridgeArgs, fail, run
+    from hookgate.integrations.claude_code.main import BridgeArgs, fail, run
 
     try:
         raw = sys.stdin.buffer.read()
@@ -105,7 +105,7 @@ def install(
     move_imported: bool | None,
 ) -> None:
     """Add hookgate to the hooks of a Claude Code settings.json."""
-    from hookgate.bridges.claude_code_doubles import (
+    from hookgate.integrations.claude_code.doubles import (
         hooks_file_beside,
         imported_twice,
         remove_imported,
@@ -186,7 +186,10 @@ def uninstall(settings_file: str | None, user: bool) -> None:
               help="Write the hooks file here instead of stdout (.json writes JSON).")
 def import_claude_code(settings_file: str, output: str | None) -> None:
     """Convert the hooks of a Claude Code SETTINGS_FILE into a hookgate hooks file."""
-    from hookgate.config.claude_code import convert_settings, is_claude_settings
+    from hookgate.integrations.claude_code.settings_format import (
+        convert_settings,
+        is_claude_settings,
+    )
 
     try:
         document = read_document(settings_file)

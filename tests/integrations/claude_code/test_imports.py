@@ -13,10 +13,11 @@ from pathlib import Path
 
 import yaml
 
+CC = "hookgate.integrations.claude_code"
 #: hookgate modules the local path (command and callable hooks) may import.
 EXPECTED_HOOKGATE = {
-    "hookgate", "hookgate.launcher", "hookgate.bridges", "hookgate.bridges.claude_code",
-    "hookgate.bridges.claude_code_main", "hookgate.settings", "hookgate.events",
+    "hookgate", "hookgate.launcher", "hookgate.integrations", CC, f"{CC}.contract",
+    f"{CC}.main", "hookgate.settings", "hookgate.events",
     "hookgate.outcome", "hookgate.subprocesses", "hookgate.handlers", "hookgate.handlers.base",
     "hookgate.handlers.command", "hookgate.handlers.callable", "hookgate.engine",
     "hookgate.audit", "hookgate.chain", "hookgate.definition", "hookgate.matching",
@@ -100,7 +101,7 @@ def test_gateway_path_needs_no_engine_and_no_asyncio(tmp_path: Path) -> None:
     assert result.returncode == 2 and "cannot connect" in result.stderr
     modules = set(json.loads(listing.read_text()))
     assert {m for m in modules if m.split(".")[0] == "hookgate"} == {
-        "hookgate", "hookgate.launcher", "hookgate.bridges", "hookgate.bridges.claude_code_main",
-        "hookgate.bridges.claude_code_http"}
+        "hookgate", "hookgate.launcher", "hookgate.integrations", CC, f"{CC}.main",
+        f"{CC}.gateway_transport"}
     assert "asyncio" not in modules and "yaml" not in modules
     assert not {m for m in modules if m.split(".")[0] in FORBIDDEN}

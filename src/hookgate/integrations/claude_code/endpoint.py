@@ -26,9 +26,13 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from hookgate.bridges.claude_code import APPROVAL_WAIT_S, answer_claude_code, failure_json
-from hookgate.bridges.claude_code_http import CLAUDE_CODE_PATH
 from hookgate.client.outcome import outcome_from_payload
+from hookgate.integrations.claude_code.contract import (
+    APPROVAL_WAIT_S,
+    answer_claude_code,
+    failure_json,
+)
+from hookgate.integrations.claude_code.gateway_transport import CLAUDE_CODE_PATH
 from hookgate.log import log_event
 from hookgate.outcome import Outcome
 from hookgate.server.auth import Principal

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hookgate.bridges.claude_code_settings import remove_hooks
 from hookgate.config import ConfigError, read_document
+from hookgate.integrations.claude_code.settings_file import remove_hooks
 
 __all__ = ["Double", "hooks_file_beside", "imported_twice", "remove_imported"]
 
@@ -54,7 +54,7 @@ def _imported_commands(hooks_file: Path) -> set[tuple[str, str]]:
 def imported_twice(settings: Path, hooks_file: Path | None) -> list[Double]:
     """Command hooks of ``settings`` that ``hooks_file`` also runs (as ``import claude-code``
     wrote them: same event, same command line)."""
-    from hookgate.config.claude_code import convert_settings
+    from hookgate.integrations.claude_code.settings_format import convert_settings
 
     if hooks_file is None or not settings.is_file():
         return []
@@ -77,7 +77,7 @@ def imported_twice(settings: Path, hooks_file: Path | None) -> list[Double]:
 
 def remove_imported(settings: Path, doubles: list[Double]) -> int:
     """Take ``doubles`` out of ``settings``; returns how many hooks were removed."""
-    from hookgate.config.claude_code import command_line
+    from hookgate.integrations.claude_code.settings_format import command_line
 
     wanted = {(d.event, d.command) for d in doubles}
 

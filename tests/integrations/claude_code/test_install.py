@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from hookgate.bridges.claude_code_settings import (
+from hookgate.integrations.claude_code.settings_file import (
     CLAUDE_CODE_PATH,
     default_settings_path,
     gateway_hook,

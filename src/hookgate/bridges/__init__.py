@@ -1,1 +1,0 @@
-"""Bridges: hookgate speaking other agents' hook contracts (Claude Code, …)."""
