@@ -93,3 +93,17 @@ def closed_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+def add_context_hook(engine: Engine) -> list[HookEvent]:
+    """The engine's only hook: ``pre_tool_use`` for ``shell``, adding ``policy: read-only
+    host``; returns the events it saw. The tests add it after the agent was built: adapters
+    skip events that have no hook, so this checks that the skip is decided at each event."""
+    seen: list[HookEvent] = []
+
+    @engine.hook("pre_tool_use", matcher="^shell$")
+    def read_only(event: HookEvent) -> dict[str, Any]:
+        seen.append(event)
+        return {"additional_context": "policy: read-only host"}
+
+    return seen

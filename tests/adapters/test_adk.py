@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from tests.adapters.support import (
     PROMPT_AND_MODEL_REWRITES,
+    add_context_hook,
     closed_port,
     engine_with,
     require_package,
@@ -23,6 +24,7 @@ from google.adk.models.llm_response import LlmResponse  # noqa: E402
 from google.adk.runners import InMemoryRunner  # noqa: E402
 from google.genai import types  # noqa: E402
 
+from hookgate import Engine  # noqa: E402
 from hookgate.adapters import HookgateAbort  # noqa: E402
 from hookgate.adapters.adk import HookgatePlugin  # noqa: E402
 from hookgate.client import AsyncGatewayClient  # noqa: E402
@@ -303,3 +305,24 @@ async def test_a_failing_tool_is_reported() -> None:
     await engine.drain()
     (failure,) = seen.payloads("post_tool_use_failure")
     assert (failure["tool_use_id"], failure["error"]) == (CALL_ID, "OSError")
+
+
+async def test_with_no_hooks_the_run_is_untouched() -> None:
+    harness = Harness(Engine())
+    events = await harness.run()
+    assert harness.received == ["rm -rf /"]
+    assert harness.tool_result() == {"output": "ran rm -rf /"}
+    assert _final_text(events) == "all done"
+
+
+async def test_a_hook_added_after_the_agent_was_built_fires() -> None:
+    engine = Engine()
+    harness = Harness(engine)
+    seen = add_context_hook(engine)
+    await harness.run()
+    assert harness.received == ["rm -rf /"]
+    assert harness.tool_result() == {
+        "output": "ran rm -rf /",
+        "additional_context": ["policy: read-only host"],
+    }
+    assert [e.tool_use_id for e in seen] == [CALL_ID]

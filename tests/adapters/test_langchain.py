@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from tests.adapters.support import (
     PROMPT_AND_MODEL_REWRITES,
+    add_context_hook,
     closed_port,
     engine_with,
     require_package,
@@ -260,3 +261,23 @@ def test_one_run_id_per_invocation(mode: str) -> None:
     harness.run()
     _drain(engine)
     assert seen.events[-1][1]["turn_id"] not in run_ids.values()
+
+
+@MODES
+def test_with_no_hooks_the_run_is_untouched(mode: str) -> None:
+    harness = Harness(Engine(), mode)
+    result = harness.run()
+    assert harness.received == ["rm -rf /"]
+    assert harness.tool_message().text == "ran rm -rf /"
+    assert result["messages"][-1].text == "all done"
+
+
+@MODES
+def test_a_hook_added_after_the_agent_was_built_fires(mode: str) -> None:
+    engine = Engine()
+    harness = Harness(engine, mode)
+    seen = add_context_hook(engine)
+    harness.run()
+    assert harness.received == ["rm -rf /"]
+    assert harness.tool_message().text == "ran rm -rf /\n\npolicy: read-only host"
+    assert [e.tool_use_id for e in seen] == [CALL_ID]

@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 import pytest
-from tests.adapters.support import closed_port, engine_with, require_package
+from tests.adapters.support import add_context_hook, closed_port, engine_with, require_package
 
 require_package("agents", "openai-agents")
 
@@ -221,3 +221,21 @@ async def test_a_blocked_model_call_stops_the_run() -> None:
     with pytest.raises(HookgateAbort, match="budget"):
         await harness.run()
     assert harness.model.calls == ()
+
+
+async def test_with_no_hooks_the_run_is_untouched() -> None:
+    harness = Harness(Engine())
+    result = await harness.run()
+    assert harness.received == ["rm -rf /"]
+    assert harness.tool_output() == "ran rm -rf /"
+    assert result.final_output == "all done"
+
+
+async def test_a_hook_added_after_the_agent_was_built_fires() -> None:
+    engine = Engine()
+    harness = Harness(engine)
+    seen = add_context_hook(engine)
+    await harness.run()
+    assert harness.received == ["rm -rf /"]
+    assert harness.tool_output() == "ran rm -rf /\n\npolicy: read-only host"
+    assert [e.tool_use_id for e in seen] == [CALL_ID]

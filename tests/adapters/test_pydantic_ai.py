@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 from tests.adapters.support import (
     PROMPT_AND_MODEL_REWRITES,
+    add_context_hook,
     closed_port,
     engine_with,
     require_package,
@@ -27,6 +28,7 @@ from pydantic_ai.messages import (  # noqa: E402
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel  # noqa: E402
 
+from hookgate import Engine  # noqa: E402
 from hookgate.adapters import HookgateAbort  # noqa: E402
 from hookgate.adapters.pydantic_ai import HookgateCapability  # noqa: E402
 from hookgate.client import AsyncGatewayClient  # noqa: E402
@@ -206,3 +208,21 @@ async def test_a_failing_tool_is_reported() -> None:
     await engine.drain()
     (failure,) = seen.payloads("post_tool_use_failure")
     assert (failure["tool_use_id"], failure["error"]) == (CALL_ID, "OSError")
+
+
+async def test_with_no_hooks_the_run_is_untouched() -> None:
+    harness = Harness(Engine())
+    result = await harness.run()
+    assert harness.received == ["rm -rf /"]
+    assert harness.tool_result().content == "ran rm -rf /"
+    assert result.output == "all done"
+
+
+async def test_a_hook_added_after_the_agent_was_built_fires() -> None:
+    engine = Engine()
+    harness = Harness(engine)
+    seen = add_context_hook(engine)
+    await harness.run()
+    assert harness.received == ["rm -rf /"]
+    assert harness.tool_result().content == "ran rm -rf /\n\npolicy: read-only host"
+    assert [e.tool_use_id for e in seen] == [CALL_ID]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from tests.adapters.support import closed_port, engine_with, require_package
+from tests.adapters.support import add_context_hook, closed_port, engine_with, require_package
 
 require_package("smolagents", "smolagents")
 
@@ -267,3 +267,20 @@ def test_model_call_rewrites_and_block() -> None:
         harness.run()
     assert isinstance(caught.value.__cause__, HookgateAbort)
     assert harness.model.seen == []
+
+
+def test_with_no_hooks_the_run_is_untouched() -> None:
+    harness = Harness(Engine())
+    assert harness.run() == "all done"
+    assert harness.received == ["rm -rf /"]
+    assert harness.observation() == "Observation:\nran rm -rf /"
+
+
+def test_a_hook_added_after_the_agent_was_built_fires() -> None:
+    engine = Engine()
+    harness = Harness(engine)
+    seen = add_context_hook(engine)
+    assert harness.run() == "all done"
+    assert harness.received == ["rm -rf /"]
+    assert harness.observation() == "Observation:\nran rm -rf /\n\npolicy: read-only host"
+    assert [e.tool_use_id for e in seen] == [CALL_ID]

@@ -49,7 +49,7 @@ def failed_closed(event: str, exc: BaseException) -> Outcome:
 class Gate:
     """Fires events at an engine or a gateway client; never raises."""
 
-    __slots__ = ("target",)
+    __slots__ = ("_engine", "target")
 
     def __init__(self, target: Target | Gate) -> None:
         inner = target.target if isinstance(target, Gate) else target
@@ -59,6 +59,22 @@ class Gate:
                 f"a hookgate.client.GatewayClient, not {type(inner).__name__}"
             )
         self.target: Target = inner
+        # An engine's hook source answers "any hook for this event?" before a payload is
+        # built; a gateway's hooks are not known here, so every event goes there.
+        self._engine = inner if isinstance(inner, Engine) else None
+
+    def wants(self, event: str) -> bool:
+        """Whether firing ``event`` could do anything: False only when the engine has no hook
+        for it at all (firing would answer an empty allow), so the adapter may skip building
+        the payload. ``event`` is a canonical event name. Never raises: when in doubt, True.
+        """
+        engine = self._engine
+        if engine is None:
+            return True
+        try:
+            return engine.source.has_event(event)
+        except Exception:
+            return True
 
     async def fire(self, event: str, payload: Mapping[str, Any], *, wait: bool = False) -> Outcome:
         try:

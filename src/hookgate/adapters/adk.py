@@ -124,6 +124,8 @@ class HookgatePlugin(BasePlugin):
     async def on_user_message_callback(
         self, *, invocation_context: InvocationContext, user_message: types.Content
     ) -> types.Content | None:
+        if not self.gate.wants("user_prompt_submit"):
+            return None
         prompt = _text(user_message)
         outcome = await self.gate.fire(
             "user_prompt_submit", {**_ids(invocation_context), "prompt": prompt}
@@ -142,6 +144,8 @@ class HookgatePlugin(BasePlugin):
         root = _agent_name(invocation_context)
         if root is not None:
             self._roots[invocation_context.invocation_id] = root
+        if not self.gate.wants("session_start"):
+            return None
         await self.gate.fire(
             "session_start",
             {
@@ -154,6 +158,8 @@ class HookgatePlugin(BasePlugin):
 
     async def after_run_callback(self, *, invocation_context: InvocationContext) -> None:
         self._roots.pop(invocation_context.invocation_id, None)
+        if not self.gate.wants("stop"):
+            return
         events = invocation_context.session.events
         last = _text(events[-1].content) if events else ""
         await self.gate.fire(
@@ -178,7 +184,7 @@ class HookgatePlugin(BasePlugin):
         self, *, agent: BaseAgent, callback_context: CallbackContext
     ) -> types.Content | None:
         pair = self._sub_agent(callback_context)
-        if pair is None:
+        if pair is None or not self.gate.wants("subagent_start"):
             return None
         invocation = callback_context._invocation_context
         outcome = await self.gate.fire(
@@ -198,7 +204,7 @@ class HookgatePlugin(BasePlugin):
         self, *, agent: BaseAgent, callback_context: CallbackContext
     ) -> types.Content | None:
         pair = self._sub_agent(callback_context)
-        if pair is not None:
+        if pair is not None and self.gate.wants("subagent_stop"):
             invocation = callback_context._invocation_context
             events = [e for e in invocation.session.events if e.author == pair[1]]
             output = _text(events[-1].content) if events else ""
@@ -218,6 +224,8 @@ class HookgatePlugin(BasePlugin):
     async def before_model_callback(
         self, *, callback_context: CallbackContext, llm_request: LlmRequest
     ) -> LlmResponse | None:
+        if not self.gate.wants("before_llm"):
+            return None
         invocation = callback_context._invocation_context
         view = request_view(
             model=llm_request.model,
@@ -241,6 +249,8 @@ class HookgatePlugin(BasePlugin):
     async def after_model_callback(
         self, *, callback_context: CallbackContext, llm_response: LlmResponse
     ) -> LlmResponse | None:
+        if not self.gate.wants("after_llm"):
+            return None
         invocation = callback_context._invocation_context
         content = llm_response.content
         parts = list(content.parts or []) if content is not None else []
@@ -288,6 +298,8 @@ class HookgatePlugin(BasePlugin):
     async def before_tool_callback(
         self, *, tool: BaseTool, tool_args: dict[str, Any], tool_context: ToolContext
     ) -> dict[str, Any] | None:
+        if not self.gate.wants("pre_tool_use"):
+            return None
         verdict = await before_tool(self.gate, self._tool_payload(tool, tool_args, tool_context))
         if not verdict.runs and tool_context.function_call_id:
             self._answered.add(tool_context.function_call_id)
@@ -318,6 +330,8 @@ class HookgatePlugin(BasePlugin):
         call_id = tool_context.function_call_id or ""
         self._contexts.pop(call_id, None)
         self._answered.discard(call_id)
+        if not self.gate.wants("post_tool_use_failure"):
+            return None
         payload = self._tool_payload(tool, tool_args, tool_context)
         await self.gate.fire("post_tool_use_failure", {**payload, "error": type(error).__name__})
         return None  # ADK's own error handling goes on
@@ -334,6 +348,12 @@ class HookgatePlugin(BasePlugin):
         if call_id in self._answered:
             self._answered.discard(call_id)
             return None  # the tool did not run: nothing to report
+        if not self.gate.wants("post_tool_use"):
+            context = self._contexts.pop(call_id, None) if self._contexts else None
+            if not context:
+                return None
+            answer = dict(result) if isinstance(result, dict) else {"result": result}
+            return {**answer, "additional_context": context}
         payload = self._tool_payload(tool, tool_args, tool_context)
         after = await after_tool(self.gate, payload, result)
         context = self._contexts.pop(call_id, []) + after.context

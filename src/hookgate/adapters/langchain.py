@@ -147,6 +147,11 @@ def _request_view(request: ModelRequest[Any]) -> dict[str, Any]:
     )
 
 
+def _as_called(payload: dict[str, Any]) -> ToolVerdict:
+    """The verdict when no ``pre_tool_use`` hook exists: run the call as the model made it."""
+    return ToolVerdict("run", payload["tool_input"])
+
+
 def _ai_message(response: ModelResponse[Any] | AIMessage) -> AIMessage | None:
     messages = [response] if isinstance(response, AIMessage) else response.result
     for message in reversed(messages):
@@ -209,21 +214,29 @@ class HookgateMiddleware(AgentMiddleware[HookgateState, Any, Any]):
         return {**update, "messages": [HumanMessage(content=text, id=human.id)]}
 
     def before_agent(self, state: HookgateState, runtime: Runtime[Any]) -> dict[str, Any] | None:
+        gate = self.gate
+        if not (gate.wants("session_start") or gate.wants("user_prompt_submit")):
+            return {"hookgate_run_id": uuid.uuid4().hex}
         start, human, submit, update = self._prompt_start(state)
-        self.gate.fire_sync("session_start", start)
-        if human is None:
+        if gate.wants("session_start"):
+            gate.fire_sync("session_start", start)
+        if human is None or not gate.wants("user_prompt_submit"):
             return update
-        outcome = self.gate.fire_sync("user_prompt_submit", submit)
+        outcome = gate.fire_sync("user_prompt_submit", submit)
         return self._prompt_update(human, outcome, update)
 
     async def abefore_agent(
         self, state: HookgateState, runtime: Runtime[Any]
     ) -> dict[str, Any] | None:
+        gate = self.gate
+        if not (gate.wants("session_start") or gate.wants("user_prompt_submit")):
+            return {"hookgate_run_id": uuid.uuid4().hex}
         start, human, submit, update = self._prompt_start(state)
-        await self.gate.fire("session_start", start)
-        if human is None:
+        if gate.wants("session_start"):
+            await gate.fire("session_start", start)
+        if human is None or not gate.wants("user_prompt_submit"):
             return update
-        outcome = await self.gate.fire("user_prompt_submit", submit)
+        outcome = await gate.fire("user_prompt_submit", submit)
         return self._prompt_update(human, outcome, update)
 
     def _stop_payload(self, state: HookgateState) -> dict[str, Any]:
@@ -233,20 +246,24 @@ class HookgateMiddleware(AgentMiddleware[HookgateState, Any, Any]):
         return {**ids, "last_message": last, "stop_reason": "end"}
 
     def after_agent(self, state: HookgateState, runtime: Runtime[Any]) -> dict[str, Any] | None:
-        self.gate.fire_sync("stop", self._stop_payload(state))
+        if self.gate.wants("stop"):
+            self.gate.fire_sync("stop", self._stop_payload(state))
         return None
 
     async def aafter_agent(
         self, state: HookgateState, runtime: Runtime[Any]
     ) -> dict[str, Any] | None:
-        await self.gate.fire("stop", self._stop_payload(state))
+        if self.gate.wants("stop"):
+            await self.gate.fire("stop", self._stop_payload(state))
         return None
 
     # -- the model call: before_llm, after_llm --------------------------------------------
 
-    def _apply_before(self, request: ModelRequest[Any], outcome: Outcome) -> ModelRequest[Any]:
+    def _apply_before(
+        self, request: ModelRequest[Any], view: dict[str, Any], outcome: Outcome
+    ) -> ModelRequest[Any]:
         updated, context = llm_verdict("before_llm", outcome)
-        system = system_rewrite(_request_view(request), updated)
+        system = system_rewrite(view, updated)
         if system is None and not context:
             return request
         base = request.system_prompt if system is None else system
@@ -282,27 +299,38 @@ class HookgateMiddleware(AgentMiddleware[HookgateState, Any, Any]):
     def wrap_model_call(
         self, request: ModelRequest[Any], handler: ModelHandler
     ) -> ModelResponse[Any] | AIMessage:
+        gate = self.gate
+        before, after = gate.wants("before_llm"), gate.wants("after_llm")
+        if not (before or after):
+            return handler(request)
         view = _request_view(request)
-        ids = _current_ids(self.agent_name, request.state)
-        request = self._apply_before(
-            request, self.gate.fire_sync("before_llm", {**ids, "request": view})
-        )
+        if before:
+            ids = _current_ids(self.agent_name, request.state)
+            outcome = gate.fire_sync("before_llm", {**ids, "request": view})
+            request = self._apply_before(request, view, outcome)
         response = handler(request)
+        if not after:
+            return response
         payload, message = self._after_payload(view, response, request.state)
-        return self._apply_after(
-            response, payload, message, self.gate.fire_sync("after_llm", payload)
-        )
+        return self._apply_after(response, payload, message, gate.fire_sync("after_llm", payload))
 
     async def awrap_model_call(
         self, request: ModelRequest[Any], handler: AsyncModelHandler
     ) -> ModelResponse[Any] | AIMessage:
+        gate = self.gate
+        before, after = gate.wants("before_llm"), gate.wants("after_llm")
+        if not (before or after):
+            return await handler(request)
         view = _request_view(request)
-        ids = _current_ids(self.agent_name, request.state)
-        outcome = await self.gate.fire("before_llm", {**ids, "request": view})
-        request = self._apply_before(request, outcome)
+        if before:
+            ids = _current_ids(self.agent_name, request.state)
+            outcome = await gate.fire("before_llm", {**ids, "request": view})
+            request = self._apply_before(request, view, outcome)
         response = await handler(request)
+        if not after:
+            return response
         payload, message = self._after_payload(view, response, request.state)
-        outcome = await self.gate.fire("after_llm", payload)
+        outcome = await gate.fire("after_llm", payload)
         return self._apply_after(response, payload, message, outcome)
 
     # -- tool calls: pre_tool_use, post_tool_use ------------------------------------------
@@ -338,12 +366,13 @@ class HookgateMiddleware(AgentMiddleware[HookgateState, Any, Any]):
     def _finish(
         result: ToolMessage | Command[Any], verdict: ToolVerdict, after: OutputVerdict | None
     ) -> ToolMessage | Command[Any]:
-        if not isinstance(result, ToolMessage) or after is None:
+        if not isinstance(result, ToolMessage):
             return result
-        context = verdict.context + after.context
-        if not after.rewritten and not context:
+        rewritten = after is not None and after.rewritten
+        context = verdict.context + after.context if after is not None else verdict.context
+        if not rewritten and not context:
             return result
-        content = as_text(after.output) if after.rewritten else result.content
+        content = as_text(after.output) if after is not None and rewritten else result.content
         if isinstance(content, str):
             content = with_context(content, context)
         elif context:
@@ -353,33 +382,41 @@ class HookgateMiddleware(AgentMiddleware[HookgateState, Any, Any]):
     def wrap_tool_call(
         self, request: ToolCallRequest, handler: ToolHandler
     ) -> ToolMessage | Command[Any]:
+        gate = self.gate
+        before, after_wanted = gate.wants("pre_tool_use"), gate.wants("post_tool_use")
+        if not (before or after_wanted):
+            return handler(request)
         try:
             payload = self._tool_payload(request)
         except Exception as exc:
             return self._refusal(request, refused(exc))
-        verdict = before_tool_sync(self.gate, payload)
+        verdict = before_tool_sync(gate, payload) if before else _as_called(payload)
         if not verdict.runs:
             return self._refusal(request, verdict)
         result = handler(self._to_run(request, verdict))
         after = None
-        if isinstance(result, ToolMessage):
+        if after_wanted and isinstance(result, ToolMessage):
             payload["tool_input"] = verdict.args
-            after = after_tool_sync(self.gate, payload, result.content)
+            after = after_tool_sync(gate, payload, result.content)
         return self._finish(result, verdict, after)
 
     async def awrap_tool_call(
         self, request: ToolCallRequest, handler: AsyncToolHandler
     ) -> ToolMessage | Command[Any]:
+        gate = self.gate
+        before, after_wanted = gate.wants("pre_tool_use"), gate.wants("post_tool_use")
+        if not (before or after_wanted):
+            return await handler(request)
         try:
             payload = self._tool_payload(request)
         except Exception as exc:
             return self._refusal(request, refused(exc))
-        verdict = await before_tool(self.gate, payload)
+        verdict = await before_tool(gate, payload) if before else _as_called(payload)
         if not verdict.runs:
             return self._refusal(request, verdict)
         result = await handler(self._to_run(request, verdict))
         after = None
-        if isinstance(result, ToolMessage):
+        if after_wanted and isinstance(result, ToolMessage):
             payload["tool_input"] = verdict.args
-            after = await after_tool(self.gate, payload, result.content)
+            after = await after_tool(gate, payload, result.content)
         return self._finish(result, verdict, after)

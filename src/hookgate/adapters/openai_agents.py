@@ -62,6 +62,7 @@ from openai.types.responses import (
 from hookgate.adapters._gate import Gate, Target
 from hookgate.adapters._mapping import (
     HookgateAbort,
+    ToolVerdict,
     after_tool,
     as_text,
     before_tool,
@@ -119,6 +120,8 @@ def _guarded(tool: FunctionTool, gate: Gate) -> FunctionTool:
     original = guarded.on_invoke_tool
 
     async def invoke(ctx: ToolContext[Any], args_json: str) -> Any:
+        if not (gate.wants("pre_tool_use") or gate.wants("post_tool_use")):
+            return await original(ctx, args_json)
         agent = getattr(ctx, "agent", None)
         payload: dict[str, Any] = {
             **_run_ids(getattr(agent, "name", None)),
@@ -133,7 +136,11 @@ def _guarded(tool: FunctionTool, gate: Gate) -> FunctionTool:
             return f"Blocked by hookgate: unreadable tool arguments ({type(exc).__name__})"
         payload["tool_input"] = args
         try:
-            verdict = await before_tool(gate, payload)
+            verdict = (
+                await before_tool(gate, payload)
+                if gate.wants("pre_tool_use")
+                else ToolVerdict("run", args)
+            )
         except HookgateAbort as abort:
             raise AgentsHookgateAbort(abort.event, abort.reason, hard=abort.hard) from None
         if not verdict.runs:
@@ -142,6 +149,8 @@ def _guarded(tool: FunctionTool, gate: Gate) -> FunctionTool:
             args_json = json.dumps(verdict.args)
             payload["tool_input"] = verdict.args
         output = await original(ctx, args_json)
+        if not gate.wants("post_tool_use"):
+            return with_context(as_text(output), verdict.context) if verdict.context else output
         after = await after_tool(gate, payload, output)
         context = verdict.context + after.context
         if not after.rewritten and not context:
@@ -196,22 +205,31 @@ class HookgateRunHooks(RunHooks[Any]):
                 # Runs that raised never reach on_agent_end: forget the oldest.
                 self._runs.pop(next(iter(self._runs)))
             self._runs[self._key(context)] = [agent.name, False]
-            await self.gate.fire("session_start", {**_run_ids(agent.name), "source": SOURCE})
+            if self.gate.wants("session_start"):
+                await self.gate.fire("session_start", {**_run_ids(agent.name), "source": SOURCE})
 
     async def on_agent_end(self, context: Any, agent: Agent[Any], output: Any) -> None:
         run = self._runs.pop(self._key(context), None)
+        gate = self.gate
+        source = run[0] if run is not None and run[0] != agent.name else None
+        report_handoff = source is not None and gate.wants("subagent_stop")
+        if not (report_handoff or gate.wants("stop")):
+            return
         ids = _run_ids(agent.name)
         last = as_text(output)
-        if run is not None and run[0] != agent.name:
-            await self.gate.fire(
+        if report_handoff:
+            await gate.fire(
                 "subagent_stop",
-                {**ids, "source_agent": run[0], "target_agent": agent.name, "output": last},
+                {**ids, "source_agent": source, "target_agent": agent.name, "output": last},
             )
-        await self.gate.fire("stop", {**ids, "last_message": last, "stop_reason": "end"})
+        if gate.wants("stop"):
+            await gate.fire("stop", {**ids, "last_message": last, "stop_reason": "end"})
 
     async def on_handoff(
         self, context: RunContextWrapper[Any], from_agent: Agent[Any], to_agent: Agent[Any]
     ) -> None:
+        if not self.gate.wants("subagent_start"):
+            return
         outcome = await self.gate.fire(
             "subagent_start",
             {
@@ -225,6 +243,8 @@ class HookgateRunHooks(RunHooks[Any]):
             raise HookgateAbort("subagent_start", "a handoff's task cannot be rewritten")
 
     async def _prompt(self, agent: Agent[Any], input_items: list[TResponseInputItem]) -> None:
+        if not self.gate.wants("user_prompt_submit"):
+            return
         for item in reversed(input_items):
             if isinstance(item, dict) and item.get("role") == "user":
                 message = cast(dict[str, Any], item)  # edited in place: the model gets this list
@@ -248,6 +268,8 @@ class HookgateRunHooks(RunHooks[Any]):
         if not run[1]:
             run[1] = True
             await self._prompt(agent, input_items)
+        if not self.gate.wants("before_llm"):
+            return
         view = request_view(
             model=str(agent.model) if agent.model is not None else None,
             system=system_prompt,
@@ -266,6 +288,8 @@ class HookgateRunHooks(RunHooks[Any]):
     async def on_llm_end(
         self, context: RunContextWrapper[Any], agent: Agent[Any], response: ModelResponse
     ) -> None:
+        if not self.gate.wants("after_llm"):
+            return
         texts = [
             part
             for item in response.output

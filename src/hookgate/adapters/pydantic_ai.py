@@ -120,24 +120,30 @@ class HookgateCapability(AbstractCapability[Any]):
     # -- the run ----------------------------------------------------------------------------
 
     async def wrap_run(self, ctx: RunContext[Any], *, handler: Any) -> Any:
-        prompt = ctx.prompt if isinstance(ctx.prompt, str) else None
-        await self.gate.fire(
-            "session_start", drop_none({**_ids(ctx), "source": SOURCE, "prompt": prompt})
-        )
+        gate = self.gate
+        if gate.wants("session_start"):
+            prompt = ctx.prompt if isinstance(ctx.prompt, str) else None
+            await gate.fire(
+                "session_start", drop_none({**_ids(ctx), "source": SOURCE, "prompt": prompt})
+            )
         self._prompt_pending.add(ctx.run_id)
         try:
             result = await handler()
         finally:
             self._prompt_pending.discard(ctx.run_id)
-        await self.gate.fire(
-            "stop", {**_ids(ctx), "last_message": as_text(result.output), "stop_reason": "end"}
-        )
+        if gate.wants("stop"):
+            await gate.fire(
+                "stop",
+                {**_ids(ctx), "last_message": as_text(result.output), "stop_reason": "end"},
+            )
         return result
 
     # -- the model call ---------------------------------------------------------------------
 
     async def _prompt(self, ctx: RunContext[Any], messages: list[Any]) -> None:
         self._prompt_pending.discard(ctx.run_id)
+        if not self.gate.wants("user_prompt_submit"):
+            return
         part = _prompt_part(messages)
         if part is None:
             return
@@ -153,6 +159,8 @@ class HookgateCapability(AbstractCapability[Any]):
     ) -> ModelRequestContext:
         if ctx.run_id in self._prompt_pending:
             await self._prompt(ctx, request_context.messages)
+        if not self.gate.wants("before_llm"):
+            return request_context
         params = request_context.model_request_parameters
         parts = list(params.instruction_parts or [])
         system = "\n\n".join(part.content for part in parts) or None
@@ -180,6 +188,8 @@ class HookgateCapability(AbstractCapability[Any]):
         request_context: ModelRequestContext,
         response: ModelResponse,
     ) -> ModelResponse:
+        if not self.gate.wants("after_llm"):
+            return response
         texts = [part for part in response.parts if isinstance(part, TextPart)]
         calls = [
             {"name": p.tool_name, "args": p.args_as_dict(), "id": p.tool_call_id}
@@ -225,6 +235,8 @@ class HookgateCapability(AbstractCapability[Any]):
         tool_def: ToolDefinition,
         args: dict[str, Any],
     ) -> dict[str, Any]:
+        if not self.gate.wants("pre_tool_use"):
+            return args
         verdict = await before_tool(self.gate, self._tool_payload(ctx, call, args))
         if verdict.action == "block":
             raise ToolFailed(verdict.text())
@@ -244,10 +256,11 @@ class HookgateCapability(AbstractCapability[Any]):
         error: Exception,
     ) -> Any:
         self._contexts.pop(call.tool_call_id, None)
-        await self.gate.fire(
-            "post_tool_use_failure",
-            {**self._tool_payload(ctx, call, args), "error": type(error).__name__},
-        )
+        if self.gate.wants("post_tool_use_failure"):
+            await self.gate.fire(
+                "post_tool_use_failure",
+                {**self._tool_payload(ctx, call, args), "error": type(error).__name__},
+            )
         raise error
 
     async def after_tool_execute(
@@ -259,6 +272,9 @@ class HookgateCapability(AbstractCapability[Any]):
         args: dict[str, Any],
         result: Any,
     ) -> Any:
+        if not self.gate.wants("post_tool_use"):
+            context = self._contexts.pop(call.tool_call_id, None) if self._contexts else None
+            return with_context(as_text(result), context) if context else result
         after = await after_tool(self.gate, self._tool_payload(ctx, call, args), result)
         context = self._contexts.pop(call.tool_call_id, []) + after.context
         if not context:

@@ -51,6 +51,7 @@ from smolagents.models import ChatMessage, MessageRole
 from hookgate.adapters._gate import Gate, Target
 from hookgate.adapters._mapping import (
     HookgateAbort,
+    ToolVerdict,
     after_tool_sync,
     as_text,
     before_tool_sync,
@@ -99,40 +100,56 @@ class _Guard:
 
     def run(self, original: Callable[..., Any], task: str, *args: Any, **kwargs: Any) -> Any:
         self.run_id = uuid.uuid4().hex
-        ids = self.ids()
-        self.gate.fire_sync("session_start", {**ids, "source": SOURCE, "prompt": task})
-        verdict = prompt_verdict(
-            self.gate.fire_sync("user_prompt_submit", {**ids, "prompt": task}), task
-        )
-        result = original(with_context(verdict.prompt, verdict.context), *args, **kwargs)
+        gate = self.gate
+        if gate.wants("session_start"):
+            gate.fire_sync("session_start", {**self.ids(), "source": SOURCE, "prompt": task})
+        if gate.wants("user_prompt_submit"):
+            outcome = gate.fire_sync("user_prompt_submit", {**self.ids(), "prompt": task})
+            verdict = prompt_verdict(outcome, task)
+            task = with_context(verdict.prompt, verdict.context)
+        result = original(task, *args, **kwargs)
         if isinstance(result, Iterator):
-            return self._stop_after(result, ids)
-        self._stop(ids, result)
+            return self._stop_after(result, self.run_id)
+        self._stop(self.run_id, result)
         return result
 
-    def _stop(self, ids: dict[str, Any], result: Any) -> None:
+    def _stop(self, run_id: str | None, result: Any) -> None:
+        if not self.gate.wants("stop"):
+            return
         output = getattr(result, "output", result)
-        self.gate.fire_sync("stop", {**ids, "last_message": as_text(output), "stop_reason": "end"})
+        payload = drop_none({"turn_id": run_id, "agent_id": self.agent.name})
+        payload.update(last_message=as_text(output), stop_reason="end")
+        self.gate.fire_sync("stop", payload)
 
-    def _stop_after(self, steps: Iterator[Any], ids: dict[str, Any]) -> Iterator[Any]:
+    def _stop_after(self, steps: Iterator[Any], run_id: str | None) -> Iterator[Any]:
         last = None
         for last in steps:
             yield last
-        self._stop(ids, getattr(last, "output", last))
+        self._stop(run_id, getattr(last, "output", last))
 
     # -- tool calls -------------------------------------------------------------------------
+
+    def _tool_events(self, tool_name: str) -> bool:
+        """Whether a call of ``tool_name`` fires anything (else it passes straight through)."""
+        gate = self.gate
+        if tool_name in self.agent.managed_agents:
+            return True
+        return gate.wants("pre_tool_use") or gate.wants("post_tool_use")
 
     def process_tool_calls(
         self, original: Callable[..., Any], chat_message: ChatMessage, memory_step: Any
     ) -> Any:
         for call in chat_message.tool_calls or []:
-            key = _key(call.function.name, call.function.arguments)
-            self.call_ids.setdefault(key, []).append(call.id)
+            if self._tool_events(call.function.name):
+                key = _key(call.function.name, call.function.arguments)
+                self.call_ids.setdefault(key, []).append(call.id)
         return original(chat_message, memory_step)
 
     def execute_tool_call(
         self, original: Callable[..., Any], tool_name: str, arguments: Any
     ) -> Any:
+        if not self._tool_events(tool_name):
+            return original(tool_name, arguments)
         try:
             key = _key(tool_name, arguments)
             pending = self.call_ids.get(key)
@@ -145,13 +162,17 @@ class _Guard:
                 payload["tool_use_id"] = call_id
         except Exception as exc:
             return refused(exc).text()
-        verdict = before_tool_sync(self.gate, payload)
+        if self.gate.wants("pre_tool_use"):
+            verdict = before_tool_sync(self.gate, payload)
+        else:
+            verdict = ToolVerdict("run", args)
         if verdict.action == "block":
             return verdict.text()
         if verdict.action == "respond":
             return verdict.text() if verdict.context else verdict.result
         args = verdict.args
-        if tool_name in self.agent.managed_agents:
+        managed = tool_name in self.agent.managed_agents
+        if managed:
             delegated = self._delegate(tool_name, args)
             if isinstance(delegated, str):
                 return delegated  # refused: the reason is the observation
@@ -159,7 +180,7 @@ class _Guard:
         call_args: Any = args if isinstance(arguments, dict) else args.get("input", arguments)
         output = original(tool_name, call_args)
         payload["tool_input"] = args
-        if tool_name in self.agent.managed_agents:
+        if managed and self.gate.wants("subagent_stop"):
             self.gate.fire_sync(
                 "subagent_stop",
                 {
@@ -170,6 +191,10 @@ class _Guard:
                     "output": as_text(output),
                 },
             )
+        if not self.gate.wants("post_tool_use"):
+            if not verdict.context:
+                return output
+            return with_context(as_text(output), verdict.context)
         after = after_tool_sync(self.gate, payload, output)
         context = verdict.context + after.context
         if not context:
@@ -201,24 +226,23 @@ class _Guard:
     def generate(
         self, original: Callable[..., ChatMessage], messages: list[Any], **kwargs: Any
     ) -> ChatMessage:
+        gate = self.gate
+        before, after = gate.wants("before_llm"), gate.wants("after_llm")
+        if not (before or after):
+            return original(messages, **kwargs)
         views = [_as_message(m) for m in messages]
         system = next((v["content"] for v in views if v["role"] == "system"), None)
         tools = [t.name for t in kwargs.get("tools_to_call_from") or []]
         model = getattr(self.agent.model, "model_id", None)
         view = request_view(model=model, system=system, messages=views, tools=tools)
-        outcome = self.gate.fire_sync("before_llm", {**self.ids(), "request": view})
-        updated, context = llm_verdict("before_llm", outcome)
-        new_system = system_rewrite(view, updated)
-        messages = list(messages)
-        if new_system is not None:
-            for index, view_item in enumerate(views):
-                if view_item["role"] == "system":
-                    messages[index] = ChatMessage(role=MessageRole.SYSTEM, content=new_system)
-                    break
-            else:
-                messages.insert(0, ChatMessage(role=MessageRole.SYSTEM, content=new_system))
-        messages += [ChatMessage(role=MessageRole.SYSTEM, content=text) for text in context]
+        if before:
+            outcome = gate.fire_sync("before_llm", {**self.ids(), "request": view})
+            updated, context = llm_verdict("before_llm", outcome)
+            messages = _with_system(messages, views, system_rewrite(view, updated), context)
         response = original(messages, **kwargs)
+        return self._after_llm(view, response) if after else response
+
+    def _after_llm(self, view: dict[str, Any], response: ChatMessage) -> ChatMessage:
         calls = [
             {"name": c.function.name, "args": c.function.arguments, "id": c.id}
             for c in response.tool_calls or []
@@ -233,6 +257,25 @@ class _Guard:
             return response
         response.content = with_context(answer["text"] if text is None else text, context)
         return response
+
+
+def _with_system(
+    messages: list[Any], views: list[dict[str, Any]], system: str | None, context: list[str]
+) -> list[Any]:
+    """The messages with the rewritten system prompt and the hooks' context (as system
+    messages at the end); the same list when there is neither."""
+    if system is None and not context:
+        return messages
+    messages = list(messages)
+    if system is not None:
+        for index, view in enumerate(views):
+            if view["role"] == "system":
+                messages[index] = ChatMessage(role=MessageRole.SYSTEM, content=system)
+                break
+        else:
+            messages.insert(0, ChatMessage(role=MessageRole.SYSTEM, content=system))
+    messages += [ChatMessage(role=MessageRole.SYSTEM, content=text) for text in context]
+    return messages
 
 
 def _as_message(message: Any) -> dict[str, Any]:
