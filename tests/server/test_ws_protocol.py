@@ -211,7 +211,7 @@ class TestMethods:
             none = ok(ws, "hooks.list", {"event": "stop"})
             assert hook_id not in [h["id"] for h in none["hooks"]]
             updated = ok(ws, "hooks.update", {"hookId": hook_id, "updates": {"priority": 7}})
-            assert updated == {"hookId": hook_id, "version": 2}
+            assert updated == {"hookId": hook_id, "version": 2, "warnings": []}
             assert ok(ws, "hooks.get", {"hookId": hook_id})["hook"]["priority"] == 7
             error = fails(
                 ws,

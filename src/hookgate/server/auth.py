@@ -129,6 +129,12 @@ class Authenticator:
         self._cache[key_hash] = (principal, now + KEY_CACHE_TTL_S)
         return principal
 
+    def forget_key(self, key_id: str) -> None:
+        """Drop a revoked key's cached check, so this gateway refuses it from now on."""
+        for key_hash, (principal, _expires) in list(self._cache.items()):
+            if principal.key_id == key_id:
+                self._cache.pop(key_hash, None)
+
     async def still_valid(self, principal: Principal) -> bool:
         """For long-lived WebSocket connections: is the key behind them still active?"""
         return await self.check_hash(principal.key_hash) is not None

@@ -32,8 +32,11 @@ from hookgate.server.approval_methods import (
 from hookgate.server.approvals import approval_wait_limit
 from hookgate.server.auth import Principal, require_role
 from hookgate.server.errors import ApiError
+from hookgate.server.hook_files import hooks_export, hooks_import
 from hookgate.server.hook_secrets import prepare_api_key, prepare_secret_headers
+from hookgate.server.key_methods import keys_create, keys_list, keys_revoke
 from hookgate.server.tracing import parse_traceparent
+from hookgate.server.url_warnings import url_warnings
 from hookgate.store import (
     ExecutionQuery,
     ExecutionRow,
@@ -154,18 +157,18 @@ def iso(ts: float | None) -> str | None:
     return datetime.fromtimestamp(ts, UTC).isoformat().replace("+00:00", "Z")
 
 
-def _hide_secrets(value: Any) -> Any:
+def hide_secrets(value: Any) -> Any:
     # Sealed values (encrypted header values and the like) are never returned by a read.
     if isinstance(value, Mapping):
-        return {k: _hide_secrets(v) for k, v in value.items()}
+        return {k: hide_secrets(v) for k, v in value.items()}
     if isinstance(value, list):
-        return [_hide_secrets(v) for v in value]
+        return [hide_secrets(v) for v in value]
     return None if is_sealed_text(value) else value
 
 
 def hook_view(gateway: Gateway, record: HookRecord) -> dict[str, Any]:
     data = record.to_dict()
-    data["config"] = _hide_secrets(data.get("config") or {})
+    data["config"] = hide_secrets(data.get("config") or {})
     secret = sorted(
         key
         for key, value in (record.definition.config.get("headers") or {}).items()
@@ -258,7 +261,7 @@ async def hooks_get(gateway: Gateway, who: Principal, p: schemas.HookIdParams) -
     return {"hook": hook_view(gateway, record)}
 
 
-def _check_code(gateway: Gateway, who: Principal, raw: Mapping[str, Any], action: str) -> None:
+def check_code(gateway: Gateway, who: Principal, raw: Mapping[str, Any], action: str) -> None:
     """The gateway's rules for a raw definition, before validation (which may import code):
     the callable allowlist, then the host-code boundary. Builtins are hookgate's own code
     (``source`` is a server field: a client's raw definition never carries it)."""
@@ -269,18 +272,18 @@ def _check_code(gateway: Gateway, who: Principal, raw: Mapping[str, Any], action
     gateway.check_host_code(who, raw.get("handler_type"), config, action)
 
 
-def _writable(raw: Mapping[str, Any]) -> dict[str, Any]:
+def writable(raw: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in raw.items() if k not in _SERVER_FIELDS}
 
 
 async def hooks_create(gateway: Gateway, who: Principal, p: Any) -> dict[str, Any]:
-    raw = _writable(p)
+    raw = writable(p)
     tenant_id = raw.get("tenant_id")
     if tenant_id not in (None, "", who.tenant_id) and not who.master:
         raise ApiError("UNAUTHORIZED", MASTER_MESSAGE)
     # A global hook belongs to no tenant (the store files it under the sentinel tenant).
     raw["tenant_id"] = None if raw.get("scope") == "global" else (tenant_id or who.tenant_id)
-    _check_code(gateway, who, raw, "defining")
+    check_code(gateway, who, raw, "defining")
     definition = validate_definition(raw, edition=gateway.edition, default_scope=None)
     if definition.scope == "global" and not who.master:
         raise ApiError("UNAUTHORIZED", MASTER_MESSAGE)
@@ -290,16 +293,17 @@ async def hooks_create(gateway: Gateway, who: Principal, p: Any) -> dict[str, An
     definition = replace(definition, config=sealed)
     record = await gateway.store.create_hook(who.caller, definition, actor=who.actor)
     await gateway.hooks_changed()
-    return {"hookId": record.id}
+    warnings = await url_warnings(definition.handler_type, definition.config, gateway.settings)
+    return {"hookId": record.id, "version": record.version, "warnings": warnings}
 
 
 async def hooks_update(gateway: Gateway, who: Principal, p: schemas.UpdateParams) -> dict[str, Any]:
-    updates = _writable(p.updates)
+    updates = writable(p.updates)
     updates.pop("tenant_id", None)
     current = await gateway.store.get_hook(who.caller, p.hook_id)
     # Changing a hook that runs host code, or turning one into such a hook, is defining it.
-    _check_code(gateway, who, current.definition.to_dict(), "changing")
-    _check_code(gateway, who, {**current.definition.to_dict(), **updates}, "defining")
+    check_code(gateway, who, current.definition.to_dict(), "changing")
+    check_code(gateway, who, {**current.definition.to_dict(), **updates}, "defining")
     if "config" in updates:
         # Secret headers sent back as null keep their stored value; new ones are sealed.
         stored = current.definition.config
@@ -311,7 +315,7 @@ async def hooks_update(gateway: Gateway, who: Principal, p: schemas.UpdateParams
     if current.definition.source != "builtin":
         # Check the merged definition here too, so edition and callable rules apply.
         candidate = validate_definition(
-            _writable(merged), edition=gateway.edition, default_scope=None
+            writable(merged), edition=gateway.edition, default_scope=None
         )
         gateway.check_credentials(candidate)
     record = await gateway.store.update_hook(
@@ -324,7 +328,9 @@ async def hooks_update(gateway: Gateway, who: Principal, p: schemas.UpdateParams
     )
     gateway.forget_hook(current.definition)
     await gateway.hooks_changed()
-    return {"hookId": record.id, "version": record.version}
+    saved = record.definition
+    warnings = await url_warnings(saved.handler_type, saved.config, gateway.settings)
+    return {"hookId": record.id, "version": record.version, "warnings": warnings}
 
 
 async def hooks_delete(gateway: Gateway, who: Principal, p: schemas.HookIdParams) -> dict[str, Any]:
@@ -354,11 +360,11 @@ async def hooks_test(gateway: Gateway, who: Principal, p: schemas.TestParams) ->
         if p.config is not None:
             raise ApiError("INVALID_REQUEST", "give either config or hookId, not both")
         definition = (await gateway.store.get_hook(who.caller, p.hook_id)).definition
-        _check_code(gateway, who, definition.to_dict(), "testing")
+        check_code(gateway, who, definition.to_dict(), "testing")
     elif p.config is not None:
-        raw = _writable(p.config)
+        raw = writable(p.config)
         raw["tenant_id"] = who.tenant_id
-        _check_code(gateway, who, raw, "testing")
+        check_code(gateway, who, raw, "testing")
         definition = validate_definition(raw, edition=gateway.edition, default_scope="tenant")
         gateway.check_credentials(definition)
     else:
@@ -417,7 +423,7 @@ async def hooks_simulate(
     runnable, refused = [], {}
     for hook in resolved:
         try:  # the host-code boundary holds for dry runs too: such a hook is listed, not run
-            _check_code(gateway, who, hook.definition.to_dict(), "testing")
+            check_code(gateway, who, hook.definition.to_dict(), "testing")
         except ApiError as exc:
             refused[hook.definition.id] = exc.message
             continue
@@ -584,14 +590,16 @@ METHOD_LIST: Final = (
         ("GET", "/hooks/{hookId}"),
     ),
     _method(
-        "hooks.create", "admin", schemas.CreateParams, schemas.HookIdPayload, hooks_create,
-        "Create a hook from a definition; global scope needs master scope.",
+        "hooks.create", "admin", schemas.CreateParams, schemas.SavedPayload, hooks_create,
+        "Create a hook from a definition; global scope needs master scope. ``warnings`` "
+        "names what was saved but will not work (a webhook URL the SSRF guard refuses).",
         ("POST", "/hooks"),
         raw=True,
     ),
     _method(
-        "hooks.update", "admin", schemas.UpdateParams, schemas.HookIdPayload, hooks_update,
-        "Patch a hook: the merged definition is validated again and the version bumped.",
+        "hooks.update", "admin", schemas.UpdateParams, schemas.SavedPayload, hooks_update,
+        "Patch a hook: the merged definition is validated again and the version bumped; "
+        "``warnings`` as for hooks.create.",
         ("PATCH", "/hooks/{hookId}"),
     ),
     _method(
@@ -633,6 +641,35 @@ METHOD_LIST: Final = (
         "Fire an event for the caller's tenant and return the outcome; when a hook asks for "
         "approval, wait for a person (REST: at most approvalWaitS, 25 s by default).",
         ("POST", "/dispatch"),
+    ),
+    _method(
+        "hooks.export", "viewer", schemas.ExportParams, schemas.ExportPayload, hooks_export,
+        "The tenant's own user hooks as a hooks file (YAML or JSON); secret header values "
+        "are never written.",
+        ("GET", "/hooks/export"),
+    ),
+    _method(
+        "hooks.import", "admin", schemas.ImportParams, schemas.ImportPayload, hooks_import,
+        "Apply a hooks file to the tenant: every hook is checked first, one report entry "
+        "each; nothing is written when any is invalid (or on dryRun).",
+        ("POST", "/hooks/import"),
+    ),
+    _method(
+        "keys.list", "admin", schemas.KeyListParams, schemas.KeysPayload, keys_list,
+        "API keys of the caller's tenant (master scope: every tenant), never their secret.",
+        ("GET", "/keys"),
+    ),
+    _method(
+        "keys.create", "admin", schemas.KeyCreateParams, schemas.KeyCreatedPayload, keys_create,
+        "Create a key for the caller's tenant (master scope: any tenant, or a master key) with "
+        "a role no higher than the caller's; the secret is in this answer only.",
+        ("POST", "/keys"),
+    ),
+    _method(
+        "keys.revoke", "admin", schemas.KeyIdParams, schemas.KeyPayload, keys_revoke,
+        "Revoke a key of the caller's tenant (a master key needs master scope); it stops "
+        "working at once on this gateway, within two seconds on the others.",
+        ("POST", "/keys/{keyId}/revoke"),
     ),
     _method(
         "approvals.list", "viewer", schemas.ApprovalListParams, schemas.ApprovalsPayload,

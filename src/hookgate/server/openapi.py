@@ -14,7 +14,7 @@ from pydantic import BaseModel
 from hookgate import __version__
 from hookgate.server.errors import HTTP_STATUS
 from hookgate.server.methods import METHODS, Method
-from hookgate.server.rest import API_PREFIX
+from hookgate.server.rest import API_PREFIX, CREATES
 
 __all__ = ["openapi_document"]
 
@@ -115,7 +115,7 @@ def _body_schema(method: Method, components: dict[str, Any]) -> dict[str, Any]:
 def _operation(method: Method, components: dict[str, Any]) -> dict[str, Any]:
     verb, _path = method.http
     query = verb in ("GET", "DELETE")
-    success = "201" if method.name == "hooks.create" else "200"
+    success = "201" if method.name in CREATES else "200"
     operation: dict[str, Any] = {
         "operationId": method.name,
         "summary": method.summary,

@@ -22,7 +22,7 @@ from hookgate.server.errors import ApiError
 from hookgate.server.gateway import Gateway
 from hookgate.server.methods import METHODS, Method, call_method
 
-__all__ = ["API_PREFIX", "authenticate", "json_response", "rest_routes"]
+__all__ = ["API_PREFIX", "CREATES", "authenticate", "json_response", "rest_routes"]
 
 API_PREFIX = "/api/v1"
 #: REST calls that wait for a person answer within this many seconds (then ``pending``).
@@ -33,6 +33,10 @@ _REST_WAITS: dict[str, tuple[str, str, float, float]] = {
     "approvals.wait": ("timeoutS", "timeout_s", REST_APPROVAL_WAIT_S, 60.0),
     "approvals.watch": ("timeoutS", "timeout_s", 5.0, 5.0),
 }
+
+
+#: Methods answered with 201 Created.
+CREATES = frozenset({"hooks.create", "keys.create"})
 
 
 def json_response(payload: Any, status: int = 200) -> Response:
@@ -147,8 +151,11 @@ def _endpoint(method: Method) -> Callable[[Request], Awaitable[Response]]:
                 ApiError("INTERNAL", f"internal error (incident {incident}); see the log")
             )
         gateway.metrics.count_request(method.name, "rest", "ok")
-        status = 201 if method.name == "hooks.create" else 200
-        return json_response(payload, status)
+        status = 201 if method.name in CREATES else 200
+        response = json_response(payload, status)
+        if method.name == "keys.create":
+            response.headers["Cache-Control"] = "no-store"  # the answer holds the key's secret
+        return response
 
     endpoint.__name__ = method.name.replace(".", "_")
     return endpoint

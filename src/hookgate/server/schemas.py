@@ -414,3 +414,107 @@ class InfoPayload(_Open):
     llm_providers: list[ProviderInfo] = []
     events: list[EventInfo]
     methods: list[str]
+
+
+# --- API keys, hooks files and save-time warnings (the panel's admin tools) --------------------
+
+
+class KeyListParams(_Params):
+    #: Master scope only: narrow to one tenant.
+    tenant_id: str | None = Field(default=None, alias="tenantId", min_length=1, max_length=200)
+    include_revoked: bool = Field(default=False, alias="includeRevoked")
+
+
+class KeyCreateParams(_Params):
+    role: Literal["viewer", "operator", "admin"]
+    #: Default: the caller's tenant; another one needs master scope.
+    tenant_id: str | None = Field(default=None, alias="tenantId", min_length=1, max_length=200)
+    #: Master scope for the new key; needs master scope.
+    master: bool = False
+    name: str = Field(default="", max_length=200)
+
+
+class KeyIdParams(_Params):
+    key_id: str = Field(alias="keyId", min_length=1, max_length=100)
+
+
+class ApiKeyInfo(_Open):
+    """An API key as reads show it: never its secret or hash."""
+
+    id: str
+    tenant_id: str
+    role: Literal["viewer", "operator", "admin"]
+    master: bool
+    name: str
+    #: The first characters of the secret, to tell keys apart.
+    prefix: str
+    created_at: str | None
+    revoked_at: str | None
+
+
+class KeysPayload(BaseModel):
+    keys: list[ApiKeyInfo]
+
+
+class KeyPayload(BaseModel):
+    key: ApiKeyInfo
+
+
+class KeyCreatedPayload(BaseModel):
+    key: ApiKeyInfo
+    #: The key itself: shown in this answer only, never readable again.
+    secret: str
+
+
+class FieldMessage(BaseModel):
+    """Something saved but likely not to work as meant (a webhook URL the SSRF guard refuses)."""
+
+    field: str
+    message: str
+
+
+class SavedPayload(BaseModel):
+    hookId: str
+    version: int | None = None
+    warnings: list[FieldMessage] = Field(default_factory=list)
+
+
+class ExportParams(_Params):
+    #: Master scope only: another tenant's hooks.
+    tenant_id: str | None = Field(default=None, alias="tenantId", min_length=1, max_length=200)
+    format: Literal["yaml", "json"] = "yaml"
+
+
+class ExportPayload(BaseModel):
+    filename: str
+    format: Literal["yaml", "json"]
+    content: str
+    count: int
+
+
+class ImportParams(_Params):
+    #: The file's text: hookgate's hooks file (``{hooks: [...]}``) as YAML or JSON.
+    content: str = Field(max_length=1_000_000)
+    #: Master scope only: import into another tenant.
+    tenant_id: str | None = Field(default=None, alias="tenantId", min_length=1, max_length=200)
+    #: Check every hook and report; write nothing.
+    dry_run: bool = Field(default=False, alias="dryRun")
+
+
+class ImportEntry(_Open):
+    index: int
+    name: str | None
+    #: ``create``/``update``/``unchanged`` (what was done, or would be on a dry run), or
+    #: ``invalid`` with its problems.
+    action: Literal["create", "update", "unchanged", "invalid"]
+    hookId: str | None = None
+    problems: list[FieldMessage] = Field(default_factory=list)
+    warnings: list[FieldMessage] = Field(default_factory=list)
+
+
+class ImportPayload(BaseModel):
+    #: False when any hook was invalid (then nothing was written) or on a dry run.
+    applied: bool
+    hooks: list[ImportEntry]
+    #: A problem with the file as a whole (not YAML/JSON, no hooks list), else null.
+    error: str | None = None
