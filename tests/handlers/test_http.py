@@ -19,7 +19,7 @@ from hookgate.handlers.http import HttpHandler
 from hookgate.header_secrets import MASK, mask_hook, seal_headers
 from hookgate.outcome import Outcome
 from hookgate.secrets import Keyring, generate_key_text
-from hookgate.ssrf import StaticResolver
+from hookgate.net.ssrf import StaticResolver
 
 EXEC = {"tool_name": "exec", "tool_input": {"cmd": "ls -la"}, "session_id": "s-1"}
 LOOPBACK = Settings(ssrf_allowlist=("127.0.0.1/32",))

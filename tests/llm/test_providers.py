@@ -17,9 +17,9 @@ from hookgate.llm import (
 )
 from hookgate.llm.anthropic import AnthropicMessages
 from hookgate.llm.openai import OpenAIChat
-from hookgate.outbound import OutboundClient
+from hookgate.net.outbound import OutboundClient
 from hookgate.settings import Settings
-from hookgate.ssrf import Allowlist, SsrfGuard, SsrfRefused
+from hookgate.net.ssrf import Allowlist, SsrfGuard, SsrfRefused
 
 TOOL = ToolSpec("decide", "verdict", {"type": "object", "properties": {}})
 

@@ -33,7 +33,7 @@ from typing import Any, ClassVar, Final
 from hookgate.handlers.base import Handler, Invocation, Services
 from hookgate.llm.metered import metered_completion
 from hookgate.log import log_event
-from hookgate.outbound import close_shared_client
+from hookgate.net.outbound import close_shared_client
 from hookgate.outcome import HookError, HookResult, MalformedAnswer
 
 __all__ = [

@@ -9,7 +9,7 @@ Config::
 Request: ``POST url`` with the event as JSON (``{"event": name, ...payload fields}``) and the
 configured headers; secret header values are decrypted here and nowhere else
 (:mod:`hookgate.header_secrets`). Every request goes through the SSRF guard
-(:mod:`hookgate.ssrf`), connects only to the vetted address, never follows a redirect and
+(:mod:`hookgate.net.ssrf`), connects only to the vetted address, never follows a redirect and
 reads at most 1 MiB of response.
 
 Answer:
@@ -22,7 +22,7 @@ Answer:
 * 3xx: error (redirects are not followed). 4xx: error at once. 5xx and connection errors:
   one retry after 1 s, then error. A body over 1 MiB: error.
 
-``Services.extras`` names used: ``http_client`` (an :class:`~hookgate.outbound.OutboundClient`,
+``Services.extras`` names used: ``http_client`` (an :class:`~hookgate.net.outbound.OutboundClient`,
 created on first use), ``ssrf_resolver``, ``keyring`` (a :class:`~hookgate.secrets.Keyring`;
 falls back to ``Keyring.from_env()``) and ``approver`` (when set, ``ask``/``defer`` pass on).
 """
@@ -40,7 +40,7 @@ from hookgate.audit import redact
 from hookgate.handlers.base import Handler, Invocation
 from hookgate.header_secrets import open_headers, secret_header_names
 from hookgate.log import log_event
-from hookgate.outbound import (
+from hookgate.net.outbound import (
     OutboundError,
     OutboundResponse,
     ResponseTooLarge,
@@ -49,7 +49,7 @@ from hookgate.outbound import (
 )
 from hookgate.outcome import HookError, HookResult, MalformedAnswer, coerce_result
 from hookgate.secrets import Keyring, SecretError, is_sealed_text
-from hookgate.ssrf import SsrfGuard, SsrfRefused
+from hookgate.net.ssrf import SsrfGuard, SsrfRefused
 
 __all__ = ["HttpHandler"]
 

@@ -49,7 +49,7 @@ from hookgate.llm.aliases import PROVIDERS, resolve_model
 from hookgate.llm.base import ChatReply, ToolSpec
 from hookgate.llm.metered import metered_completion
 from hookgate.log import log_event
-from hookgate.outbound import close_shared_client
+from hookgate.net.outbound import close_shared_client
 from hookgate.outcome import HookError, HookResult, MalformedAnswer
 from hookgate.prompt_state import (
     DECISION_TTL_S,
@@ -59,7 +59,7 @@ from hookgate.prompt_state import (
     MemoryTurnCounter,
     TurnCounter,
 )
-from hookgate.ssrf import SsrfGuard, SsrfRefused
+from hookgate.net.ssrf import SsrfGuard, SsrfRefused
 
 __all__ = ["DECIDE_TOOL", "PREAMBLE", "PromptHandler", "evaluated_data", "parse_decide"]
 

@@ -22,7 +22,7 @@ from typing import Any, ClassVar
 
 from hookgate.handlers.agent import Delegation
 from hookgate.handlers.base import Handler, Invocation
-from hookgate.outbound import close_shared_client
+from hookgate.net.outbound import close_shared_client
 from hookgate.outcome import HookError, HookResult
 from hookgate.quality_gates import GATE_EVENT, GateConfigError, QualityGates, parse_gates
 

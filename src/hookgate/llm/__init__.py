@@ -2,7 +2,7 @@
 
 :mod:`.base` holds the protocol (:class:`ChatProvider`) and its data; :mod:`.openai` speaks
 Chat Completions, :mod:`.anthropic` the Messages API, both over the SSRF-guarded
-:class:`~hookgate.outbound.OutboundClient`; :mod:`.aliases` maps ``haiku``/``gpt-4o-mini``…
+:class:`~hookgate.net.outbound.OutboundClient`; :mod:`.aliases` maps ``haiku``/``gpt-4o-mini``…
 to a provider; :mod:`.select` picks provider, model, endpoint and key for a hook.
 """
 

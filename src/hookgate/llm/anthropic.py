@@ -7,7 +7,7 @@ from typing import Any, ClassVar, Final
 
 from hookgate.llm.base import ChatReply, ChatRequest, ProviderError, ToolCall, Usage
 from hookgate.llm.wire import post_json
-from hookgate.outbound import OutboundClient
+from hookgate.net.outbound import OutboundClient
 
 __all__ = ["API_VERSION", "DEFAULT_BASE_URL", "AnthropicMessages"]
 

@@ -24,10 +24,10 @@ from hookgate.llm.base import ChatReply, ChatRequest, ProviderError, ToolSpec
 from hookgate.llm.providers import ProviderRegistry, open_api_key
 from hookgate.llm.select import ProviderChoice, choose_for_tenant, choose_provider, make_provider
 from hookgate.log import log_event
-from hookgate.outbound import shared_client
+from hookgate.net.outbound import shared_client
 from hookgate.outcome import HookError
 from hookgate.secrets import SecretError
-from hookgate.ssrf import SsrfRefused
+from hookgate.net.ssrf import SsrfRefused
 
 __all__ = ["DEFAULT_TENANT", "MeteredReply", "budget_store", "metered_completion"]
 

@@ -34,7 +34,7 @@ from hookgate.llm.providers import (
     ProviderSpec,
     credential_problems,
 )
-from hookgate.outbound import OutboundClient
+from hookgate.net.outbound import OutboundClient
 from hookgate.settings import Settings
 
 __all__ = [

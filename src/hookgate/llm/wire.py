@@ -7,8 +7,8 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from hookgate.llm.base import ProviderError
-from hookgate.outbound import OutboundClient, OutboundError
-from hookgate.ssrf import SsrfRefused
+from hookgate.net.outbound import OutboundClient, OutboundError
+from hookgate.net.ssrf import SsrfRefused
 
 __all__ = ["post_json"]
 
@@ -29,7 +29,7 @@ async def post_json(
 ) -> dict[str, Any]:
     """POST ``body`` and return the JSON object answered with a 2xx, or raise ProviderError.
 
-    :class:`~hookgate.ssrf.SsrfRefused` passes through unchanged: the caller reports it as
+    :class:`~hookgate.net.ssrf.SsrfRefused` passes through unchanged: the caller reports it as
     a refusal, not as a provider failure.
     """
     try:

@@ -345,7 +345,7 @@ class GatewayApprovals:
 
     async def _notify(self, row: ApprovalRow) -> None:
         """POST the new approval to the webhook (SSRF-guarded); never the tool input."""
-        from hookgate.outbound import shared_client
+        from hookgate.net.outbound import shared_client
 
         assert self.webhook_url is not None and self.services is not None
         body: dict[str, Any] = {

@@ -3,7 +3,7 @@
 Every URL a hook names (a webhook, a prompt hook's provider base URL) goes through one
 :class:`SsrfGuard`. It resolves the host once, refuses the request if *any* resolved address
 is not public, and hands back only the vetted addresses, which are the ones the connection
-uses (see :mod:`hookgate.outbound`): a second DNS answer never gets a say.
+uses (see :mod:`hookgate.net.outbound`): a second DNS answer never gets a say.
 
 Refused classes: loopback, private (RFC 1918, unique-local), link-local (cloud metadata),
 CGNAT (100.64/10), benchmarking (198.18/15), multicast, reserved and documentation ranges,

@@ -12,9 +12,9 @@ import ipaddress
 import pytest
 from tests.support.webhook_server import Reply, WebhookServer
 
-from hookgate.outbound import OutboundClient
+from hookgate.net.outbound import OutboundClient
 from hookgate.settings import Settings
-from hookgate.ssrf import Allowlist, SsrfGuard, SsrfRefused, StaticResolver, address_class
+from hookgate.net.ssrf import Allowlist, SsrfGuard, SsrfRefused, StaticResolver, address_class
 
 REFUSED = [
     ("127.0.0.1", "loopback"),

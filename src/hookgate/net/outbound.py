@@ -1,7 +1,7 @@
 """The HTTP client every outbound hook request uses, with the SSRF guard built in.
 
 :class:`OutboundClient` wraps an aiohttp session whose connector resolves host names only
-through :class:`~hookgate.ssrf.SsrfGuard`: the guard resolves once, vets every answer and
+through :class:`~hookgate.net.ssrf.SsrfGuard`: the guard resolves once, vets every answer and
 returns the vetted addresses, and the connector connects to those. aiohttp skips the
 resolver for IP-literal hosts, so :meth:`OutboundClient.post` vets those itself before the
 request. Redirects are never followed, proxies from the environment are ignored
@@ -27,7 +27,7 @@ from yarl import URL
 
 from hookgate.errors import HookgateError
 from hookgate.handlers.base import Services
-from hookgate.ssrf import Allowlist, IPAddress, SsrfGuard, SsrfRefused
+from hookgate.net.ssrf import Allowlist, IPAddress, SsrfGuard, SsrfRefused
 
 __all__ = [
     "MAX_RESPONSE_BYTES",
@@ -143,7 +143,7 @@ class OutboundClient:
     ) -> OutboundResponse:
         """POST ``body`` and read the response (at most ``max_bytes``).
 
-        Raises :class:`~hookgate.ssrf.SsrfRefused` before connecting to a refused
+        Raises :class:`~hookgate.net.ssrf.SsrfRefused` before connecting to a refused
         destination, :class:`ResponseTooLarge` for an oversized body and
         :class:`OutboundError` for transport failures.
         """
@@ -262,7 +262,7 @@ def shared_client(services: Services) -> OutboundClient:
         services.extras["http_client"] = client
     elif not isinstance(client, OutboundClient):
         raise TypeError(
-            "services.extras['http_client'] must be a hookgate.outbound.OutboundClient "
+            "services.extras['http_client'] must be a hookgate.net.outbound.OutboundClient "
             f"(an SSRF-guarded client), not {type(client).__name__}"
         )
     return client
