@@ -21,8 +21,8 @@ from hookgate.definition import validate_definition
 from hookgate.events import get_event
 from hookgate.handlers.base import Invocation, Services
 from hookgate.handlers.http import HttpHandler
-from hookgate.header_secrets import seal_headers
-from hookgate.secrets import Keyring, generate_key_text
+from hookgate.secrets.headers import seal_headers
+from hookgate.secrets.keyring import Keyring, generate_key_text
 
 SERVER = """
 import json, socket, sys

@@ -12,7 +12,7 @@ from hookgate.llm.providers import (
     parse_provider,
 )
 from hookgate.llm.select import choose_for_tenant, operator_registry
-from hookgate.secrets import Keyring, generate_key_text
+from hookgate.secrets.keyring import Keyring, generate_key_text
 from hookgate.settings import Settings
 
 
@@ -70,7 +70,7 @@ def test_tenant_rules() -> None:
 
 def test_a_sealed_api_key_opens_only_for_its_hook() -> None:
     from hookgate.llm.providers import api_key_aad
-    from hookgate.secrets import SecretError
+    from hookgate.secrets.keyring import SecretError
 
     keyring = Keyring.from_text(generate_key_text())
     sealed = {"api_key": keyring.seal_text("sk-own", api_key_aad("hook-1"))}

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from hookgate.header_secrets import open_headers
-from hookgate.secrets import Keyring, generate_key_text, is_sealed_text
+from hookgate.secrets.headers import open_headers
+from hookgate.secrets.keyring import Keyring, generate_key_text, is_sealed_text
 from hookgate.server.errors import ApiError
 from hookgate.server.hook_secrets import prepare_secret_headers
 

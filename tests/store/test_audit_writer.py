@@ -11,7 +11,7 @@ import pytest
 from tests.store.helpers import record
 
 from hookgate.audit import ERROR_MAX_CHARS
-from hookgate.secrets import Keyring, SecretError, generate_key_text
+from hookgate.secrets.keyring import Keyring, SecretError, generate_key_text
 from hookgate.store import Caller, ExecutionQuery, StoreError
 from hookgate.store.audit_writer import AuditUnavailable, AuditWriter, open_error_detail
 from hookgate.store.base import ExecutionRow, Store

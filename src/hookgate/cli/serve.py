@@ -21,7 +21,7 @@ from hookgate.cli.store_options import store_options
 from hookgate.host_code import EDITIONS
 from hookgate.log import log_event
 from hookgate.sandbox import MODES, SandboxUnavailable
-from hookgate.secrets import Keyring, SecretError
+from hookgate.secrets.keyring import Keyring, SecretError
 from hookgate.settings import Settings
 from hookgate.store import Caller, StoreError, open_store
 from hookgate.store.location import DATA_DIR_ENV, DATABASE_URL_ENV, default_data_dir

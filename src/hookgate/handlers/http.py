@@ -8,7 +8,7 @@ Config::
 
 Request: ``POST url`` with the event as JSON (``{"event": name, ...payload fields}``) and the
 configured headers; secret header values are decrypted here and nowhere else
-(:mod:`hookgate.header_secrets`). Every request goes through the SSRF guard
+(:mod:`hookgate.secrets.headers`). Every request goes through the SSRF guard
 (:mod:`hookgate.net.ssrf`), connects only to the vetted address, never follows a redirect and
 reads at most 1 MiB of response.
 
@@ -23,7 +23,7 @@ Answer:
   one retry after 1 s, then error. A body over 1 MiB: error.
 
 ``Services.extras`` names used: ``http_client`` (an :class:`~hookgate.net.outbound.OutboundClient`,
-created on first use), ``ssrf_resolver``, ``keyring`` (a :class:`~hookgate.secrets.Keyring`;
+created on first use), ``ssrf_resolver``, ``keyring`` (a :class:`~hookgate.secrets.keyring.Keyring`;
 falls back to ``Keyring.from_env()``) and ``approver`` (when set, ``ask``/``defer`` pass on).
 """
 
@@ -38,7 +38,7 @@ import orjson
 
 from hookgate.audit import redact
 from hookgate.handlers.base import Handler, Invocation
-from hookgate.header_secrets import open_headers, secret_header_names
+from hookgate.secrets.headers import open_headers, secret_header_names
 from hookgate.log import log_event
 from hookgate.net.outbound import (
     OutboundError,
@@ -48,7 +48,7 @@ from hookgate.net.outbound import (
     shared_client,
 )
 from hookgate.outcome import HookError, HookResult, MalformedAnswer, coerce_result
-from hookgate.secrets import Keyring, SecretError, is_sealed_text
+from hookgate.secrets.keyring import Keyring, SecretError, is_sealed_text
 from hookgate.net.ssrf import SsrfGuard, SsrfRefused
 
 __all__ = ["HttpHandler"]

@@ -26,7 +26,7 @@ from hookgate.llm.select import ProviderChoice, choose_for_tenant, choose_provid
 from hookgate.log import log_event
 from hookgate.net.outbound import shared_client
 from hookgate.outcome import HookError
-from hookgate.secrets import SecretError
+from hookgate.secrets.keyring import SecretError
 from hookgate.net.ssrf import SsrfRefused
 
 __all__ = ["DEFAULT_TENANT", "MeteredReply", "budget_store", "metered_completion"]

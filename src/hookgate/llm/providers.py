@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from hookgate.llm.aliases import PROVIDERS, resolve_model
-from hookgate.secrets import Keyring, SecretError, is_sealed_text
+from hookgate.secrets.keyring import Keyring, SecretError, is_sealed_text
 
 __all__ = [
     "API_KEY_FIELD",

@@ -28,7 +28,7 @@ import orjson
 from hookgate.approvals import ApprovalDecision, ApprovalRequest, apply_decision
 from hookgate.log import log_event
 from hookgate.outcome import Outcome
-from hookgate.secrets import Keyring, is_sealed_text
+from hookgate.secrets.keyring import Keyring, is_sealed_text
 from hookgate.store import Caller
 from hookgate.store.approvals import ApprovalClosed, ApprovalRow, ApprovalStoreMixin
 

@@ -32,7 +32,7 @@ from hookgate.llm.providers import ProviderRegistry, ProviderSpec, credential_pr
 from hookgate.llm.select import operator_registry
 from hookgate.log import log_event
 from hookgate.safeguards import BreakerStatus
-from hookgate.secrets import Keyring
+from hookgate.secrets.keyring import Keyring
 from hookgate.server.approvals import GatewayApprovals
 from hookgate.server.auth import Authenticator, Principal, require_role
 from hookgate.server.errors import ApiError

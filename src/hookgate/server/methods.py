@@ -19,7 +19,7 @@ from pydantic import BaseModel, ValidationError
 from hookgate.definition import DefinitionError, HookDefinition, validate_definition
 from hookgate.events import CATALOGUE, UnknownEventError, get_event, normalize_payload
 from hookgate.payload_limits import payload_problem
-from hookgate.secrets import is_sealed_text
+from hookgate.secrets.keyring import is_sealed_text
 from hookgate.server import schemas
 from hookgate.server.approval_methods import (
     approvals_approve,

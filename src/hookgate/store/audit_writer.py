@@ -41,7 +41,7 @@ from typing import Final, Literal
 from hookgate.audit import ExecutionRecord, canonical_json, redact, scrub_metadata, truncate
 from hookgate.definition import GLOBAL_TENANT
 from hookgate.log import log_event
-from hookgate.secrets import Keyring
+from hookgate.secrets.keyring import Keyring
 from hookgate.store.base import ExecutionRow, Store, StoreError
 
 __all__ = ["AuditMode", "AuditStats", "AuditUnavailable", "AuditWriter", "open_error_detail"]

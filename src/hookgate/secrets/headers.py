@@ -3,7 +3,7 @@
 An http hook's ``config.headers`` may hold credentials. ``Authorization``,
 ``Proxy-Authorization`` and any header named in ``config.secret_headers`` are *secret*:
 
-* :func:`seal_headers` encrypts their values with the :class:`~hookgate.secrets.Keyring`
+* :func:`seal_headers` encrypts their values with the :class:`~hookgate.secrets.keyring.Keyring`
   (AES-256-GCM, random nonce, key id in the record) before a hook is stored. The associated
   data binds each value to its hook id and header name, so a ciphertext copied into another
   hook or header does not decrypt.
@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Final
 
-from hookgate.secrets import Keyring, SecretError, is_sealed_text
+from hookgate.secrets.keyring import Keyring, SecretError, is_sealed_text
 
 if TYPE_CHECKING:
     from hookgate.definition import HookDefinition

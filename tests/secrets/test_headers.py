@@ -7,7 +7,7 @@ import base64
 import pytest
 
 from hookgate.definition import HookDefinition
-from hookgate.header_secrets import (
+from hookgate.secrets.headers import (
     MASK,
     mask_config,
     open_headers,
@@ -16,7 +16,7 @@ from hookgate.header_secrets import (
     secret_header_names,
     unreadable_headers,
 )
-from hookgate.secrets import TEXT_PREFIX, Keyring, SecretError, generate_key_text
+from hookgate.secrets.keyring import TEXT_PREFIX, Keyring, SecretError, generate_key_text
 
 CONFIG = {
     "url": "https://hooks.example.com/x",
