@@ -2,7 +2,7 @@
 
 A gate is a ``command`` (the output on stdin; exit 0 passes, anything else fails with stderr
 as the feedback) or an ``agent`` (a reviewer answering ``APPROVED`` or
-``REJECTED: <feedback>``, see :mod:`hookgate.handlers.agent`). Gates run in order; the first
+``REJECTED: <feedback>``, see :mod:`hookgate.handlers.prompt.agent`). Gates run in order; the first
 failing gate with ``block_on_failure`` stops the rest, a failing gate without it is logged
 and the next one runs.
 
@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any, Final, Literal
 
 from hookgate.errors import HookgateError
-from hookgate.handlers.agent import Delegation, review
+from hookgate.handlers.prompt.agent import Delegation, review
 from hookgate.handlers.base import Services
 from hookgate.log import log_event
 from hookgate.outcome import HookError

@@ -23,7 +23,7 @@ pytestmark = [pytest.mark.redis, pytest.mark.postgres]
 
 
 def _redis_up() -> tuple[bool, str]:
-    from hookgate.redis_state import connect
+    from hookgate.handlers.prompt.redis_state import connect
 
     async def ping() -> None:
         client = connect(REDIS_URL)

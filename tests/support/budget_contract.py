@@ -1,4 +1,4 @@
-"""The behaviour every :class:`hookgate.budget.BudgetStore` must have, as reusable tests.
+"""The behaviour every :class:`hookgate.handlers.prompt.budget.BudgetStore` must have, as reusable tests.
 
 A store's test module subclasses :class:`BudgetStoreContract` and provides a ``make_store``
 fixture: a callable ``(clock, default_total) -> store`` (or an awaitable of one)::
@@ -18,7 +18,7 @@ from collections.abc import Callable
 from datetime import UTC, date, datetime
 from typing import Any
 
-from hookgate.budget import BudgetStore
+from hookgate.handlers.prompt.budget import BudgetStore
 
 
 class MonthClock:

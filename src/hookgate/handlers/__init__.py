@@ -30,8 +30,8 @@ _BUILTIN: Final[dict[str, str]] = {
     "command": "hookgate.handlers.command:CommandHandler",
     "process": "hookgate.handlers.process:ProcessHandler",
     "http": "hookgate.handlers.http:HttpHandler",
-    "prompt": "hookgate.handlers.prompt:PromptHandler",
-    "agent": "hookgate.handlers.agent:AgentHandler",
+    "prompt": "hookgate.handlers.prompt.handler:PromptHandler",
+    "agent": "hookgate.handlers.prompt.agent:AgentHandler",
     # GoClaw legacy quality gates (loaded from gate files and other_config.quality_gates).
     "quality_gate": "hookgate.handlers.quality_gate:QualityGateHandler",
 }

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from hookgate.handlers.agent import Delegation
+from hookgate.handlers.prompt.agent import Delegation
 from hookgate.handlers.base import Handler, Invocation
 from hookgate.net.outbound import close_shared_client
 from hookgate.outcome import HookError, HookResult

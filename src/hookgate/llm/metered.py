@@ -5,7 +5,7 @@ Prompt and agent hooks both call :func:`metered_completion`. It picks the provid
 request through the SSRF-guarded client, deducts the reply's real token usage and reports
 model and tokens as execution details (``prompt_model``, ``prompt_tokens``, …).
 
-``Services.extras`` names used: ``budget_store`` (a :class:`~hookgate.budget.BudgetStore`;
+``Services.extras`` names used: ``budget_store`` (a :class:`~hookgate.handlers.prompt.budget.BudgetStore`;
 an in-memory one is created and shared on first use), ``http_client``, ``keyring`` (opens a
 hook's sealed ``api_key``) and ``llm_providers`` (a gateway's
 :class:`~hookgate.llm.providers.ProviderRegistry`: when present, hooks may only use the
@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from hookgate.budget import BudgetStore, MemoryBudgetStore
+from hookgate.handlers.prompt.budget import BudgetStore, MemoryBudgetStore
 from hookgate.handlers.base import Services
 from hookgate.llm.base import ChatReply, ChatRequest, ProviderError, ToolSpec
 from hookgate.llm.providers import ProviderRegistry, open_api_key
@@ -46,7 +46,7 @@ def budget_store(services: Services) -> BudgetStore:
     if store is None:
         store = services.extras.setdefault("budget_store", MemoryBudgetStore())
     if not isinstance(store, BudgetStore):
-        raise HookError("services.extras['budget_store'] is not a hookgate.budget.BudgetStore")
+        raise HookError("services.extras['budget_store'] is not a hookgate.handlers.prompt.budget.BudgetStore")
     return store
 
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from datetime import date
 from typing import Any, Final, Literal, Protocol, runtime_checkable
 
-from hookgate.budget import BudgetStatus
+from hookgate.handlers.prompt.budget import BudgetStatus
 from hookgate.definition import GLOBAL_TENANT, HookDefinition
 from hookgate.errors import BudgetError, HookgateError
 
@@ -520,7 +520,7 @@ class Store(Protocol):
         today: date | None = None,
         default_total: int = DEFAULT_BUDGET_TOKENS,
     ) -> BudgetStatus:
-        """The atomic primitive behind :class:`hookgate.budget.BudgetStore` (no caller: the
+        """The atomic primitive behind :class:`hookgate.handlers.prompt.budget.BudgetStore` (no caller: the
         engine's own accounting). Rolls over first; deductions stop at zero."""
         ...
 

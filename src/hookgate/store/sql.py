@@ -22,7 +22,7 @@ from typing import Any, ClassVar, Final, Literal, Protocol, cast
 
 import orjson
 
-from hookgate.budget import BudgetStatus, month_start, utc_now
+from hookgate.handlers.prompt.budget import BudgetStatus, month_start, utc_now
 from hookgate.chain import sort_key
 from hookgate.definition import (
     DEFAULT_APPROVAL_TIMEOUT_MS,

@@ -51,7 +51,7 @@ from hookgate.llm.metered import metered_completion
 from hookgate.log import log_event
 from hookgate.net.outbound import close_shared_client
 from hookgate.outcome import HookError, HookResult, MalformedAnswer
-from hookgate.prompt_state import (
+from hookgate.handlers.prompt.state import (
     DECISION_TTL_S,
     TURN_TTL_S,
     DecisionCache,

@@ -215,7 +215,7 @@ class AgentHandler(Handler):
 
     @classmethod
     def validate_config(cls, config: Mapping[str, Any]) -> list[str]:
-        from hookgate.handlers.prompt import model_problems
+        from hookgate.handlers.prompt.handler import model_problems
 
         problems = [f"unknown agent config key {k!r}" for k in sorted(set(config) - _CONFIG_KEYS)]
         for key in ("agent", "prompt"):

@@ -1,6 +1,6 @@
 """Prompt-hook state shared by gateway replicas, in Redis.
 
-The decision cache and the per-turn counters (:mod:`hookgate.prompt_state`) live in one
+The decision cache and the per-turn counters (:mod:`hookgate.handlers.prompt.state`) live in one
 process by default. With several replicas behind a load balancer, a turn's calls land on
 different processes: the cap must count them together, and a decision one replica paid for
 should serve the others. ``hookgate serve --redis-url`` puts both here.

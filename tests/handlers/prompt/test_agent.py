@@ -9,8 +9,8 @@ import pytest
 from tests.support.llm_server import ScriptedLLM, text
 
 from hookgate import Engine, Settings
-from hookgate.budget import MemoryBudgetStore
-from hookgate.handlers.agent import AgentHandler, ReviewRequest, in_review, parse_review
+from hookgate.handlers.prompt.budget import MemoryBudgetStore
+from hookgate.handlers.prompt.agent import AgentHandler, ReviewRequest, in_review, parse_review
 from hookgate.handlers.base import Services
 from hookgate.outcome import MalformedAnswer, Outcome
 

@@ -13,7 +13,7 @@ from tests.support.llm_server import ScriptedLLM, decide
 
 from hookgate import Engine, Settings
 from hookgate.handlers.base import Services
-from hookgate.redis_state import RedisDecisionCache, RedisTurnCounter, connect
+from hookgate.handlers.prompt.redis_state import RedisDecisionCache, RedisTurnCounter, connect
 
 REDIS_URL = "redis://127.0.0.1:6379/0"
 KEY_ENV = "HOOKGATE_TEST_LLM_KEY"
