@@ -5,9 +5,12 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from hookgate.host_code import EDITIONS, Edition
-from hookgate.sandbox import Sandbox, resolve_sandbox
+
+if TYPE_CHECKING:
+    from hookgate.handlers.subprocess.sandbox import Sandbox
 
 __all__ = ["Settings"]
 
@@ -39,13 +42,16 @@ class Settings:
     #: For library users whose hooks are their own, fast code. The gateway never does this.
     inline_sync_hooks: bool = False
     #: ``off``, ``auto`` or ``bwrap``: run hook programs under bubblewrap (see
-    #: :mod:`hookgate.sandbox`); ``sandbox_hidden``: paths they must not see.
+    #: :mod:`hookgate.handlers.subprocess.sandbox`); ``sandbox_hidden``: paths they must not see.
     hook_sandbox: str = "off"
     sandbox_hidden: tuple[str, ...] = ()
     extra: dict[str, str] = field(default_factory=dict)
 
     def sandbox(self) -> Sandbox:
         """The sandbox hook programs run in (cached per mode and hidden paths)."""
+        # Imported here: the sandbox belongs to the handlers package, which imports settings.
+        from hookgate.handlers.subprocess.sandbox import resolve_sandbox
+
         return resolve_sandbox(self.hook_sandbox, self.sandbox_hidden)
 
     @classmethod

@@ -323,7 +323,7 @@ def test_bad_config_is_refused(config: dict[str, Any], message: str) -> None:
 
 
 def test_env_keys_documented_minimal_set() -> None:
-    from hookgate.subprocesses import BASE_ENV_KEYS, base_environment
+    from hookgate.handlers.subprocess.runner import BASE_ENV_KEYS, base_environment
 
     env = base_environment([], environ={"PATH": "/bin", "HOME": "/h", "LANG": "C", "X": "1"})
     assert env == {"PATH": "/bin", "HOME": "/h", "LANG": "C"}

@@ -31,7 +31,7 @@ from mcp.shared.message import SessionMessage
 from mcp.types import CONNECTION_CLOSED, INTERNAL_ERROR, REQUEST_TIMEOUT
 
 from hookgate.errors import HookgateError
-from hookgate.subprocesses import shorten
+from hookgate.handlers.subprocess.runner import shorten
 
 __all__ = ["ServerRequests", "Upstream", "UpstreamError", "UpstreamSpec"]
 

@@ -18,13 +18,14 @@ CC = "hookgate.integrations.claude_code"
 EXPECTED_HOOKGATE = {
     "hookgate", "hookgate.launcher", "hookgate.integrations", CC, f"{CC}.contract",
     f"{CC}.main", "hookgate.settings", "hookgate.events",
-    "hookgate.outcome", "hookgate.subprocesses", "hookgate.handlers", "hookgate.handlers.base",
+    "hookgate.outcome", "hookgate.handlers.subprocess.runner", "hookgate.handlers",
+    "hookgate.handlers.base",
     "hookgate.handlers.command", "hookgate.handlers.callable", "hookgate.engine",
     "hookgate.audit", "hookgate.chain", "hookgate.definition", "hookgate.matching",
     "hookgate.hook_event", "hookgate.log", "hookgate.registry", "hookgate.safeguards",
     "hookgate.config", "hookgate.config.formats", "hookgate.payload_limits",
     "hookgate.state", "hookgate.state.model", "hookgate.state.stores", "hookgate.state.binding",
-    "hookgate.host_code", "hookgate.sandbox",
+    "hookgate.host_code", "hookgate.handlers.subprocess.sandbox",
     "hookgate.hook_threads", "hookgate.errors",
 }
 #: Packages that would mean a heavy import crept in.

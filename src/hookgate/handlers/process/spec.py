@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from hookgate.runtime_events import ObserveFilter, normalize_observe
-from hookgate.subprocesses import base_environment
+from hookgate.handlers.subprocess.runner import base_environment
 
 __all__ = [
     "INTERCEPT_STAGES",
