@@ -216,7 +216,7 @@ def _check_bootstrap_files(files: Any) -> str | None:
 def _canonical_kind(payload: Mapping[str, Any]) -> Mapping[str, Any]:
     """``tool_exec_end`` → ``agent.tool.exec_end``, so observe lists and matchers that name
     either form see the event."""
-    from hookgate.runtime_events import KIND_ALIASES
+    from hookgate.integrations.picoclaw.runtime_events import KIND_ALIASES
 
     kind = payload.get("kind")
     if isinstance(kind, str) and kind in KIND_ALIASES:
@@ -543,7 +543,7 @@ CATALOGUE: Final[tuple[EventSpec, ...]] = (
         aliases=("PostToolUseFailure",),
     ),
     # PicoClaw's observe-only runtime events (turn, llm, tool exec, subturn, errors), delivered
-    # by hookgate.runtime_events; `kind` is the dotted event kind, e.g. agent.tool.exec_start.
+    # by hookgate.integrations.picoclaw.runtime_events; `kind` is the dotted event kind, e.g. agent.tool.exec_start.
     _spec(
         "runtime_event",
         blocking=False,

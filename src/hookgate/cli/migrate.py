@@ -31,11 +31,11 @@ import click
 import yaml
 
 from hookgate.config import ConfigError, read_document
-from hookgate.config.quality_gates import extract_gates
+from hookgate.integrations.goclaw.config import extract_gates
 from hookgate.definition import DefinitionError, validate_definition
 from hookgate.events import get_event
 from hookgate.host_code import EDITIONS, edition_refusal
-from hookgate.quality_gates import Gate, GateConfigError, parse_gates
+from hookgate.integrations.goclaw.gates import Gate, GateConfigError, parse_gates
 
 __all__ = ["convert_gates", "register"]
 
@@ -75,7 +75,7 @@ def _common(gate: Gate, index: int, agent: str | None) -> tuple[dict[str, Any], 
     if gate.max_retries:
         notes.append(
             f"{where}: max_retries {gate.max_retries} dropped (hooks block at once; the retry "
-            "loop with feedback is hookgate.quality_gates.RetryLoop)"
+            "loop with feedback is hookgate.integrations.goclaw.gates.RetryLoop)"
         )
     if agent:
         hook["if_expr"] = f"source_agent == {json.dumps(agent)}"

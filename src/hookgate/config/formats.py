@@ -49,8 +49,8 @@ _formats: list[ConfigFormat] = []
 # Modules that register further formats when imported (PicoClaw, legacy quality gates,
 # Claude Code settings). Missing ones are skipped so the core works on its own.
 _PLUGIN_MODULES: tuple[str, ...] = (
-    "hookgate.config.picoclaw",
-    "hookgate.config.quality_gates",
+    "hookgate.integrations.picoclaw.config",
+    "hookgate.integrations.goclaw.config",
     "hookgate.integrations.claude_code.settings_format",
 )
 _plugins_loaded = False

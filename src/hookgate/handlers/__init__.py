@@ -33,7 +33,7 @@ _BUILTIN: Final[dict[str, str]] = {
     "prompt": "hookgate.handlers.prompt.handler:PromptHandler",
     "agent": "hookgate.handlers.prompt.agent:AgentHandler",
     # GoClaw legacy quality gates (loaded from gate files and other_config.quality_gates).
-    "quality_gate": "hookgate.handlers.quality_gate:QualityGateHandler",
+    "quality_gate": "hookgate.integrations.goclaw.handler:QualityGateHandler",
 }
 _registered: dict[str, type[Handler] | str] = dict(_BUILTIN)
 

@@ -31,7 +31,7 @@ from hookgate.handlers.process.rpc import HookProcess, RpcError
 from hookgate.handlers.process.spec import ProcessSpec, config_problems, parse_spec
 from hookgate.log import log_event
 from hookgate.outcome import HookError, HookResult
-from hookgate.runtime_events import observes
+from hookgate.integrations.picoclaw.runtime_events import observes
 
 __all__ = ["ProcessHandler"]
 

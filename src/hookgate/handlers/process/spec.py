@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from hookgate.runtime_events import ObserveFilter, normalize_observe
+from hookgate.integrations.picoclaw.runtime_events import ObserveFilter, normalize_observe
 from hookgate.handlers.subprocess.runner import base_environment
 
 __all__ = [

@@ -10,7 +10,7 @@ The reviewer receives GoClaw's structured quality-gate prompt: the original task
 and target agent, and the output to evaluate (between markers: it is data, not
 instructions). It must answer ``APPROVED`` (optionally followed by comments), which allows,
 or ``REJECTED: <feedback>``, which blocks with the feedback as the reason (and as the retry
-prompt, see :mod:`hookgate.quality_gates`). Anything else is a malformed answer.
+prompt, see :mod:`hookgate.integrations.goclaw.gates`). Anything else is a malformed answer.
 
 Where the reviewer runs: by default one model call through the hook's provider (metered
 against the tenant budget, like prompt hooks). ``Services.extras["reviewer_agents"]`` may map

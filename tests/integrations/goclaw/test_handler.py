@@ -8,7 +8,7 @@ import pytest
 
 from hookgate import Engine, Settings
 from hookgate.definition import DefinitionError
-from hookgate.handlers.quality_gate import QualityGateHandler
+from hookgate.integrations.goclaw.handler import QualityGateHandler
 
 
 def gate_hook(*gates: dict[str, Any]) -> dict[str, Any]:

@@ -12,7 +12,7 @@ import pytest
 from tests.support.llm_server import ScriptedLLM, text
 
 from hookgate.handlers.base import Services
-from hookgate.quality_gates import (
+from hookgate.integrations.goclaw.gates import (
     Delegation,
     GateConfigError,
     QualityGates,

@@ -10,7 +10,7 @@ Told apart from hookgate's own format by shape (gates have ``type``, never
 
 Each becomes one ``quality_gate`` hook on ``subagent_stop`` (``delegation.completed`` is its
 alias) that runs the gates in order with their own semantics (see
-:mod:`hookgate.handlers.quality_gate`): a failing blocking gate blocks wherever a caller waits
+:mod:`hookgate.integrations.goclaw.handler`): a failing blocking gate blocks wherever a caller waits
 for the event (``delegation.completed`` always; ``subagent_stop`` with ``wait``). An agent
 record's gates apply to delegations from that agent (``if_expr: source_agent == "<key>"``),
 as in GoClaw. Commands run in the directory of the file unless a gate names a ``cwd``.
@@ -29,7 +29,7 @@ from hookgate.config.formats import ConfigError, ConfigFormat, register_format
 from hookgate.definition import DefinitionError, HookDefinition, validate_definition
 from hookgate.events import get_event
 from hookgate.host_code import edition_refusal
-from hookgate.quality_gates import GateConfigError, parse_gates
+from hookgate.integrations.goclaw.gates import GateConfigError, parse_gates
 
 __all__ = [
     "QUALITY_GATES",

@@ -45,7 +45,7 @@ from hookgate.config.formats import ConfigError, ConfigFormat, register_format
 from hookgate.definition import DefinitionError, HookDefinition, validate_definition
 from hookgate.events import get_event
 from hookgate.handlers.process.spec import INTERCEPT_STAGES, missing_program, parse_spec
-from hookgate.runtime_events import normalize_observe
+from hookgate.integrations.picoclaw.runtime_events import normalize_observe
 
 __all__ = [
     "DEFAULTS",
@@ -258,7 +258,7 @@ def _builtin_events(
         known = ", ".join(sorted(_builtins)) or "none"
         problems.append(
             f"{where}: unknown builtin hook {name!r} (registered: {known}); register it with "
-            "hookgate.config.picoclaw.register_builtin_hook"
+            "hookgate.integrations.picoclaw.config.register_builtin_hook"
         )
         return []
     config = entry.get("config") or {}

@@ -16,7 +16,7 @@ from tests.handlers.process_support import SCRIPT, read_log
 from hookgate import Engine
 from hookgate.cli import main
 from hookgate.config import ConfigError, detect_format, load_hooks, parse_hooks
-from hookgate.config.picoclaw import register_builtin_hook, unregister_builtin_hook
+from hookgate.integrations.picoclaw.config import register_builtin_hook, unregister_builtin_hook
 from hookgate.hook_event import HookEvent
 
 

@@ -13,7 +13,7 @@ from tests.handlers.process_support import eventually, process_hook, read_log
 
 from hookgate import Engine
 from hookgate.hook_event import HookEvent
-from hookgate.runtime_events import (
+from hookgate.integrations.picoclaw.runtime_events import (
     ALL_KINDS,
     KIND_ALIASES,
     KNOWN_KINDS,
