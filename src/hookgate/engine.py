@@ -1,8 +1,9 @@
 """The engine: agent code creates one and calls ``await engine.fire(event, payload)``.
 
-The engine resolves the hooks for an event, drives :func:`hookgate.chain.run_chain` with real
-handlers (with timeouts), hands execution records to the audit sink and sends non-blocking
-events to a bounded background queue. It holds no chain rules of its own.
+The engine resolves the hooks for an event, runs :func:`hookgate.chain.run_chain` through a
+driver (:mod:`hookgate.drivers`) with real handlers (with timeouts), hands execution records
+to the audit sink and sends non-blocking events to the bounded background queue
+(:mod:`hookgate.background`). It holds no chain rules of its own.
 """
 
 from __future__ import annotations
@@ -11,16 +12,17 @@ import asyncio
 import itertools
 import logging
 import os
-import threading
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from hookgate.audit import AuditSink, ExecutionRecord, input_hash, summarize_input
-from hookgate.chain import Batch, Call, ChainGen, ChainSettings, Reply, matters, run_chain
+from hookgate.background import BackgroundQueue
+from hookgate.chain import Batch, Call, ChainSettings, Reply, run_chain
 from hookgate.definition import DefinitionError, HookDefinition, Problem, validate_definition
+from hookgate.drivers import LoopThread, SyncCaller, drive_async, drive_sync
 from hookgate.events import CATALOGUE, KNOWN_FIELDS, EventSpec, get_event, normalize_payload
 from hookgate.handlers import Handler, Invocation, Services, handler_class
 from hookgate.hook_event import HookEvent
@@ -53,13 +55,12 @@ from hookgate.state.binding import (
 if TYPE_CHECKING:
     from hookgate.approvals import Approver
 
-__all__ = ["INPUT_GUARD_ID", "Engine", "EngineStats", "drive_async", "drive_sync"]
+__all__ = ["INPUT_GUARD_ID", "Engine", "EngineStats"]
 
 #: The hook id audit rows carry when the engine refused an event's input before any hook ran.
 INPUT_GUARD_ID = "hookgate:input-limits"
 
 F = TypeVar("F", bound=Callable[..., Any])
-T = TypeVar("T")
 
 _SPECS: dict[str, EventSpec] = {}
 for _spec in CATALOGUE:
@@ -67,60 +68,27 @@ for _spec in CATALOGUE:
         _SPECS[_name] = _spec
 
 
-def drive_sync(
-    chain: ChainGen, execute: Callable[[Batch], Sequence[Reply]]
-) -> Outcome:
-    """Run a chain without an event loop: ``execute`` runs one batch per the driver contract."""
-    try:
-        batch = next(chain)
-        while True:
-            batch = chain.send(execute(batch))
-    except StopIteration as done:
-        return done.value  # type: ignore[no-any-return]
-
-
-async def drive_async(
-    chain: ChainGen,
-    execute: Callable[[Call, Mapping[str, Any], float], Awaitable[Reply]],
-    clock: Callable[[], float],
-) -> Outcome:
-    """Run a chain on the event loop.
-
-    A blocking batch runs in order and stops after the first call that matters; a
-    non-blocking batch runs concurrently.
-    """
-    try:
-        batch = next(chain)
-        while True:
-            calls, payload, deadline = batch
-            if deadline is None:
-                replies: Sequence[Reply] = await asyncio.gather(
-                    *(execute(call, payload, call[1]) for call in calls)
-                )
-            else:
-                ran: list[Reply] = []
-                for call in calls:
-                    remaining = deadline - clock()
-                    if remaining <= 0:
-                        break
-                    reply = await execute(call, payload, min(call[1], remaining))
-                    ran.append(reply)
-                    if matters(reply):
-                        break
-                replies = ran
-            batch = chain.send(replies)
-    except StopIteration as done:
-        return done.value  # type: ignore[no-any-return]
-
-
 @dataclass(slots=True)
 class EngineStats:
     fired: int = 0
-    background_queued: int = 0
-    background_dropped: int = 0
-    background_failed: int = 0
     audit_records: int = 0
     threads: HookThreads | None = None
+    background: BackgroundQueue | None = None
+
+    @property
+    def background_queued(self) -> int:
+        """Non-blocking chains queued so far."""
+        return self.background.queued if self.background is not None else 0
+
+    @property
+    def background_dropped(self) -> int:
+        """Non-blocking chains dropped because the queue was full."""
+        return self.background.dropped if self.background is not None else 0
+
+    @property
+    def background_failed(self) -> int:
+        """Non-blocking chains that raised (isolated from the agent)."""
+        return self.background.failed if self.background is not None else 0
 
     @property
     def hook_threads_stuck(self) -> int:
@@ -144,26 +112,6 @@ class EngineStats:
         }
 
 
-class _LoopThread:
-    """An event loop on a daemon thread, for sync callers whose hooks need a loop."""
-
-    def __init__(self) -> None:
-        self.loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._main, name="hookgate-loop", daemon=True)
-        self._thread.start()
-
-    def _main(self) -> None:
-        asyncio.set_event_loop(self.loop)
-        self.loop.run_forever()
-
-    def run(self, coro: Coroutine[Any, Any, T]) -> T:
-        return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
-
-    def stop(self) -> None:
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self._thread.join(timeout=5)
-
-
 class _Expiry:
     """Cancels a task when a hook's time is up, and remembers that it did."""
 
@@ -176,61 +124,6 @@ class _Expiry:
     def fire(self) -> None:
         self.fired = True
         self.task.cancel()
-
-
-class _SyncCaller:
-    """Runs batches of plain-function hooks in the calling thread.
-
-    The event view is shared by the calls of a batch (they see the same payload). A plain
-    function cannot be interrupted, so a hook that overran its timeout (or the chain budget)
-    is reported as a timeout afterwards.
-    """
-
-    __slots__ = ("_clock", "_event", "_functions")
-
-    def __init__(
-        self,
-        event: str,
-        functions: Mapping[CompiledHook, Callable[[HookEvent], Any]],
-        clock: Callable[[], float],
-    ) -> None:
-        self._event = event
-        self._functions = functions
-        self._clock = clock
-
-    def __call__(self, batch: Batch) -> list[Reply]:
-        calls, payload, deadline = batch
-        view = HookEvent(self._event, payload)
-        functions = self._functions
-        clock = self._clock
-        perf = time.perf_counter
-        replies: list[Reply] = []
-        for call in calls:
-            hook, timeout_s = call[0], call[1]
-            if deadline is not None:
-                remaining = deadline - clock()
-                if remaining <= 0:
-                    break
-                if remaining < timeout_s:
-                    timeout_s = remaining
-            started = perf()
-            try:
-                answer = functions[hook](view)
-            except Exception as exc:
-                replies.append((None, exc, False, (perf() - started) * 1000))
-                if deadline is not None:
-                    break
-                continue
-            elapsed = perf() - started
-            if elapsed > timeout_s:
-                replies.append((None, None, True, elapsed * 1000))
-                if deadline is not None:
-                    break
-                continue
-            replies.append((answer, None, False, elapsed * 1000))
-            if answer is not None and deadline is not None:
-                break
-        return replies
 
 
 class Engine:
@@ -271,7 +164,12 @@ class Engine:
         self.threads = HookThreads()
         self.services.extras.setdefault("hook_threads", self.threads)
         self._inline = self.settings.inline_sync_hooks
-        self.stats = EngineStats(threads=self.threads)
+        self._background = BackgroundQueue(
+            self._run,
+            size=self.settings.background_queue_size,
+            workers=self.settings.background_workers,
+        )
+        self.stats = EngineStats(threads=self.threads, background=self._background)
         self._clock = clock
         self.breakers = BreakerBoard(
             threshold=self.settings.breaker_threshold,
@@ -302,10 +200,7 @@ class Engine:
         ] = {}
         self._event_ids = itertools.count(1)
         self._event_prefix = os.urandom(6).hex()
-        self._queue: asyncio.Queue[tuple[EventSpec, Mapping[str, Any], Sequence[CompiledHook]]]
-        self._queue_loop: asyncio.AbstractEventLoop | None = None
-        self._workers: list[asyncio.Task[None]] = []
-        self._portal: _LoopThread | None = None
+        self._portal: LoopThread | None = None
         self._closed = False
         for hook in hooks:
             self.add(hook)
@@ -463,7 +358,7 @@ class Engine:
             return self.refuse_input(event, data, problem, wait=wait)
         hooks = self.source.resolve(spec.name, data.get("tenant_id"), data.get("agent_id"))
         if not spec.waits(event, wait):
-            self._submit(spec, data, hooks)
+            self._background.submit(spec, data, hooks)
             return Outcome()
         return await self._run(spec.run_as(event, wait), data, hooks)
 
@@ -497,7 +392,7 @@ class Engine:
         hooks = self.source.resolve(spec.name, data.get("tenant_id"), data.get("agent_id"))
         if not spec.waits(event, wait):
             portal = self._loop_thread()
-            portal.loop.call_soon_threadsafe(self._submit, spec, data, hooks)
+            portal.loop.call_soon_threadsafe(self._background.submit, spec, data, hooks)
             return Outcome()
         spec = spec.run_as(event, wait)
         functions = self._sync_functions(hooks)
@@ -698,7 +593,7 @@ class Engine:
     ) -> Outcome:
         chain = run_chain(hooks, spec, data, self._chain_settings)
         if self._inline:
-            return drive_sync(chain, _SyncCaller(spec.name, functions, self._clock))
+            return drive_sync(chain, SyncCaller(spec.name, functions, self._clock))
         threads, clock, name = self.threads, self._clock, spec.name
 
         def on_worker(batch: Batch) -> list[Reply]:
@@ -888,56 +783,9 @@ class Engine:
 
     # -- background queue -----------------------------------------------------------------
 
-    def _submit(
-        self, spec: EventSpec, data: Mapping[str, Any], hooks: Sequence[CompiledHook]
-    ) -> None:
-        if not hooks:
-            return
-        loop = asyncio.get_running_loop()
-        if self._queue_loop is not loop:
-            self._start_workers(loop)
-        try:
-            self._queue.put_nowait((spec, data, hooks))
-        except asyncio.QueueFull:
-            self.stats.background_dropped += 1
-            log_event(
-                "hookgate.background.dropped",
-                event=spec.name,
-                dropped_total=self.stats.background_dropped,
-                queue_size=self.settings.background_queue_size,
-            )
-            return
-        self.stats.background_queued += 1
-
-    def _start_workers(self, loop: asyncio.AbstractEventLoop) -> None:
-        self._queue = asyncio.Queue(maxsize=self.settings.background_queue_size)
-        self._queue_loop = loop
-        self._workers = [
-            loop.create_task(self._worker(), name=f"hookgate-background-{n}")
-            for n in range(self.settings.background_workers)
-        ]
-
-    async def _worker(self) -> None:
-        queue = self._queue
-        while True:
-            spec, data, hooks = await queue.get()
-            try:
-                await self._run(spec, data, hooks)
-            except Exception as exc:  # isolated: a background failure never reaches the agent
-                self.stats.background_failed += 1
-                log_event("hookgate.background.failed", event=spec.name, error=str(exc))
-            finally:
-                queue.task_done()
-
     async def drain(self) -> None:
         """Wait until every queued non-blocking event has run."""
-        if self._queue_loop is None:
-            return
-        if self._queue_loop is asyncio.get_running_loop():
-            await self._queue.join()
-        else:
-            fut = asyncio.run_coroutine_threadsafe(self._queue.join(), self._queue_loop)
-            await asyncio.wrap_future(fut)
+        await self._background.join()
 
     def drain_sync(self) -> None:
         """:meth:`drain` for synchronous programs (their background work runs on the
@@ -950,11 +798,7 @@ class Engine:
         if self._closed:
             return
         self._closed = True
-        if self._queue_loop is asyncio.get_running_loop():
-            await self._queue.join()
-            for task in self._workers:
-                task.cancel()
-            await asyncio.gather(*self._workers, return_exceptions=True)
+        await self._background.stop()
         for handler in self._handlers.values():
             try:
                 await handler.aclose()
@@ -965,17 +809,17 @@ class Engine:
     def close(self) -> None:
         """:meth:`aclose` for synchronous programs."""
         if self._portal is not None:
-            if self._queue_loop is self._portal.loop:
-                self._portal.run(self._queue.join())
+            if self._background.loop is self._portal.loop:
+                self._portal.run(self._background.join())
             self._portal.run(self.aclose())
             self._portal.stop()
             self._portal = None
         elif not self._closed:
             asyncio.run(self.aclose())
 
-    def _loop_thread(self) -> _LoopThread:
+    def _loop_thread(self) -> LoopThread:
         if self._portal is None:
-            self._portal = _LoopThread()
+            self._portal = LoopThread()
         return self._portal
 
     async def __aenter__(self) -> Engine:

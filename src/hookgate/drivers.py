@@ -1,0 +1,150 @@
+"""The chain drivers: they execute the batches :func:`hookgate.chain.run_chain` yields and
+send back the replies, and hold no chain rule of their own.
+
+- :func:`drive_async`: on the event loop (any handler);
+- :func:`drive_sync`: without a loop, e.g. with :class:`SyncCaller` (plain functions in the
+  calling thread) or the engine's worker threads;
+- :class:`LoopThread`: the loop a synchronous caller's async handlers run on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from hookgate.chain import Batch, Call, ChainGen, Reply, matters
+from hookgate.hook_event import HookEvent
+
+if TYPE_CHECKING:
+    from hookgate.outcome import Outcome
+    from hookgate.registry import CompiledHook
+
+__all__ = ["LoopThread", "SyncCaller", "drive_async", "drive_sync"]
+
+T = TypeVar("T")
+
+
+def drive_sync(
+    chain: ChainGen, execute: Callable[[Batch], Sequence[Reply]]
+) -> Outcome:
+    """Run a chain without an event loop: ``execute`` runs one batch per the driver contract."""
+    try:
+        batch = next(chain)
+        while True:
+            batch = chain.send(execute(batch))
+    except StopIteration as done:
+        return done.value  # type: ignore[no-any-return]
+
+
+async def drive_async(
+    chain: ChainGen,
+    execute: Callable[[Call, Mapping[str, Any], float], Awaitable[Reply]],
+    clock: Callable[[], float],
+) -> Outcome:
+    """Run a chain on the event loop.
+
+    A blocking batch runs in order and stops after the first call that matters; a
+    non-blocking batch runs concurrently.
+    """
+    try:
+        batch = next(chain)
+        while True:
+            calls, payload, deadline = batch
+            if deadline is None:
+                replies: Sequence[Reply] = await asyncio.gather(
+                    *(execute(call, payload, call[1]) for call in calls)
+                )
+            else:
+                ran: list[Reply] = []
+                for call in calls:
+                    remaining = deadline - clock()
+                    if remaining <= 0:
+                        break
+                    reply = await execute(call, payload, min(call[1], remaining))
+                    ran.append(reply)
+                    if matters(reply):
+                        break
+                replies = ran
+            batch = chain.send(replies)
+    except StopIteration as done:
+        return done.value  # type: ignore[no-any-return]
+
+
+class SyncCaller:
+    """Runs batches of plain-function hooks in the calling thread.
+
+    The event view is shared by the calls of a batch (they see the same payload). A plain
+    function cannot be interrupted, so a hook that overran its timeout (or the chain budget)
+    is reported as a timeout afterwards.
+    """
+
+    __slots__ = ("_clock", "_event", "_functions")
+
+    def __init__(
+        self,
+        event: str,
+        functions: Mapping[CompiledHook, Callable[[HookEvent], Any]],
+        clock: Callable[[], float],
+    ) -> None:
+        self._event = event
+        self._functions = functions
+        self._clock = clock
+
+    def __call__(self, batch: Batch) -> list[Reply]:
+        calls, payload, deadline = batch
+        view = HookEvent(self._event, payload)
+        functions = self._functions
+        clock = self._clock
+        perf = time.perf_counter
+        replies: list[Reply] = []
+        for call in calls:
+            hook, timeout_s = call[0], call[1]
+            if deadline is not None:
+                remaining = deadline - clock()
+                if remaining <= 0:
+                    break
+                if remaining < timeout_s:
+                    timeout_s = remaining
+            started = perf()
+            try:
+                answer = functions[hook](view)
+            except Exception as exc:
+                replies.append((None, exc, False, (perf() - started) * 1000))
+                if deadline is not None:
+                    break
+                continue
+            elapsed = perf() - started
+            if elapsed > timeout_s:
+                replies.append((None, None, True, elapsed * 1000))
+                if deadline is not None:
+                    break
+                continue
+            replies.append((answer, None, False, elapsed * 1000))
+            if answer is not None and deadline is not None:
+                break
+        return replies
+
+
+
+
+class LoopThread:
+    """An event loop on a daemon thread, for sync callers whose hooks need a loop."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._main, name="hookgate-loop", daemon=True)
+        self._thread.start()
+
+    def _main(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        self.loop.run_forever()
+
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
+
+    def stop(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join(timeout=5)
