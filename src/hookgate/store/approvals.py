@@ -20,7 +20,7 @@ from hookgate.log import log_event
 from hookgate.store.base import Caller, NotFound, StoreError
 
 if TYPE_CHECKING:
-    from hookgate.store.sql import Row, Sql
+    from hookgate.store.sql.base import Row, Sql
 
 __all__ = [
     "APPROVAL_STATUSES",

@@ -26,7 +26,9 @@ from hookgate.log import log_event
 from hookgate.store.approvals import ApprovalRow
 from hookgate.store.base import ExecutionRow, StoreError
 from hookgate.store.migrations import load_migrations
-from hookgate.store.sql import EXECUTION_COLUMNS, Row, SqlStore, execution_params
+from hookgate.store.sql import SqlStore
+from hookgate.store.sql.base import Row
+from hookgate.store.sql.executions import EXECUTION_COLUMNS, execution_params
 
 __all__ = ["NOTIFY_CHANNEL", "PostgresStore"]
 
@@ -128,7 +130,7 @@ def _rowcount(status: str) -> int:
 
 
 class _Connection:
-    """:class:`~hookgate.store.sql.Sql` over one asyncpg connection."""
+    """:class:`~hookgate.store.sql.base.Sql` over one asyncpg connection."""
 
     def __init__(self, conn: asyncpg.Connection) -> None:
         self.conn = conn

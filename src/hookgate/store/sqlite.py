@@ -30,7 +30,9 @@ from hookgate.log import log_event
 from hookgate.store.base import ExecutionRow, StoreError
 from hookgate.store.location import SQLITE_FILE_NAME
 from hookgate.store.migrations import load_migrations, split_statements
-from hookgate.store.sql import EXECUTION_COLUMNS, Row, SqlStore, execution_params
+from hookgate.store.sql import SqlStore
+from hookgate.store.sql.base import Row
+from hookgate.store.sql.executions import EXECUTION_COLUMNS, execution_params
 
 __all__ = ["SqliteStore"]
 
@@ -68,7 +70,7 @@ async def _run(conn: aiosqlite.Connection, sql: str) -> None:
 
 
 class _Connection:
-    """:class:`~hookgate.store.sql.Sql` over one aiosqlite connection."""
+    """:class:`~hookgate.store.sql.base.Sql` over one aiosqlite connection."""
 
     def __init__(self, conn: aiosqlite.Connection) -> None:
         self.conn = conn

@@ -1,0 +1,214 @@
+"""The ``hook_executions`` table: the audit history, paged newest first by cursor."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+import orjson
+
+from hookgate.store.base import (
+    Caller,
+    ExecutionPage,
+    ExecutionQuery,
+    ExecutionRow,
+    NotFound,
+    StoreError,
+)
+from hookgate.store.sql.base import Row, SqlBackend, loads
+
+__all__ = [
+    "EXECUTION_COLUMNS",
+    "EXECUTION_INSERT",
+    "MAX_PAGE",
+    "ExecutionTable",
+    "decode_cursor",
+    "encode_cursor",
+    "execution_from_row",
+    "execution_params",
+]
+
+MAX_PAGE: Final = 1000
+EXECUTION_COLUMNS: Final = (
+    "id, hook_id, hook_version, hook_name, handler_type, event, event_id, decision, "
+    "duration_ms, tenant_id, agent_id, session_id, input_hash, dedup_key, error, "
+    "error_detail, metadata, created_at, tool_name, input_summary, reason, hook_ref"
+)
+# A row for a hook deleted meanwhile gets hook_id NULL, like the rows the delete touched.
+EXECUTION_INSERT: Final = (
+    f"INSERT INTO hook_executions ({EXECUTION_COLUMNS}) VALUES "
+    "(?, (SELECT h.id FROM agent_hooks h WHERE h.id = ?), "
+    "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+    "ON CONFLICT (dedup_key) DO NOTHING"
+)
+
+def _metadata_json(metadata: Mapping[str, Any]) -> str:
+    # str() for anything exotic a handler left in its details, and no NUL escapes (jsonb
+    # refuses them): an execution row is never refused for its metadata.
+    try:
+        text = orjson.dumps(metadata, default=str, option=orjson.OPT_NON_STR_KEYS).decode()
+    except TypeError:  # e.g. an integer beyond 64 bits, which orjson refuses
+        text = json.dumps(metadata, separators=(",", ":"), ensure_ascii=False, default=str)
+    return text.replace("\\u0000", "\\\\0") if "\\u0000" in text else text
+
+
+def execution_params(row: ExecutionRow) -> tuple[Any, ...]:
+    return (
+        row.id,
+        row.hook_id,
+        row.hook_version,
+        row.hook_name,
+        row.handler_type,
+        row.event,
+        row.event_id,
+        row.decision,
+        row.duration_ms,
+        row.tenant_id,
+        row.agent_id,
+        row.session_id,
+        row.input_hash,
+        row.dedup_key,
+        row.error,
+        row.error_detail,
+        _metadata_json(row.metadata),
+        row.created_at,
+        row.tool_name,
+        row.input_summary,
+        row.reason,
+        row.hook_ref or row.hook_id,
+    )
+
+
+def execution_from_row(row: Row) -> ExecutionRow:
+    detail = row["error_detail"]
+    return ExecutionRow(
+        id=row["id"],
+        hook_id=row["hook_id"],
+        hook_version=row["hook_version"],
+        hook_name=row["hook_name"],
+        handler_type=row["handler_type"],
+        event=row["event"],
+        event_id=row["event_id"],
+        decision=row["decision"],
+        duration_ms=row["duration_ms"],
+        tenant_id=row["tenant_id"],
+        agent_id=row["agent_id"],
+        session_id=row["session_id"],
+        input_hash=row["input_hash"],
+        dedup_key=row["dedup_key"],
+        error=row["error"],
+        error_detail=bytes(detail) if detail is not None else None,
+        metadata=loads(row["metadata"]),
+        created_at=row["created_at"],
+        tool_name=row["tool_name"],
+        input_summary=row["input_summary"],
+        reason=row["reason"],
+        hook_ref=row["hook_ref"],
+        seq=row["seq"],
+    )
+
+
+def encode_cursor(seq: int) -> str:
+    return base64.urlsafe_b64encode(f"s{seq}".encode()).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> int:
+    try:
+        text = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
+        if not text.startswith("s"):
+            raise ValueError(text)
+        return int(text[1:])
+    except (binascii.Error, UnicodeDecodeError, ValueError):
+        raise StoreError(f"invalid history cursor {cursor!r}") from None
+
+
+
+class ExecutionTable(SqlBackend):
+    """Execution rows: written in batches by the audit writer, queried by page, pruned."""
+
+    async def write_executions(self, rows: Sequence[ExecutionRow]) -> int:
+        if not rows:
+            return 0
+        async with self._write() as sql:
+            return await sql.executemany(EXECUTION_INSERT, [execution_params(r) for r in rows])
+
+    async def query_executions(self, caller: Caller, query: ExecutionQuery) -> ExecutionPage:
+        where: list[str] = []
+        args: list[Any] = []
+        tenant = query.tenant_id if caller.master else caller.tenant_id
+        if tenant is not None:
+            where.append("tenant_id = ?")
+            args.append(tenant)
+        for column, value in (
+            ("hook_ref", query.hook_id),  # the executed id: a deleted hook's rows too
+            ("tool_name", query.tool_name),
+            ("session_id", query.session_id),
+            ("decision", query.decision),
+            ("event", query.event),
+            ("agent_id", query.agent_id),
+        ):
+            if value is not None:
+                where.append(f"{column} = ?")
+                args.append(value)
+        if query.since is not None:
+            where.append("created_at >= ?")
+            args.append(float(query.since))
+        if query.until is not None:
+            where.append("created_at < ?")
+            args.append(float(query.until))
+        if query.cursor:
+            where.append("seq < ?")
+            args.append(decode_cursor(query.cursor))
+        limit = max(1, min(int(query.limit), MAX_PAGE))
+        clause = f" WHERE {' AND '.join(where)}" if where else ""
+        async with self._read() as sql:
+            rows = await sql.fetch(
+                f"SELECT seq, {EXECUTION_COLUMNS} FROM hook_executions{clause} "
+                f"ORDER BY seq DESC LIMIT {limit + 1}",
+                *args,
+            )
+        items = tuple(execution_from_row(row) for row in rows[:limit])
+        more = len(rows) > limit
+        return ExecutionPage(items, encode_cursor(items[-1].seq) if more and items else None)
+
+    async def get_execution(self, caller: Caller, execution_id: str) -> ExecutionRow:
+        async with self._read() as sql:
+            # Rows with an error detail are indexed by id; the rest need a scan (they hold
+            # nothing the history pages do not already show).
+            row = await sql.fetchrow(
+                f"SELECT seq, {EXECUTION_COLUMNS} FROM hook_executions "
+                "WHERE id = ? AND error_detail IS NOT NULL",
+                execution_id,
+            ) or await sql.fetchrow(
+                f"SELECT seq, {EXECUTION_COLUMNS} FROM hook_executions WHERE id = ?",
+                execution_id,
+            )
+        if row is None or not (caller.master or row["tenant_id"] == caller.tenant_id):
+            raise NotFound(f"no execution {execution_id}")
+        return execution_from_row(row)
+
+    async def prune_executions(self, caller: Caller, older_than: float) -> int:
+        cutoff = float(older_than)
+        tenant = "" if caller.master else " AND tenant_id = ?"
+        scope: list[Any] = [] if caller.master else [caller.tenant_id]
+        async with self._write() as sql:
+            # Rows arrive in time order, so the oldest row young enough to keep bounds the
+            # range to delete along the primary key (a walk over the rows being deleted,
+            # not the table). A row written out of order is kept until the bound passes it.
+            bound = await sql.fetchval(
+                "SELECT seq FROM hook_executions WHERE created_at >= ? ORDER BY seq LIMIT 1",
+                cutoff,
+            )
+            if bound is None:
+                return await sql.execute(
+                    f"DELETE FROM hook_executions WHERE created_at < ?{tenant}", cutoff, *scope
+                )
+            return await sql.execute(
+                f"DELETE FROM hook_executions WHERE seq < ? AND created_at < ?{tenant}",
+                int(bound),
+                cutoff,
+                *scope,
+            )
