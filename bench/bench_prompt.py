@@ -17,10 +17,10 @@ from tests.support.llm_server import ScriptedLLM, decide
 
 from bench.harness import Row, interleaved_medians_us
 from hookgate import Engine, Settings
-from hookgate.handlers.prompt.budget import MemoryBudgetStore
 from hookgate.definition import validate_definition
 from hookgate.events import get_event
 from hookgate.handlers.base import Invocation, Services
+from hookgate.handlers.prompt.budget import MemoryBudgetStore
 from hookgate.handlers.prompt.handler import PromptHandler
 
 KEY_ENV = "HOOKGATE_BENCH_LLM_KEY"

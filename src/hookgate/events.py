@@ -543,7 +543,8 @@ CATALOGUE: Final[tuple[EventSpec, ...]] = (
         aliases=("PostToolUseFailure",),
     ),
     # PicoClaw's observe-only runtime events (turn, llm, tool exec, subturn, errors), delivered
-    # by hookgate.integrations.picoclaw.runtime_events; `kind` is the dotted event kind, e.g. agent.tool.exec_start.
+    # by hookgate.integrations.picoclaw.runtime_events; `kind` is the dotted event kind,
+    # e.g. agent.tool.exec_start.
     _spec(
         "runtime_event",
         blocking=False,

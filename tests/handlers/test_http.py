@@ -16,10 +16,10 @@ from hookgate import Engine, MemoryAudit, Settings
 from hookgate.approvals import ApprovalRequest, CallbackApprover
 from hookgate.handlers.base import Services
 from hookgate.handlers.http import HttpHandler
-from hookgate.secrets.headers import MASK, mask_hook, seal_headers
-from hookgate.outcome import Outcome
-from hookgate.secrets.keyring import Keyring, generate_key_text
 from hookgate.net.ssrf import StaticResolver
+from hookgate.outcome import Outcome
+from hookgate.secrets.headers import MASK, mask_hook, seal_headers
+from hookgate.secrets.keyring import Keyring, generate_key_text
 
 EXEC = {"tool_name": "exec", "tool_input": {"cmd": "ls -la"}, "session_id": "s-1"}
 LOOPBACK = Settings(ssrf_allowlist=("127.0.0.1/32",))

@@ -18,8 +18,8 @@ from hookgate.llm import (
 from hookgate.llm.anthropic import AnthropicMessages
 from hookgate.llm.openai import OpenAIChat
 from hookgate.net.outbound import OutboundClient
-from hookgate.settings import Settings
 from hookgate.net.ssrf import Allowlist, SsrfGuard, SsrfRefused
+from hookgate.settings import Settings
 
 TOOL = ToolSpec("decide", "verdict", {"type": "object", "properties": {}})
 

@@ -13,8 +13,8 @@ import pytest
 from tests.support.webhook_server import Reply, WebhookServer
 
 from hookgate.net.outbound import OutboundClient
-from hookgate.settings import Settings
 from hookgate.net.ssrf import Allowlist, SsrfGuard, SsrfRefused, StaticResolver, address_class
+from hookgate.settings import Settings
 
 REFUSED = [
     ("127.0.0.1", "loopback"),

@@ -153,7 +153,7 @@ def test_sandbox_mode_bwrap_refuses_to_start_without_bubblewrap(tmp_path: Path) 
 def test_sandbox_auto_warns_at_start_without_bubblewrap(tmp_path: Path) -> None:
     gateway = GatewayProcess(tmp_path / "data", env={"PATH": "/nonexistent"}).start()
     try:
-        assert "hookgate.handlers.subprocess.sandbox.unavailable" in gateway.log()
+        assert "hookgate.sandbox.unavailable" in gateway.log()
         assert '"hook_sandbox":"off"' in gateway.log()
     finally:
         gateway.stop()

@@ -1,4 +1,5 @@
-"""The behaviour every :class:`hookgate.handlers.prompt.budget.BudgetStore` must have, as reusable tests.
+"""The behaviour every :class:`hookgate.handlers.prompt.budget.BudgetStore` must have, as
+reusable tests.
 
 A store's test module subclasses :class:`BudgetStoreContract` and provides a ``make_store``
 fixture: a callable ``(clock, default_total) -> store`` (or an awaitable of one)::

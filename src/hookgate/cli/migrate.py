@@ -31,10 +31,10 @@ import click
 import yaml
 
 from hookgate.config import ConfigError, read_document
-from hookgate.integrations.goclaw.config import extract_gates
 from hookgate.definition import DefinitionError, validate_definition
 from hookgate.events import get_event
 from hookgate.host_code import EDITIONS, edition_refusal
+from hookgate.integrations.goclaw.config import extract_gates
 from hookgate.integrations.goclaw.gates import Gate, GateConfigError, parse_gates
 
 __all__ = ["convert_gates", "register"]

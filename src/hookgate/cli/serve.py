@@ -18,9 +18,9 @@ from typing import Any
 import click
 
 from hookgate.cli.store_options import store_options
+from hookgate.handlers.subprocess.sandbox import MODES, SandboxUnavailable
 from hookgate.host_code import EDITIONS
 from hookgate.log import log_event
-from hookgate.handlers.subprocess.sandbox import MODES, SandboxUnavailable
 from hookgate.secrets.keyring import Keyring, SecretError
 from hookgate.settings import Settings
 from hookgate.store import Caller, StoreError, open_store
@@ -89,7 +89,7 @@ def _configure_sandbox(
             "bubblewrap is not installed: command and process hooks run unsandboxed, as the "
             "gateway's user (install the 'bubblewrap' package, or pass --hook-sandbox off)"
         )
-        log_event("hookgate.handlers.subprocess.sandbox.unavailable", level=logging.WARNING, message=message)
+        log_event("hookgate.sandbox.unavailable", level=logging.WARNING, message=message)
         click.echo(f"warning: {message}", err=True)
 
 

@@ -6,9 +6,10 @@ Config (GoClaw's contract)::
      "format": "goclaw"}            # or "claude_code"
 
 * The command runs through ``/bin/sh -c`` in its own process group, in ``cwd`` when set.
-* Environment: only ``PATH``, ``HOME`` and ``LANG`` (see :mod:`hookgate.handlers.subprocess.runner`), the
-  names listed in ``allowed_env_vars``, and ``HOOKGATE_EVENT`` / ``HOOKGATE_HOOK_ID``. An
-  empty list passes none of hookgate's own secrets.
+* Environment: only ``PATH``, ``HOME`` and ``LANG`` (see
+  :mod:`hookgate.handlers.subprocess.runner`), the names listed in ``allowed_env_vars``, and
+  ``HOOKGATE_EVENT`` / ``HOOKGATE_HOOK_ID``. An empty list passes none of hookgate's own
+  secrets.
 * Output is capped: stdout at 1 MiB (more is an error and the process group is killed at
   once), stderr at 64 KiB (the rest is discarded). The trace keeps 4 KiB of each.
 * On a timeout or a cancel, and when the command exits, the whole process group is killed,
@@ -33,8 +34,8 @@ from collections.abc import Mapping
 from typing import Any, ClassVar, Final
 
 from hookgate.handlers.base import Handler, Invocation
-from hookgate.outcome import HookError, HookResult, MalformedAnswer, coerce_result
 from hookgate.handlers.subprocess.runner import base_environment, run_shell, shorten
+from hookgate.outcome import HookError, HookResult, MalformedAnswer, coerce_result
 
 __all__ = ["FORMATS", "STDERR_CAP", "STDOUT_CAP", "CommandHandler", "parse_goclaw_answer"]
 

@@ -38,7 +38,6 @@ import orjson
 
 from hookgate.audit import redact
 from hookgate.handlers.base import Handler, Invocation
-from hookgate.secrets.headers import open_headers, secret_header_names
 from hookgate.log import log_event
 from hookgate.net.outbound import (
     OutboundError,
@@ -47,9 +46,10 @@ from hookgate.net.outbound import (
     close_shared_client,
     shared_client,
 )
-from hookgate.outcome import HookError, HookResult, MalformedAnswer, coerce_result
-from hookgate.secrets.keyring import Keyring, SecretError, is_sealed_text
 from hookgate.net.ssrf import SsrfGuard, SsrfRefused
+from hookgate.outcome import HookError, HookResult, MalformedAnswer, coerce_result
+from hookgate.secrets.headers import open_headers, secret_header_names
+from hookgate.secrets.keyring import Keyring, SecretError, is_sealed_text
 
 __all__ = ["HttpHandler"]
 

@@ -5,11 +5,11 @@ Prompt and agent hooks both call :func:`metered_completion`. It picks the provid
 request through the SSRF-guarded client, deducts the reply's real token usage and reports
 model and tokens as execution details (``prompt_model``, ``prompt_tokens``, …).
 
-``Services.extras`` names used: ``budget_store`` (a :class:`~hookgate.handlers.prompt.budget.BudgetStore`;
-an in-memory one is created and shared on first use), ``http_client``, ``keyring`` (opens a
-hook's sealed ``api_key``) and ``llm_providers`` (a gateway's
-:class:`~hookgate.llm.providers.ProviderRegistry`: when present, hooks may only use the
-operator's providers, see :mod:`hookgate.llm.providers`).
+``Services.extras`` names used: ``budget_store`` (a
+:class:`~hookgate.handlers.prompt.budget.BudgetStore`; an in-memory one is created and
+shared on first use), ``http_client``, ``keyring`` (opens a hook's sealed ``api_key``) and
+``llm_providers`` (a gateway's :class:`~hookgate.llm.providers.ProviderRegistry`: when
+present, hooks may only use the operator's providers, see :mod:`hookgate.llm.providers`).
 """
 
 from __future__ import annotations
@@ -18,16 +18,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from hookgate.handlers.prompt.budget import BudgetStore, MemoryBudgetStore
 from hookgate.handlers.base import Services
+from hookgate.handlers.prompt.budget import BudgetStore, MemoryBudgetStore
 from hookgate.llm.base import ChatReply, ChatRequest, ProviderError, ToolSpec
 from hookgate.llm.providers import ProviderRegistry, open_api_key
 from hookgate.llm.select import ProviderChoice, choose_for_tenant, choose_provider, make_provider
 from hookgate.log import log_event
 from hookgate.net.outbound import shared_client
+from hookgate.net.ssrf import SsrfRefused
 from hookgate.outcome import HookError
 from hookgate.secrets.keyring import SecretError
-from hookgate.net.ssrf import SsrfRefused
 
 __all__ = ["DEFAULT_TENANT", "MeteredReply", "budget_store", "metered_completion"]
 
@@ -46,7 +46,10 @@ def budget_store(services: Services) -> BudgetStore:
     if store is None:
         store = services.extras.setdefault("budget_store", MemoryBudgetStore())
     if not isinstance(store, BudgetStore):
-        raise HookError("services.extras['budget_store'] is not a hookgate.handlers.prompt.budget.BudgetStore")
+        raise HookError(
+            "services.extras['budget_store'] is not a "
+            "hookgate.handlers.prompt.budget.BudgetStore"
+        )
     return store
 
 

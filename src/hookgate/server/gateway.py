@@ -116,7 +116,11 @@ class Gateway:
             "llm_providers", operator_registry(list(self.options.llm_providers), self.settings)
         )
         if self.options.redis_url:
-            from hookgate.handlers.prompt.redis_state import RedisDecisionCache, RedisTurnCounter, connect
+            from hookgate.handlers.prompt.redis_state import (
+                RedisDecisionCache,
+                RedisTurnCounter,
+                connect,
+            )
             from hookgate.state.shared import RedisStateStore
 
             redis = connect(self.options.redis_url)

@@ -23,9 +23,9 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
-from hookgate.secrets.headers import seal_headers, secret_header_names
 from hookgate.llm.aliases import resolve_model
 from hookgate.llm.providers import API_KEY_FIELD, api_key_aad
+from hookgate.secrets.headers import seal_headers, secret_header_names
 from hookgate.secrets.keyring import Keyring, is_sealed_text
 from hookgate.server.errors import ApiError
 

@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 from datetime import date
 from typing import Any, Final, Literal, Protocol, runtime_checkable
 
-from hookgate.handlers.prompt.budget import BudgetStatus
 from hookgate.definition import GLOBAL_TENANT, HookDefinition
 from hookgate.errors import BudgetError, HookgateError
+from hookgate.handlers.prompt.budget import BudgetStatus
 
 __all__ = [
     "API_KEY_PREFIX",
@@ -520,8 +520,8 @@ class Store(Protocol):
         today: date | None = None,
         default_total: int = DEFAULT_BUDGET_TOKENS,
     ) -> BudgetStatus:
-        """The atomic primitive behind :class:`hookgate.handlers.prompt.budget.BudgetStore` (no caller: the
-        engine's own accounting). Rolls over first; deductions stop at zero."""
+        """The atomic primitive behind :class:`hookgate.handlers.prompt.budget.BudgetStore`
+        (no caller: the engine's own accounting). Rolls over first; deductions stop at zero."""
         ...
 
     # API keys

@@ -1,4 +1,5 @@
-"""Monthly token budgets in the store: :class:`hookgate.handlers.prompt.budget.BudgetStore` over SQL.
+"""Monthly token budgets in the store: :class:`hookgate.handlers.prompt.budget.BudgetStore`
+over SQL.
 
 Each call is one transaction in the store (a row lock on PostgreSQL, the write lock on
 SQLite), so checks, deductions and rollovers from many processes never lose an update. The
@@ -10,7 +11,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime
 
-from hookgate.handlers.prompt.budget import DEFAULT_MONTHLY_TOKENS, BudgetStatus, month_start, utc_now
+from hookgate.handlers.prompt.budget import (
+    DEFAULT_MONTHLY_TOKENS,
+    BudgetStatus,
+    month_start,
+    utc_now,
+)
 from hookgate.store.base import Store
 
 __all__ = ["SqlBudgetStore"]

@@ -9,9 +9,9 @@ import pytest
 from tests.support.llm_server import ScriptedLLM, text
 
 from hookgate import Engine, Settings
-from hookgate.handlers.prompt.budget import MemoryBudgetStore
-from hookgate.handlers.prompt.agent import AgentHandler, ReviewRequest, in_review, parse_review
 from hookgate.handlers.base import Services
+from hookgate.handlers.prompt.agent import AgentHandler, ReviewRequest, in_review, parse_review
+from hookgate.handlers.prompt.budget import MemoryBudgetStore
 from hookgate.outcome import MalformedAnswer, Outcome
 
 KEY_ENV = "HOOKGATE_TEST_REVIEWER_KEY"

@@ -11,12 +11,12 @@ from tests.support.budget_contract import MonthClock
 from tests.support.llm_server import ScriptedLLM, decide, failure, raw, text, tool_call
 
 from hookgate import DefinitionError, Engine, MemoryAudit, Settings
-from hookgate.handlers.prompt.budget import MemoryBudgetStore
 from hookgate.definition import validate_definition
 from hookgate.handlers.base import Services
+from hookgate.handlers.prompt.budget import MemoryBudgetStore
 from hookgate.handlers.prompt.handler import PREAMBLE, PromptHandler
-from hookgate.outcome import Outcome
 from hookgate.handlers.prompt.state import MemoryDecisionCache
+from hookgate.outcome import Outcome
 from hookgate.testing import FakeClock
 
 KEY_ENV = "HOOKGATE_TEST_LLM_KEY"

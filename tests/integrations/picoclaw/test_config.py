@@ -16,8 +16,8 @@ from tests.handlers.process_support import SCRIPT, read_log
 from hookgate import Engine
 from hookgate.cli import main
 from hookgate.config import ConfigError, detect_format, load_hooks, parse_hooks
-from hookgate.integrations.picoclaw.config import register_builtin_hook, unregister_builtin_hook
 from hookgate.hook_event import HookEvent
+from hookgate.integrations.picoclaw.config import register_builtin_hook, unregister_builtin_hook
 
 
 def process(**fields: Any) -> dict[str, Any]:

@@ -29,9 +29,9 @@ from hookgate.handlers.process.protocol import (
 )
 from hookgate.handlers.process.rpc import HookProcess, RpcError
 from hookgate.handlers.process.spec import ProcessSpec, config_problems, parse_spec
+from hookgate.integrations.picoclaw.runtime_events import observes
 from hookgate.log import log_event
 from hookgate.outcome import HookError, HookResult
-from hookgate.integrations.picoclaw.runtime_events import observes
 
 __all__ = ["ProcessHandler"]
 

@@ -28,10 +28,10 @@ from typing import Any, Final
 from hookgate.audit import redact
 from hookgate.errors import HookgateError
 from hookgate.handlers.process.spec import ProcessSpec
+from hookgate.handlers.subprocess.runner import CHUNK, base_environment, kill_group, shorten, spawn
+from hookgate.handlers.subprocess.sandbox import NO_SANDBOX, Sandbox
 from hookgate.log import log_event
 from hookgate.outcome import HookError
-from hookgate.handlers.subprocess.sandbox import NO_SANDBOX, Sandbox
-from hookgate.handlers.subprocess.runner import CHUNK, base_environment, kill_group, shorten, spawn
 
 __all__ = ["MAX_LINE", "HookProcess", "RpcError"]
 

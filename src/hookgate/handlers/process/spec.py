@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from hookgate.integrations.picoclaw.runtime_events import ObserveFilter, normalize_observe
 from hookgate.handlers.subprocess.runner import base_environment
+from hookgate.integrations.picoclaw.runtime_events import ObserveFilter, normalize_observe
 
 __all__ = [
     "INTERCEPT_STAGES",

@@ -45,12 +45,6 @@ from typing import Any, ClassVar, Final
 from hookgate.audit import canonical_json
 from hookgate.events import EventSpec
 from hookgate.handlers.base import Handler, Invocation
-from hookgate.llm.aliases import PROVIDERS, resolve_model
-from hookgate.llm.base import ChatReply, ToolSpec
-from hookgate.llm.metered import metered_completion
-from hookgate.log import log_event
-from hookgate.net.outbound import close_shared_client
-from hookgate.outcome import HookError, HookResult, MalformedAnswer
 from hookgate.handlers.prompt.state import (
     DECISION_TTL_S,
     TURN_TTL_S,
@@ -59,7 +53,13 @@ from hookgate.handlers.prompt.state import (
     MemoryTurnCounter,
     TurnCounter,
 )
+from hookgate.llm.aliases import PROVIDERS, resolve_model
+from hookgate.llm.base import ChatReply, ToolSpec
+from hookgate.llm.metered import metered_completion
+from hookgate.log import log_event
+from hookgate.net.outbound import close_shared_client
 from hookgate.net.ssrf import SsrfGuard, SsrfRefused
+from hookgate.outcome import HookError, HookResult, MalformedAnswer
 
 __all__ = ["DECIDE_TOOL", "PREAMBLE", "PromptHandler", "evaluated_data", "parse_decide"]
 

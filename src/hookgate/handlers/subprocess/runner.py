@@ -17,8 +17,8 @@ import signal
 from collections.abc import Callable, Iterable, Mapping
 from typing import Final
 
-from hookgate.outcome import HookError
 from hookgate.handlers.subprocess.sandbox import NO_SANDBOX, Sandbox
+from hookgate.outcome import HookError
 
 __all__ = [
     "BASE_ENV_KEYS",
@@ -176,7 +176,8 @@ async def run_shell(
     Past ``stdout_cap`` bytes the group is killed (a runaway hook); ``stdout_cap=0`` keeps
     nothing and kills nothing (stdout only drained). Whatever happens (exit, overflow,
     timeout, cancel) the group is killed before this returns or raises, and the shell is
-    reaped. Under ``sandbox`` the shell runs inside it (see :mod:`hookgate.handlers.subprocess.sandbox`).
+    reaped. Under ``sandbox`` the shell runs inside it (see
+    :mod:`hookgate.handlers.subprocess.sandbox`).
     """
     try:
         argv = sandbox.wrap(("/bin/sh", "-c", command), cwd)

@@ -37,12 +37,12 @@ from pathlib import Path
 from typing import Any, Final, Literal
 
 from hookgate.errors import HookgateError
-from hookgate.handlers.prompt.agent import Delegation, review
 from hookgate.handlers.base import Services
+from hookgate.handlers.prompt.agent import Delegation, review
+from hookgate.handlers.subprocess.runner import base_environment, run_shell, shorten
+from hookgate.handlers.subprocess.sandbox import Sandbox
 from hookgate.log import log_event
 from hookgate.outcome import HookError
-from hookgate.handlers.subprocess.sandbox import Sandbox
-from hookgate.handlers.subprocess.runner import base_environment, run_shell, shorten
 
 __all__ = [
     "DEFAULT_TIMEOUT_S",

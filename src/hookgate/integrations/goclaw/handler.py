@@ -1,7 +1,8 @@
 """The ``quality_gate`` handler: GoClaw's legacy gate list, run as one hook.
 
-Config: ``{"gates": [ …GoClaw gate objects… ]}`` (see :mod:`hookgate.integrations.goclaw.gates`). Legacy
-gate files and an agent's ``other_config.quality_gates`` load as a hook of this type on
+Config: ``{"gates": [ …GoClaw gate objects… ]}`` (see
+:mod:`hookgate.integrations.goclaw.gates`). Legacy gate files and an agent's
+``other_config.quality_gates`` load as a hook of this type on
 ``subagent_stop`` (``delegation.completed``), so their semantics hold: gates run in order,
 the first blocking failure stops the rest and blocks with the gate's feedback as the
 reason; non-blocking failures are logged and listed in the details.
@@ -20,11 +21,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from hookgate.handlers.prompt.agent import Delegation
 from hookgate.handlers.base import Handler, Invocation
+from hookgate.handlers.prompt.agent import Delegation
+from hookgate.integrations.goclaw.gates import (
+    GATE_EVENT,
+    GateConfigError,
+    QualityGates,
+    parse_gates,
+)
 from hookgate.net.outbound import close_shared_client
 from hookgate.outcome import HookError, HookResult
-from hookgate.integrations.goclaw.gates import GATE_EVENT, GateConfigError, QualityGates, parse_gates
 
 __all__ = ["QualityGateHandler"]
 
