@@ -18,9 +18,10 @@ CC = "hookgate.integrations.claude_code"
 EXPECTED_HOOKGATE = {
     "hookgate", "hookgate.launcher", "hookgate.integrations", CC, f"{CC}.contract",
     f"{CC}.main", "hookgate.settings", "hookgate.events",
-    "hookgate.outcome", "hookgate.handlers.subprocess.runner", "hookgate.handlers",
-    "hookgate.handlers.base",
+    "hookgate.outcome", "hookgate.handlers", "hookgate.handlers.base",
+    "hookgate.handlers.subprocess", "hookgate.handlers.subprocess.runner",
     "hookgate.handlers.command", "hookgate.handlers.callable", "hookgate.engine",
+    "hookgate.drivers", "hookgate.background",
     "hookgate.audit", "hookgate.chain", "hookgate.definition", "hookgate.matching",
     "hookgate.hook_event", "hookgate.log", "hookgate.registry", "hookgate.safeguards",
     "hookgate.config", "hookgate.config.formats", "hookgate.payload_limits",
