@@ -13,8 +13,8 @@ import asyncio
 from collections.abc import Mapping
 from typing import Any, Final
 
+from hookgate.net.ssrf import ALLOWLIST_ENV, Allowlist, Resolver, SsrfGuard, SsrfRefused
 from hookgate.settings import Settings
-from hookgate.ssrf import ALLOWLIST_ENV, Allowlist, Resolver, SsrfGuard, SsrfRefused
 
 __all__ = ["ALLOWLIST_HINT", "url_warnings"]
 
