@@ -1,5 +1,7 @@
-"""Plain-function hooks run on worker threads: the caller gets the timeout at the deadline,
-stuck threads are counted, and a CEL filter's time counts against the hook's timeout."""
+"""Plain-function hooks on worker threads (the gateway's way, and any thread but the main
+one): the caller gets the timeout at the deadline, stuck threads are counted, and a CEL
+filter's time counts against the hook's timeout. The main thread's alarm is tested in
+test_hook_alarm.py."""
 
 from __future__ import annotations
 
@@ -29,8 +31,13 @@ def wait_until(condition: Any, seconds: float = 10.0) -> None:
         time.sleep(0.01)
 
 
+def threads() -> Settings:
+    """Settings that send plain functions to worker threads even on the main thread."""
+    return Settings(interrupt_plain_hooks=False)
+
+
 def stuck_engine(release: threading.Event, **hook: Any) -> Engine:
-    engine = Engine()
+    engine = Engine(settings=threads())
 
     @engine.hook("pre_tool_use", timeout_ms=200, **hook)
     def stall(event: Any) -> None:
@@ -99,7 +106,7 @@ def test_inline_mode_keeps_the_old_behaviour() -> None:
     engine.hook("pre_tool_use")(lambda event: seen.append(threading.current_thread().name))
     engine.fire_sync("pre_tool_use", {"tool_name": "x"})
     assert seen == [threading.current_thread().name]
-    threaded = Engine()
+    threaded = Engine(settings=threads())
     threaded.hook("pre_tool_use")(lambda event: seen.append(threading.current_thread().name))
     threaded.fire_sync("pre_tool_use", {"tool_name": "x"})
     assert seen[-1].startswith("hookgate-hook-")
@@ -108,7 +115,7 @@ def test_inline_mode_keeps_the_old_behaviour() -> None:
 
 def test_a_filters_time_counts_against_the_hook_timeout() -> None:
     expr = " || ".join(f"payload.s.contains('absent-{i}')" for i in range(45))
-    engine = Engine()
+    engine = Engine(settings=threads())
     engine.hook("pre_tool_use", if_expr=f"!({expr})", timeout_ms=1)(lambda event: None)
     outcome = engine.fire_sync("pre_tool_use", {"tool_name": "x", "s": "ab" * 400_000})
     assert outcome.decision == "block", outcome.reason

@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from hookgate import hook_alarm
 from hookgate.audit import AuditSink, ExecutionRecord, input_hash, summarize_input
 from hookgate.background import BackgroundQueue
 from hookgate.chain import Batch, Call, ChainSettings, Reply, run_chain
@@ -164,6 +165,7 @@ class Engine:
         self.threads = HookThreads()
         self.services.extras.setdefault("hook_threads", self.threads)
         self._inline = self.settings.inline_sync_hooks
+        self._interrupt = self.settings.interrupt_plain_hooks
         self._background = BackgroundQueue(
             self._run,
             size=self.settings.background_queue_size,
@@ -594,11 +596,16 @@ class Engine:
         chain = run_chain(hooks, spec, data, self._chain_settings)
         if self._inline:
             return drive_sync(chain, SyncCaller(spec.name, functions, self._clock))
-        threads, clock, name = self.threads, self._clock, spec.name
+        threads, clock, name, interrupt = self.threads, self._clock, spec.name, self._interrupt
 
         def on_worker(batch: Batch) -> list[Reply]:
             calls, payload, deadline = batch
-            return threads.run_batch(calls, functions, HookEvent(name, payload), deadline, clock)
+            view = HookEvent(name, payload)
+            if interrupt and hook_alarm.available():
+                replies = hook_alarm.run_batch(calls, functions, view, deadline, clock)
+                if replies is not None:
+                    return replies
+            return threads.run_batch(calls, functions, view, deadline, clock)
 
         return drive_sync(chain, on_worker)
 
@@ -612,14 +619,17 @@ class Engine:
         # Plain functions on worker threads: the loop keeps serving while they run, and a
         # call past its time answers a timeout at its deadline.
         chain = run_chain(hooks, spec, data, self._chain_settings)
-        threads, clock, name = self.threads, self._clock, spec.name
+        threads, clock, name, interrupt = self.threads, self._clock, spec.name, self._interrupt
         try:
             batch = next(chain)
             while True:
                 calls, payload, deadline = batch
-                replies = await threads.run_batch_async(
-                    calls, functions, HookEvent(name, payload), deadline, clock
-                )
+                view = HookEvent(name, payload)
+                replies: list[Reply] | None = None
+                if interrupt and hook_alarm.available():
+                    replies = hook_alarm.run_batch(calls, functions, view, deadline, clock)
+                if replies is None:
+                    replies = await threads.run_batch_async(calls, functions, view, deadline, clock)
                 batch = chain.send(replies)
         except StopIteration as done:
             return done.value  # type: ignore[no-any-return]
@@ -709,8 +719,11 @@ class Engine:
                 functions = None
                 break
             # Hooks with state load and save it on the loop (the store may be a database).
-            fn = None if compiled.definition.config.get("state") else handler.sync_function(
-                compiled.definition)
+            fn = (
+                None
+                if compiled.definition.config.get("state")
+                else handler.sync_function(compiled.definition)
+            )
             if fn is None:
                 functions = None
                 break

@@ -57,6 +57,7 @@ class _Job:
 
     __slots__ = (
         "abandoned",
+        "alarm_due",
         "calls",
         "clock",
         "context",
@@ -66,6 +67,7 @@ class _Job:
         "functions",
         "notify",
         "replies",
+        "set_alarm",
         "view",
     )
 
@@ -76,6 +78,8 @@ class _Job:
         view: Any,
         deadline: float | None,
         clock: Callable[[], float],
+        *,
+        copy_context: bool = True,
     ) -> None:
         self.calls = calls
         self.functions = functions
@@ -89,13 +93,20 @@ class _Job:
         self.finished = False
         self.notify: Callable[[], object] | None = None
         # The caller's context variables (tracing, "inside a review"…) follow the calls.
-        self.context = contextvars.copy_context()
+        self.context = contextvars.copy_context() if copy_context else None
+        # When the alarm of :mod:`hookgate.hook_alarm` is set to fire (inf: no alarm, the
+        # calls run on a worker), and how to set it earlier for a call due sooner.
+        self.alarm_due = math.inf
+        self.set_alarm: Callable[[_Job, float], None] | None = None
 
     def run(self) -> None:
-        self.context.run(self._run)
+        if self.context is None:
+            self.run_calls()
+        else:
+            self.context.run(self.run_calls)
 
-    def _run(self) -> None:
-        """The calls in order, with the driver contract's stop rules (see ``_SyncCaller``)."""
+    def run_calls(self) -> None:
+        """The calls in order, with the driver contract's stop rules (see ``SyncCaller``)."""
         deadline, clock, perf = self.deadline, self.clock, time.perf_counter
         functions, view, replies = self.functions, self.view, self.replies
         for index, call in enumerate(self.calls):
@@ -110,6 +121,8 @@ class _Job:
                     timeout_s = remaining
             started = perf()
             self.current = (index, started, timeout_s)
+            if self.set_alarm is not None and started + timeout_s < self.alarm_due:
+                self.set_alarm(self, started + timeout_s)
             try:
                 answer = functions[hook](view)
             except Exception as exc:

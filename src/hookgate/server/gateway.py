@@ -97,6 +97,9 @@ class Gateway:
         self.options = options or GatewayOptions()
         self.settings = settings or Settings.from_env()
         self.settings.edition = self.options.edition  # type: ignore[assignment]
+        # Plain function hooks go to worker threads: the loop serves every tenant meanwhile.
+        self.settings.inline_sync_hooks = False
+        self.settings.interrupt_plain_hooks = False
         # Checked before any import, at definition and again when a hook runs.
         self.settings.callable_modules = tuple(self.options.callable_modules)
         self.store = store
