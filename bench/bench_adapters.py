@@ -1,35 +1,47 @@
 """Framework adapters: what hookgate adds to one agent run with one tool call.
 
-Per framework, the same run (the model calls a tool once, then answers) with the adapter and
-one matching callable ``pre_tool_use`` hook, against the run with no adapter at all (goal: the
-adapter adds under 5 %). A second row compares the adapter with a no-op stand-in registered at
-the same points of the framework (a middleware, plugin, capability or hook callbacks that do
-nothing): what is left is hookgate's own share, the rest is the framework's cost of calling
-out at all. Each framework uses its own offline model; the Claude Agent SDK rows run the
-bundled Claude Code CLI against a scripted Anthropic API on loopback. Runs alternate (one of
-each per round) so all see the same machine load; medians.
+Per framework, the same run (the model calls a tool once, then answers) in four variants:
+
+- ``without``: no adapter at all;
+- ``with``: the adapter and one matching callable ``pre_tool_use`` hook (the goal row: under
+  5 % added), the hook run the engine's default way, on one of its worker threads;
+- ``inline``: the same with ``Settings(inline_sync_hooks=True)``, the hook run in the caller:
+  the difference to ``with`` is the engine's thread hop;
+- ``noop``: a no-op stand-in for the adapter registered at the same points of the framework
+  (a middleware, plugin, capability or hook callbacks that do nothing): the framework's own
+  cost of calling out at all, which no adapter can avoid.
+
+Each framework uses its own offline model; the Claude Agent SDK rows run the bundled Claude
+Code CLI against a scripted Anthropic API on loopback. The variants take turns, one run each
+per round with the order rotated, so all see the same machine load; each is reported as the
+median over the rounds, in wall-clock time and in the process's CPU time (``time.process_time``,
+every thread of this process: far less moved by other processes on a shared machine, but
+blind to time spent waiting to be scheduled, which the thread hop pays in wall time).
 """
 
 from __future__ import annotations
 
 import asyncio
 import copy
+import logging
 import statistics
 import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.harness import Row, interleaved_medians_us
+from bench.harness import Row
 from hookgate import Engine
+from hookgate.settings import Settings
 
 GOAL = "< 5% added"
 
 
-def _engine() -> Engine:
-    engine = Engine()
+def _engine(*, inline: bool = False) -> Engine:
+    engine = Engine(settings=Settings(inline_sync_hooks=inline))
 
     @engine.hook("pre_tool_use", matcher="^shell$")
     def allow_ls(event: Any) -> None:
@@ -38,40 +50,101 @@ def _engine() -> Engine:
     return engine
 
 
-def _rows(framework: str, medians: dict[str, float]) -> list[Row]:
-    with_us = medians["with"]
-    return [
-        Row(
-            "adapters",
-            f"{framework}: run with 1 tool call, 1 matching hook",
-            with_us,
-            "µs",
-            "the same run without the adapter",
-            medians["without"],
-            GOAL,
-            with_us / medians["without"] < 1.05,
-        ),
-        Row(
-            "adapters",
-            f"{framework}: the same, vs no-op hooks at the same points",
-            with_us,
-            "µs",
-            "a no-op stand-in for the adapter (the framework's own cost of hooks)",
-            medians["noop"],
-        ),
-    ]
+@dataclass(slots=True)
+class Timing:
+    """Median µs per run of one variant: wall clock and this process's CPU time."""
+
+    wall: float
+    cpu: float
 
 
-def _interleaved_sync(makes: dict[str, Callable[[], object]], samples: int) -> dict[str, float]:
-    times: dict[str, list[float]] = {name: [] for name in makes}
+def _medians(walls: dict[str, list[float]], cpus: dict[str, list[float]]) -> dict[str, Timing]:
+    return {
+        name: Timing(statistics.median(walls[name]), statistics.median(cpus[name]))
+        for name in walls
+    }
+
+
+def _interleaved_sync(makes: dict[str, Callable[[], object]], samples: int) -> dict[str, Timing]:
+    walls: dict[str, list[float]] = {name: [] for name in makes}
+    cpus: dict[str, list[float]] = {name: [] for name in makes}
     names = list(makes)
+    perf, cpu = time.perf_counter, time.process_time
+    for make in makes.values():
+        make()  # warm-up: imports, caches, first-use threads
     for index in range(samples):
         shift = index % len(names)
         for name in names[shift:] + names[:shift]:
-            start = time.perf_counter()
+            started, cpu_started = perf(), cpu()
             makes[name]()
-            times[name].append((time.perf_counter() - start) * 1e6)
-    return {name: statistics.median(values) for name, values in times.items()}
+            cpus[name].append((cpu() - cpu_started) * 1e6)
+            walls[name].append((perf() - started) * 1e6)
+    return _medians(walls, cpus)
+
+
+async def _interleaved_async(
+    makes: dict[str, Callable[[], Awaitable[object]]], samples: int
+) -> dict[str, Timing]:
+    walls: dict[str, list[float]] = {name: [] for name in makes}
+    cpus: dict[str, list[float]] = {name: [] for name in makes}
+    names = list(makes)
+    perf, cpu = time.perf_counter, time.process_time
+    for make in makes.values():
+        await make()
+    for index in range(samples):
+        shift = index % len(names)
+        for name in names[shift:] + names[:shift]:
+            started, cpu_started = perf(), cpu()
+            await makes[name]()
+            cpus[name].append((cpu() - cpu_started) * 1e6)
+            walls[name].append((perf() - started) * 1e6)
+    return _medians(walls, cpus)
+
+
+def _rows(framework: str, timings: dict[str, Timing]) -> list[Row]:
+    with_, without = timings["with"], timings["without"]
+    rows = [
+        Row(
+            "adapters",
+            f"{framework}: run with 1 tool call, 1 matching hook",
+            with_.wall,
+            "µs",
+            "the same run without the adapter (wall clock)",
+            without.wall,
+            GOAL,
+            with_.wall / without.wall < 1.05,
+        ),
+    ]
+    if "inline" in timings:
+        rows.append(
+            Row(
+                "adapters",
+                f"{framework}: the same, inline_sync_hooks=True",
+                timings["inline"].wall,
+                "µs",
+                "the same run without the adapter (the gap to the row above is the thread hop)",
+                without.wall,
+            )
+        )
+    rows += [
+        Row(
+            "adapters",
+            f"{framework}: no-op hooks at the same points",
+            timings["noop"].wall,
+            "µs",
+            "the same run without them (the framework's own cost of hook points)",
+            without.wall,
+        ),
+        Row(
+            "adapters",
+            f"{framework}: run with 1 matching hook, CPU time",
+            with_.cpu,
+            "µs",
+            "the same run without the adapter (this process's CPU time)",
+            without.cpu,
+        ),
+    ]
+    return rows
 
 
 def _shell(cmd: str) -> str:
@@ -121,15 +194,18 @@ def _langchain(samples: int) -> list[Row]:
     model = Scripted(messages=iter(()))
     agents = {
         "with": create_agent(model, [shell], middleware=[HookgateMiddleware(_engine())]),
+        "inline": create_agent(
+            model, [shell], middleware=[HookgateMiddleware(_engine(inline=True))]
+        ),
         "noop": create_agent(model, [shell], middleware=[Noop()]),
         "without": create_agent(model, [shell]),
     }
     state = {"messages": [{"role": "user", "content": "list"}]}
-    medians = _interleaved_sync(
+    timings = _interleaved_sync(
         {name: (lambda agent=agent: agent.invoke(state)) for name, agent in agents.items()},
         samples,
     )
-    return _rows("LangChain v1 (invoke)", medians)
+    return _rows("LangChain v1 (invoke)", timings)
 
 
 # -- OpenAI Agents -------------------------------------------------------------------------
@@ -143,12 +219,12 @@ def _openai_agents(samples: int) -> list[Row]:
     from hookgate.adapters.openai_agents import HookgateRunHooks, guard_tools
 
     set_tracing_disabled(True)  # no exporter thread in the measurement
-    engine = _engine()
+    engine, inline_engine = _engine(), _engine(inline=True)
     model = ScriptedModel()
     tool = function_tool(_shell, name_override="shell")
     plain = Agent(name="bench", model=model, tools=[tool])
     guarded = Agent(name="bench", model=model, tools=guard_tools([tool], engine))
-    hooks = HookgateRunHooks(engine)
+    inline = Agent(name="bench", model=model, tools=guard_tools([tool], inline_engine))
     # The no-op stand-in: RunHooks that do nothing and a tool whose invoker only forwards.
     forwarded = copy.copy(tool)
     inner = tool.on_invoke_tool
@@ -168,17 +244,18 @@ def _openai_agents(samples: int) -> list[Row]:
 
         return once
 
-    medians = asyncio.run(
-        interleaved_medians_us(
+    timings = asyncio.run(
+        _interleaved_async(
             {
-                "with": run(guarded, hooks),
+                "with": run(guarded, HookgateRunHooks(engine)),
+                "inline": run(inline, HookgateRunHooks(inline_engine)),
                 "noop": run(noop, RunHooks()),
                 "without": run(plain, None),
             },
-            samples=samples,
+            samples,
         )
     )
-    return _rows("OpenAI Agents", medians)
+    return _rows("OpenAI Agents", timings)
 
 
 # -- Pydantic AI ---------------------------------------------------------------------------
@@ -221,18 +298,21 @@ def _pydantic_ai(samples: int) -> list[Row]:
 
     agents: dict[str, Agent[None, str]] = {
         "with": Agent(FunctionModel(respond), capabilities=[HookgateCapability(_engine())]),
+        "inline": Agent(
+            FunctionModel(respond), capabilities=[HookgateCapability(_engine(inline=True))]
+        ),
         "noop": Agent(FunctionModel(respond), capabilities=[Noop()]),
         "without": Agent(FunctionModel(respond)),
     }
     for agent in agents.values():
         agent.tool_plain(name="shell")(_shell)
-    medians = asyncio.run(
-        interleaved_medians_us(
+    timings = asyncio.run(
+        _interleaved_async(
             {name: (lambda agent=agent: agent.run("list")) for name, agent in agents.items()},
-            samples=samples,
+            samples,
         )
     )
-    return _rows("Pydantic AI", medians)
+    return _rows("Pydantic AI", timings)
 
 
 # -- Google ADK ----------------------------------------------------------------------------
@@ -311,17 +391,20 @@ def _adk(samples: int) -> list[Row]:
         async def after_tool_callback(self, **kwargs: Any) -> None:
             return None
 
-    medians = asyncio.run(
-        interleaved_medians_us(
+    # ADK logs a warning per model call when the scripted model reports no token usage.
+    logging.getLogger("google_adk").setLevel(logging.ERROR)
+    timings = asyncio.run(
+        _interleaved_async(
             {
                 "with": runner([HookgatePlugin(_engine())]),
+                "inline": runner([HookgatePlugin(_engine(inline=True))]),
                 "noop": runner([Noop(name="noop")]),
                 "without": runner([]),
             },
-            samples=samples,
+            samples,
         )
     )
-    return _rows("Google ADK", medians)
+    return _rows("Google ADK", timings)
 
 
 # -- Claude Agent SDK ----------------------------------------------------------------------
@@ -364,13 +447,13 @@ def _claude_agent_sdk(samples: int) -> list[Row]:
             return {}
 
         noop = {event: [HookMatcher(hooks=[nothing])] for event in EVENTS}
-        medians = asyncio.run(
-            interleaved_medians_us(
+        timings = asyncio.run(
+            _interleaved_async(
                 {"with": run(hook_matchers(engine)), "noop": run(noop), "without": run(None)},
-                samples=samples,
+                samples,
             )
         )
-    return _rows("Claude Agent SDK (bundled CLI)", medians)
+    return _rows("Claude Agent SDK (bundled CLI)", timings)
 
 
 # -- smolagents ----------------------------------------------------------------------------
@@ -410,24 +493,27 @@ def _smolagents(samples: int) -> list[Row]:
     def agent() -> Any:
         return ToolCallingAgent(tools=[shell], model=Scripted(model_id="s"), verbosity_level=0)
 
-    engine = _engine()
+    engine, inline_engine = _engine(), _engine(inline=True)
     guarded, plain, noop = guard(agent(), engine), agent(), agent()
+    inline = guard(agent(), inline_engine)
     # The no-op stand-in: the same methods wrapped by functions that only forward.
     for name in ("run", "process_tool_calls", "execute_tool_call"):
         inner = getattr(noop, name)
         setattr(noop, name, lambda *a, inner=inner, **k: inner(*a, **k))
     inner_generate = noop.model.generate
     noop.model.generate = lambda *a, **k: inner_generate(*a, **k)
-    medians = _interleaved_sync(
+    timings = _interleaved_sync(
         {
             "with": lambda: guarded.run("list"),
+            "inline": lambda: inline.run("list"),
             "noop": lambda: noop.run("list"),
             "without": lambda: plain.run("list"),
         },
         samples,
     )
     engine.close()
-    return _rows("smolagents ToolCallingAgent", medians)
+    inline_engine.close()
+    return _rows("smolagents ToolCallingAgent", timings)
 
 
 FRAMEWORKS: dict[str, Callable[[int], list[Row]]] = {
