@@ -7,11 +7,17 @@ import json
 from typing import Any
 
 import pytest
-from tests.adapters.support import add_context_hook, closed_port, engine_with, require_package
+from tests.adapters.support import (
+    PROMPT_AND_MODEL_REWRITES,
+    add_context_hook,
+    closed_port,
+    engine_with,
+    require_package,
+)
 
 require_package("agents", "openai-agents")
 
-from agents import Agent, Runner, WebSearchTool, function_tool  # noqa: E402
+from agents import Agent, RunConfig, Runner, WebSearchTool, function_tool  # noqa: E402
 from agents.testing import ScriptedModel  # noqa: E402
 from agents.testing.model import assistant_message, function_call  # noqa: E402
 
@@ -24,7 +30,7 @@ CALL_ID = "call_oa_1"
 
 
 class Harness:
-    def __init__(self, target: Any, *, handoff: bool = False) -> None:
+    def __init__(self, target: Any, *, handoff: bool = False, filtered: bool = False) -> None:
         self.received: list[str] = []
         self.model = ScriptedModel(
             [
@@ -46,9 +52,16 @@ class Harness:
             tools=guard_tools([shell], target),
         )
         self.hooks = HookgateRunHooks(target)
+        # With the filter, the prompt and before_llm go through the SDK's own input filter
+        # (and with tracing off, so the run is told apart by its no-op trace).
+        self.run_config = (
+            RunConfig(call_model_input_filter=self.hooks.model_input_filter, tracing_disabled=True)
+            if filtered
+            else None
+        )
 
     async def run(self, prompt: str = "clean up") -> Any:
-        return await Runner.run(self.agent, prompt, hooks=self.hooks)
+        return await Runner.run(self.agent, prompt, hooks=self.hooks, run_config=self.run_config)
 
     def tool_output(self) -> str:
         """The tool result the model read on its second call."""
@@ -138,6 +151,8 @@ async def test_prompt_rewrite_and_model_hooks() -> None:
     assert first.system_instructions == "be careful"
     assert first.input[0] == {"role": "user", "content": "list files"}
     assert {"role": "developer", "content": "today is Sunday"} in first.input
+    # The SDK rebuilds each turn's input from the original prompt: the rewrite holds anyway.
+    assert harness.model.calls[1].input[0] == {"role": "user", "content": "list files"}
     assert result.final_output == "ALL DONE"
     request = seen.payloads("before_llm")[0]["request"]
     assert request["system"] == "be careful"
@@ -147,6 +162,37 @@ async def test_prompt_rewrite_and_model_hooks() -> None:
     await engine.drain()
     assert seen.payloads("session_start")[0]["source"] == "openai-agents"
     assert seen.payloads("stop")[0]["last_message"] == "ALL DONE"
+
+
+async def test_prompt_and_system_rewrites_through_the_model_input_filter() -> None:
+    engine, seen = engine_with(PROMPT_AND_MODEL_REWRITES)
+    harness = Harness(engine, filtered=True)
+    result = await harness.run()
+    first, second = harness.model.calls
+    assert first.system_instructions == "be very careful"
+    assert first.input[0] == {"role": "user", "content": "list files"}
+    assert first.input[-1] == {"role": "developer", "content": "today is Sunday"}
+    # The rewritten prompt stays in the run's history; the context was for one call.
+    assert second.system_instructions == "be very careful"
+    assert second.input[0] == {"role": "user", "content": "list files"}
+    assert second.input[-1] == {"role": "developer", "content": "today is Sunday"}
+    assert second.input.count({"role": "developer", "content": "today is Sunday"}) == 1
+    assert harness.received == ["rm -rf /"]
+    assert result.final_output == "ALL DONE"
+    assert [p["prompt"] for p in seen.payloads("user_prompt_submit")] == ["clean up"]
+    requests = [p["request"] for p in seen.payloads("before_llm")]
+    assert [r["system"] for r in requests] == ["be careful", "be careful"]
+    assert requests[0]["messages"][0] == {"role": "user", "content": "list files"}
+
+
+async def test_a_blocked_prompt_through_the_model_input_filter_never_reaches_the_model() -> None:
+    engine, _ = engine_with(
+        {"user_prompt_submit": lambda e: {"decision": "block", "reason": "off-topic"}}
+    )
+    harness = Harness(engine, filtered=True)
+    with pytest.raises(HookgateAbort, match="off-topic"):
+        await harness.run()
+    assert harness.model.calls == ()
 
 
 async def test_system_rewrite_cannot_be_applied_and_stops_the_run() -> None:

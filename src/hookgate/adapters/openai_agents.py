@@ -1,14 +1,20 @@
 """hookgate inside the OpenAI Agents SDK (``openai-agents``).
 
+    from agents import RunConfig
     from hookgate.adapters.openai_agents import HookgateRunHooks, guard_tools
     agent = Agent(name="ops", tools=guard_tools([shell], engine))
-    await Runner.run(agent, "clean up", hooks=HookgateRunHooks(engine))
+    hooks = HookgateRunHooks(engine)
+    config = RunConfig(call_model_input_filter=hooks.model_input_filter)
+    await Runner.run(agent, "clean up", hooks=hooks, run_config=config)
 
 The SDK's lifecycle hooks only observe, and its input guardrails run in parallel with the
 agent (a tool may already have run when one trips), so tool calls are gated at the tool:
 ``guard_tools`` wraps each ``FunctionTool``'s ``on_invoke_tool``, the one point every call of
 that tool passes through, before the function runs. ``HookgateRunHooks`` covers the run, the
-model calls and handoffs.
+model calls and handoffs; its ``model_input_filter``, given to ``RunConfig``, is the SDK's own
+point for changing what a model call receives (input and instructions), where the prompt and
+``before_llm`` are applied natively. Without it they are applied in ``on_llm_start``, which
+can edit the input list but not the instructions.
 
 ==========================  ===========  ==================================================
 outcome                     support      how
@@ -22,14 +28,19 @@ context for the model       native       appended to the tool output; for prompt
 rewrite tool output         native       ``post_tool_use`` ``updated_input`` is the output
 abort the run               native       :class:`~hookgate.adapters.HookgateAbort` raised
                                          out of ``Runner.run``
-block / rewrite the prompt  workaround   first ``on_llm_start`` of the run: the last user
-                                         item of the model input is edited in place (the
-                                         list is the one sent to the model); a block raises
-                                         before the model call
-before_llm / after_llm      workaround   ``on_llm_start`` / ``on_llm_end``, editing the
-                                         input list and the response text in place; a
-                                         rewrite of ``system`` stops the run (the
-                                         instructions string cannot be replaced there)
+block / rewrite the prompt  native       ``model_input_filter``, first model call of the
+                                         run (without it: the same in ``on_llm_start``,
+                                         editing the input list in place); a block raises
+                                         before the model call; the SDK rebuilds each
+                                         turn's input from the original prompt, so the
+                                         rewrite is put back at every later model call
+before_llm                  native       ``model_input_filter``: a ``system`` rewrite
+                                         replaces the instructions, context is added to
+                                         the input. Without the filter, ``on_llm_start``
+                                         adds context but a ``system`` rewrite stops the
+                                         run (the instructions cannot be replaced there)
+after_llm                   workaround   ``on_llm_end`` edits the response's text parts in
+                                         place
 sub-agent start / stop      native       ``on_handoff`` (a block stops the run: a handoff
                                          cannot be refused) / ``on_agent_end`` of a
                                          handed-off agent
@@ -47,10 +58,12 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Iterable, Mapping
+from contextvars import ContextVar
 from typing import Any, cast
 
 from agents import Agent, AgentsException, FunctionTool, RunContextWrapper, RunHooks, Tool
 from agents.items import ModelResponse, TResponseInputItem
+from agents.run_config import CallModelData, ModelInputData
 from agents.tool_context import ToolContext
 from agents.tracing import get_current_trace
 from openai.types.responses import (
@@ -104,6 +117,46 @@ def _item_view(item: Any) -> dict[str, Any]:
         role = item.get("role") or item.get("type") or "item"
         return {"role": str(role), "content": _text_of(item.get("content", ""))}
     return {"role": str(getattr(item, "type", "item")), "content": ""}
+
+
+#: Set by :meth:`HookgateRunHooks.model_input_filter` for the model call it just prepared, so
+#: that ``on_llm_start`` (which the SDK runs next, in tasks that see this context) does not
+#: fire the prompt and ``before_llm`` a second time. A one-item list: the hook clears it.
+_FILTERED: ContextVar[list[bool] | None] = ContextVar("hookgate_model_input_filtered", default=None)
+
+
+def _is_user_message(item: Any) -> bool:
+    return isinstance(item, dict) and item.get("role") == "user"
+
+
+def _copied(item: TResponseInputItem) -> TResponseInputItem:
+    return cast(TResponseInputItem, dict(item)) if _is_user_message(item) else item
+
+
+def _reapply(items: list[TResponseInputItem], rewrites: dict[str, str]) -> None:
+    """Put the run's rewritten prompts in place of the originals (edited in place): the SDK
+    rebuilds each turn's input from the run's original input, so every model call after the
+    first would otherwise carry the original prompt again."""
+    if not rewrites:
+        return
+    for item in items:
+        if _is_user_message(item):
+            message = cast(dict[str, Any], item)
+            content = message.get("content")
+            if isinstance(content, str) and content in rewrites:
+                message["content"] = rewrites[content]
+
+
+class _Run:
+    """What the hooks keep per run: the first agent, whether the prompt was fired, and the
+    prompt rewrites to apply to every model call of the run."""
+
+    __slots__ = ("prompted", "rewrites", "root")
+
+    def __init__(self, root: str) -> None:
+        self.root = root
+        self.prompted = False
+        self.rewrites: dict[str, str] = {}
 
 
 class AgentsHookgateAbort(HookgateAbort, AgentsException):
@@ -187,15 +240,16 @@ class HookgateRunHooks(RunHooks[Any]):
     def __init__(self, target: Target | Gate) -> None:
         self.gate = Gate(target)
         # run key -> [root agent name, prompt fired?]
-        self._runs: dict[Any, list[Any]] = {}
+        self._runs: dict[Any, _Run] = {}
 
     @staticmethod
     def _key(context: Any) -> Any:
-        # Hook contexts are re-created per call; the trace and the usage object are per run.
+        # Hook contexts are re-created per call; the trace (a no-op one when tracing is off,
+        # still one per run) and the usage object are per run.
         trace = get_current_trace()
-        trace_id = getattr(trace, "trace_id", None) if trace is not None else None
-        if trace_id and trace_id != "no-op":
-            return trace_id
+        if trace is not None:
+            trace_id = getattr(trace, "trace_id", None)
+            return trace_id if trace_id and trace_id != "no-op" else id(trace)
         return id(getattr(context, "usage", context))
 
     async def on_agent_start(self, context: Any, agent: Agent[Any]) -> None:
@@ -204,14 +258,14 @@ class HookgateRunHooks(RunHooks[Any]):
             if len(self._runs) >= 4096:
                 # Runs that raised never reach on_agent_end: forget the oldest.
                 self._runs.pop(next(iter(self._runs)))
-            self._runs[self._key(context)] = [agent.name, False]
+            self._runs[self._key(context)] = _Run(agent.name)
             if self.gate.wants("session_start"):
                 await self.gate.fire("session_start", {**_run_ids(agent.name), "source": SOURCE})
 
     async def on_agent_end(self, context: Any, agent: Agent[Any], output: Any) -> None:
         run = self._runs.pop(self._key(context), None)
         gate = self.gate
-        source = run[0] if run is not None and run[0] != agent.name else None
+        source = run.root if run is not None and run.root != agent.name else None
         report_handoff = source is not None and gate.wants("subagent_stop")
         if not (report_handoff or gate.wants("stop")):
             return
@@ -242,20 +296,66 @@ class HookgateRunHooks(RunHooks[Any]):
         if outcome.updated_input is not None:
             raise HookgateAbort("subagent_start", "a handoff's task cannot be rewritten")
 
-    async def _prompt(self, agent: Agent[Any], input_items: list[TResponseInputItem]) -> None:
+    async def _prompt(
+        self, agent: Agent[Any], input_items: list[TResponseInputItem], rewrites: dict[str, str]
+    ) -> None:
+        """Fire ``user_prompt_submit`` for the last user message and rewrite it in place
+        (the list is the one sent to the model); a rewrite is recorded in ``rewrites``."""
         if not self.gate.wants("user_prompt_submit"):
             return
         for item in reversed(input_items):
-            if isinstance(item, dict) and item.get("role") == "user":
-                message = cast(dict[str, Any], item)  # edited in place: the model gets this list
-                prompt = _text_of(message.get("content"))
+            if _is_user_message(item):
+                message = cast(dict[str, Any], item)
+                content = message.get("content")
+                prompt = _text_of(content)
                 outcome = await self.gate.fire(
                     "user_prompt_submit", {**_run_ids(agent.name), "prompt": prompt}
                 )
                 verdict = prompt_verdict(outcome, prompt)
                 if verdict.rewritten or verdict.context:
                     message["content"] = with_context(verdict.prompt, verdict.context)
+                    if isinstance(content, str):
+                        rewrites[content] = message["content"]
                 return
+
+    async def _before_llm(
+        self, agent: Agent[Any], system: str | None, items: list[TResponseInputItem]
+    ) -> tuple[str | None, list[str]]:
+        """Fire ``before_llm``: the new system prompt (None: unchanged) and the context."""
+        view = request_view(
+            model=str(agent.model) if agent.model is not None else None,
+            system=system,
+            messages=[_item_view(item) for item in items],
+            tools=[getattr(t, "name", type(t).__name__) for t in agent.tools],
+        )
+        outcome = await self.gate.fire("before_llm", {**_run_ids(agent.name), "request": view})
+        updated, context_items = llm_verdict("before_llm", outcome)
+        return system_rewrite(view, updated), context_items
+
+    async def model_input_filter(self, data: CallModelData[Any]) -> ModelInputData:
+        """For ``RunConfig(call_model_input_filter=hooks.model_input_filter)``: the SDK's own
+        point for changing a model call's input and instructions, so the prompt and
+        ``before_llm`` are applied natively there, a ``system`` rewrite included.
+
+        An exception here (a block, an abort) propagates out of ``Runner.run``.
+        """
+        _FILTERED.set([True])
+        model_data, agent = data.model_data, data.agent
+        # The user messages are copied before the prompt is rewritten in them: the SDK's
+        # items may be the caller's own input.
+        items = [_copied(item) for item in model_data.input]
+        instructions = model_data.instructions
+        run = self._runs.setdefault(self._key(None), _Run(agent.name))
+        if not run.prompted:
+            run.prompted = True
+            await self._prompt(agent, items, run.rewrites)
+        else:
+            _reapply(items, run.rewrites)
+        if not self.gate.wants("before_llm"):
+            return ModelInputData(input=items, instructions=instructions)
+        system, context_items = await self._before_llm(agent, instructions, items)
+        items += [{"role": "developer", "content": text} for text in context_items]
+        return ModelInputData(input=items, instructions=instructions if system is None else system)
 
     async def on_llm_start(
         self,
@@ -264,23 +364,25 @@ class HookgateRunHooks(RunHooks[Any]):
         system_prompt: str | None,
         input_items: list[TResponseInputItem],
     ) -> None:
-        run = self._runs.setdefault(self._key(context), [agent.name, False])
-        if not run[1]:
-            run[1] = True
-            await self._prompt(agent, input_items)
+        run = self._runs.setdefault(self._key(context), _Run(agent.name))
+        filtered = _FILTERED.get()
+        if filtered is not None and filtered[0]:
+            filtered[0] = False
+            run.prompted = True  # model_input_filter fired the prompt and before_llm already
+            return
+        if not run.prompted:
+            run.prompted = True
+            await self._prompt(agent, input_items, run.rewrites)
+        else:
+            _reapply(input_items, run.rewrites)
         if not self.gate.wants("before_llm"):
             return
-        view = request_view(
-            model=str(agent.model) if agent.model is not None else None,
-            system=system_prompt,
-            messages=[_item_view(item) for item in input_items],
-            tools=[getattr(t, "name", type(t).__name__) for t in agent.tools],
-        )
-        outcome = await self.gate.fire("before_llm", {**_run_ids(agent.name), "request": view})
-        updated, context_items = llm_verdict("before_llm", outcome)
-        if system_rewrite(view, updated) is not None:
+        system, context_items = await self._before_llm(agent, system_prompt, input_items)
+        if system is not None:
             raise HookgateAbort(
-                "before_llm", "the instructions cannot be rewritten from RunHooks.on_llm_start"
+                "before_llm",
+                "the instructions cannot be rewritten from RunHooks.on_llm_start; pass "
+                "RunConfig(call_model_input_filter=hooks.model_input_filter)",
             )
         for text in context_items:
             input_items.append({"role": "developer", "content": text})
