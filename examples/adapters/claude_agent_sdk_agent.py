@@ -24,12 +24,13 @@ from hookgate.adapters.claude_agent_sdk import hook_matchers
 
 
 async def main() -> None:
+    matchers = hook_matchers(engine(), agent_name="example")
     options = ClaudeAgentOptions(
-        hooks=hook_matchers(engine(), agent_name="example"),
-        allowed_tools=["Bash"],
-        cwd=tempfile.mkdtemp(prefix="hookgate-example-"),
+        hooks=matchers, allowed_tools=["Bash"], cwd=tempfile.mkdtemp(prefix="hookgate-example-")
     )
-    prompt = f"Run `{DANGEROUS}` with Bash, then run `ls`."
+    # Through submit, user_prompt_submit hooks may rewrite the prompt (Claude Code's own
+    # UserPromptSubmit can only block it).
+    prompt = await matchers.submit(f"Run `{DANGEROUS}` with Bash, then run `ls`.")
     answer = ""
     async for message in query(prompt=prompt, options=options):
         if isinstance(message, UserMessage) and isinstance(message.content, list):

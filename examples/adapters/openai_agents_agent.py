@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
-from agents import Agent, Runner, function_tool
+from agents import Agent, RunConfig, Runner, function_tool
 from agents.testing import ScriptedModel
 from agents.testing.model import assistant_message, function_call
 
@@ -28,7 +28,10 @@ async def main() -> None:
         model=model,
         tools=guard_tools([function_tool(shell, name_override="exec")], hooks_engine),
     )
-    result = await Runner.run(agent, "tidy up", hooks=HookgateRunHooks(hooks_engine))
+    hooks = HookgateRunHooks(hooks_engine)
+    # The model input filter lets before_llm hooks rewrite the instructions too.
+    config = RunConfig(call_model_input_filter=hooks.model_input_filter)
+    result = await Runner.run(agent, "tidy up", hooks=hooks, run_config=config)
     for call in model.calls[1:]:
         outputs = [
             i for i in call.input if isinstance(i, dict) and i.get("type") == "function_call_output"

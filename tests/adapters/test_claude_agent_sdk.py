@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from tests.adapters.support import closed_port, engine_with, require_package
 from tests.support.anthropic_server import Reply, ScriptedAnthropic
 
@@ -15,7 +16,7 @@ require_package("claude_agent_sdk", "claude-agent-sdk")
 
 from claude_agent_sdk import ClaudeAgentOptions, ResultMessage, query  # noqa: E402
 
-from hookgate.adapters.claude_agent_sdk import hook_matchers  # noqa: E402
+from hookgate.adapters.claude_agent_sdk import HookgateAbort, hook_matchers  # noqa: E402
 from hookgate.client import AsyncGatewayClient  # noqa: E402
 
 COMMAND = "echo original > marker.txt"
@@ -40,7 +41,8 @@ class Session:
         self.api: ScriptedAnthropic
         self.messages: list[Any] = []
 
-    async def run(self, prompt: str = "clean up") -> ResultMessage | None:
+    async def run(self, prompt: str = "clean up", *, submit: bool = False) -> ResultMessage | None:
+        """``submit``: send the prompt through ``HookgateMatchers.submit`` first."""
         with ScriptedAnthropic(*self.replies, by_task=self.by_task) as api:
             self.api = api
             env = {
@@ -54,8 +56,11 @@ class Session:
                 "DISABLE_ERROR_REPORTING": "1",
                 "NO_PROXY": "127.0.0.1,localhost",
             }
+            matchers = hook_matchers(self.target, agent_name="ops")
+            if submit:
+                prompt = await matchers.submit(prompt)
             options = ClaudeAgentOptions(
-                hooks=hook_matchers(self.target, agent_name="ops"),
+                hooks=matchers,
                 cwd=str(self.project),
                 env=env,
                 allowed_tools=["Bash", "Agent"],
@@ -172,6 +177,47 @@ async def test_a_prompt_rewrite_cannot_be_applied_so_the_prompt_is_blocked(
     engine, _ = engine_with({"user_prompt_submit": lambda e: {"updated_input": "list files"}})
     session = Session(tmp_path, engine)
     await session.run()
+    assert session.api.agent_calls == []
+
+
+async def test_a_submitted_prompt_is_rewritten_and_fired_once(tmp_path: Path) -> None:
+    engine, seen = engine_with(
+        {
+            "user_prompt_submit": lambda e: {
+                "updated_input": "list files",
+                "additional_context": "today is Sunday",
+            }
+        }
+    )
+    session = Session(tmp_path, engine)
+    await session.run(submit=True)
+    first = session.api.agent_calls[0].text()
+    assert "list files" in first
+    assert "today is Sunday" in first
+    assert "clean up" not in first
+    assert session.marker() == "original"  # the run went on: the model's Bash call ran
+    (submitted,) = seen.payloads("user_prompt_submit")
+    assert submitted["prompt"] == "clean up"
+    assert submitted["agent_id"] == "ops"
+    await engine.drain()
+    assert len(seen.payloads("session_start")) == 1
+
+
+async def test_a_prompt_blocked_at_submit_is_never_sent(tmp_path: Path) -> None:
+    engine, _ = engine_with(
+        {"user_prompt_submit": lambda e: {"decision": "block", "reason": "off-topic"}}
+    )
+    session = Session(tmp_path, engine)
+    with pytest.raises(HookgateAbort, match="off-topic"):
+        await session.run(submit=True)
+    assert session.api.agent_calls == []
+
+
+async def test_a_failing_gateway_at_submit_blocks_the_prompt(tmp_path: Path) -> None:
+    client = AsyncGatewayClient(f"http://127.0.0.1:{closed_port()}", "hg_key", timeout=2)
+    session = Session(tmp_path, client)
+    with pytest.raises(HookgateAbort, match="could not decide"):
+        await session.run(submit=True)
     assert session.api.agent_calls == []
 
 

@@ -2,7 +2,9 @@
 
     from claude_agent_sdk import ClaudeAgentOptions, query
     from hookgate.adapters.claude_agent_sdk import hook_matchers
-    options = ClaudeAgentOptions(hooks=hook_matchers(engine), allowed_tools=["Bash"])
+    matchers = hook_matchers(engine)
+    options = ClaudeAgentOptions(hooks=matchers, allowed_tools=["Bash"])
+    async for message in query(prompt=await matchers.submit("clean up"), options=options): ...
 
 The agent loop runs inside the Claude Code CLI that the SDK drives; the SDK's hooks are Claude
 Code's hooks answered in-process, so this adapter speaks the same contract as the Claude Code
@@ -28,8 +30,14 @@ abort the run               native       ``continue: false`` with a deny (``cont
                                          alone does not stop a tool call)
 block the prompt            native       ``UserPromptSubmit`` ``decision: block`` (no model
                                          call)
-rewrite the prompt          impossible   Claude Code takes no new prompt: the prompt is
-                                         blocked and the block message shows the rewrite
+rewrite the prompt          workaround   Claude Code's ``UserPromptSubmit`` takes no new
+                                         prompt, so ``HookgateMatchers.submit(prompt)``
+                                         fires ``user_prompt_submit`` before the prompt is
+                                         sent and returns the rewritten prompt to send
+                                         (Claude Code's own check then lets it through
+                                         without firing again). A prompt sent without it
+                                         and rewritten by a hook is blocked, the block
+                                         message showing the rewrite
 before_llm / after_llm      impossible   the model is called inside the CLI (a proxy at
                                          ``ANTHROPIC_BASE_URL`` is the way to reach it)
 sub-agent start / stop      native       ``subagent_start`` at the ``Agent``/``Task`` tool
@@ -57,9 +65,10 @@ from claude_agent_sdk import HookMatcher
 from claude_agent_sdk.types import HookContext, HookEvent, HookInput, HookJSONOutput
 
 from hookgate.adapters._gate import Gate, Target, failed_closed
+from hookgate.adapters._mapping import HookgateAbort, prompt_verdict, with_context
 from hookgate.integrations.claude_code.contract import claude_answer, hookgate_input
 
-__all__ = ["EVENTS", "hook_matchers"]
+__all__ = ["EVENTS", "HookgateAbort", "HookgateMatchers", "hook_matchers"]
 
 #: The Claude Code events the Python SDK delivers to in-process callbacks.
 EVENTS: Final[tuple[HookEvent, ...]] = (
@@ -160,7 +169,35 @@ async def _spawn(
     return answer
 
 
-def _callback(gate: Gate, agent_name: str | None, started: set[str]) -> Callback:
+class _Checked:
+    """Prompts :meth:`HookgateMatchers.submit` already put through ``user_prompt_submit``,
+    as they will reach Claude Code's ``UserPromptSubmit``: each is let through there once
+    without being fired again (a prompt counts as many times as it was submitted)."""
+
+    __slots__ = ("_counts",)
+
+    def __init__(self) -> None:
+        self._counts: dict[str, int] = {}
+
+    def add(self, prompt: str) -> None:
+        if len(self._counts) >= 1024:  # submitted, never sent: forget the oldest
+            self._counts.pop(next(iter(self._counts)))
+        self._counts[prompt] = self._counts.get(prompt, 0) + 1
+
+    def take(self, prompt: str) -> bool:
+        count = self._counts.get(prompt, 0)
+        if count == 0:
+            return False
+        if count == 1:
+            del self._counts[prompt]
+        else:
+            self._counts[prompt] = count - 1
+        return True
+
+
+def _callback(
+    gate: Gate, agent_name: str | None, started: set[str], checked: _Checked
+) -> Callback:
     async def hook(
         input_data: HookInput, tool_use_id: str | None, context: HookContext
     ) -> HookJSONOutput:
@@ -183,6 +220,8 @@ def _callback(gate: Gate, agent_name: str | None, started: set[str]) -> Callback
                     "session_start",
                     {**payload, "source": "claude-agent-sdk", "hook_event_name": "SessionStart"},
                 )
+            if event == "UserPromptSubmit" and checked.take(str(payload.get("prompt", ""))):
+                return {}  # submit() fired user_prompt_submit for this very prompt
             # Claude Code waits for the answer anyway: run non-blocking events now too, so
             # PostToolUse rewrites and context come back.
             outcome = await gate.fire(spec.name, payload, wait=not spec.blocking)
@@ -200,22 +239,63 @@ def _callback(gate: Gate, agent_name: str | None, started: set[str]) -> Callback
     return hook
 
 
+class HookgateMatchers(dict[HookEvent, list[HookMatcher]]):
+    """What :func:`hook_matchers` returns: the ``hooks`` for ``ClaudeAgentOptions``, plus
+    :meth:`submit` for prompts whose rewrite must be applied."""
+
+    def __init__(
+        self,
+        matchers: dict[HookEvent, list[HookMatcher]],
+        gate: Gate,
+        agent_name: str | None,
+        checked: _Checked,
+    ) -> None:
+        super().__init__(matchers)
+        self._gate = gate
+        self._agent_name = agent_name
+        self._checked = checked
+
+    async def submit(self, prompt: str) -> str:
+        """Fire ``user_prompt_submit`` before the prompt goes to Claude Code, and return the
+        prompt to send: rewritten, with the hooks' context appended.
+
+        Claude Code's own ``UserPromptSubmit`` cannot replace a prompt (a rewrite answered
+        there blocks it), so a prompt whose hooks may rewrite it goes through here first:
+        ``query(prompt=await matchers.submit(text), options=...)``. A block, an abort or a
+        failure raises :class:`~hookgate.adapters.HookgateAbort` (nothing is sent). When
+        the returned prompt reaches Claude Code's ``UserPromptSubmit``, it is let through
+        without firing again. Claude Code has not given the session and prompt ids yet, so
+        this payload carries ``agent_id`` only.
+        """
+        payload: dict[str, Any] = {"prompt": prompt}
+        if self._agent_name is not None:
+            payload["agent_id"] = self._agent_name
+        outcome = await self._gate.fire("user_prompt_submit", payload)
+        verdict = prompt_verdict(outcome, prompt)  # raises HookgateAbort on a block
+        text = with_context(verdict.prompt, verdict.context)
+        self._checked.add(text)
+        return text
+
+
 def hook_matchers(
     target: Target | Gate,
     *,
     agent_name: str | None = None,
     events: tuple[HookEvent, ...] = EVENTS,
     timeout: float | None = None,
-) -> dict[HookEvent, list[HookMatcher]]:
+) -> HookgateMatchers:
     """``ClaudeAgentOptions(hooks=...)`` that send every event to hookgate.
 
     One matcher per event, matching every tool (hookgate's own matchers select hooks).
     ``timeout`` (seconds) is Claude Code's limit per callback; hookgate's own per-hook
-    timeouts and chain budget apply inside it.
+    timeouts and chain budget apply inside it. Send prompts through the result's
+    :meth:`~HookgateMatchers.submit` for a prompt rewrite to apply.
     """
     gate = Gate(target)
-    callback = _callback(gate, agent_name, set())
-    return {
+    checked = _Checked()
+    callback = _callback(gate, agent_name, set(), checked)
+    matchers: dict[HookEvent, list[HookMatcher]] = {
         event: [HookMatcher(matcher=None, hooks=[callback], timeout=timeout, on_failure="block")]
         for event in events
     }
+    return HookgateMatchers(matchers, gate, agent_name, checked)
