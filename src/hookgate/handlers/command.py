@@ -34,8 +34,9 @@ from collections.abc import Mapping
 from typing import Any, ClassVar, Final
 
 from hookgate.handlers.base import Handler, Invocation
+from hookgate.handlers.subprocess.output import failure_message, json_object
 from hookgate.handlers.subprocess.runner import base_environment, run_shell, shorten
-from hookgate.outcome import HookError, HookResult, MalformedAnswer, coerce_result
+from hookgate.outcome import HookError, HookResult, coerce_result
 
 __all__ = ["FORMATS", "STDERR_CAP", "STDOUT_CAP", "CommandHandler", "parse_goclaw_answer"]
 
@@ -161,32 +162,3 @@ def parse_goclaw_answer(
         return HookResult(details=details)
     result.details.update(details)
     return result
-
-
-def json_object(stdout: str, details: dict[str, Any]) -> dict[str, Any] | None:
-    """The JSON object stdout holds, ``None`` for plain text (or JSON that is not an object).
-
-    Text that starts like an object (``{``) but does not parse is a malformed answer: a
-    broken or truncated ``{"decision": "block"`` must not read as plain text and allow.
-    """
-    text = stdout.strip()
-    if not text.startswith("{"):
-        return None
-    try:
-        document = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise MalformedAnswer(
-            f"stdout is not valid JSON: {exc.msg} at position {exc.pos}"
-        ) from None
-    if not isinstance(document, dict):  # pragma: no cover - "{…" always decodes to a dict
-        return None
-    return document
-
-
-def failure_message(code: int, stderr: str) -> str:
-    first = next((line.strip() for line in stderr.splitlines() if line.strip()), "")
-    if code < 0:
-        text = f"command was killed by signal {-code}"
-    else:
-        text = f"command exited with status {code}"
-    return f"{text}: {shorten(first, 300)}" if first else text

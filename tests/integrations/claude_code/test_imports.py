@@ -20,6 +20,7 @@ EXPECTED_HOOKGATE = {
     f"{CC}.main", "hookgate.settings", "hookgate.events",
     "hookgate.outcome", "hookgate.handlers", "hookgate.handlers.base",
     "hookgate.handlers.subprocess", "hookgate.handlers.subprocess.runner",
+    "hookgate.handlers.subprocess.output",
     "hookgate.handlers.command", "hookgate.handlers.callable", "hookgate.engine",
     "hookgate.drivers", "hookgate.background",
     "hookgate.audit", "hookgate.chain", "hookgate.definition", "hookgate.matching",

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from hookgate.events import EventSpec, UnknownEventError, get_event
-from hookgate.handlers.command import failure_message, json_object
+from hookgate.handlers.subprocess.output import failure_message, json_object
 from hookgate.handlers.subprocess.runner import shorten
 from hookgate.integrations.claude_code.main import FAIL_CLOSED_EVENTS
 from hookgate.outcome import HookError, HookResult, MalformedAnswer, Outcome
