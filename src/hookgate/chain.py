@@ -16,7 +16,7 @@ admissions past the stopping point are discarded and made again against the new 
 Rules, in order of application:
 
 * Order: priority, higher first; ties by ``order`` (registration order / creation time), then
-  by hook id. The caller passes hooks already sorted by :func:`sort_key`.
+  by hook id. The caller passes hooks already sorted by :func:`hookgate.registry.sort_key`.
 * An event deeper than ``max_depth`` (sub-agent loops) blocks a blocking event and runs no
   hooks on a non-blocking one.
 * A hook is skipped when disabled, when its matcher does not match the event's match field,
@@ -85,7 +85,6 @@ __all__ = [
     "Reply",
     "matters",
     "run_chain",
-    "sort_key",
 ]
 
 
@@ -110,11 +109,6 @@ _LONG_WAIT_S = MAX_TIMEOUT_MS / 1000
 def matters(reply: Reply) -> bool:
     """Whether a blocking batch stops after this reply (an answer, a failure, a timeout)."""
     return reply[0] is not None or reply[1] is not None or reply[2]
-
-
-def sort_key(priority: int, order: int, hook_id: str) -> tuple[int, int, str]:
-    """The documented order: priority descending, then ``order`` ascending, then id."""
-    return (-priority, order, hook_id)
 
 
 @dataclass(slots=True)

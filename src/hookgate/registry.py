@@ -14,11 +14,18 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from hookgate.chain import sort_key
 from hookgate.definition import HookDefinition
 from hookgate.matching import CelFilter, Matcher, compile_if_expr, compile_matcher
 
-__all__ = ["CompiledHook", "HookRegistry", "HookSource", "applies_to", "compile_hook"]
+__all__ = ["CompiledHook", "HookRegistry", "HookSource", "applies_to", "compile_hook", "sort_key"]
+
+
+def sort_key(priority: int, order: int, hook_id: str) -> tuple[int, int, str]:
+    """The documented order: priority descending, then ``order`` ascending, then id.
+
+    Fixed when a hook is compiled, so a chain runs its hooks as they come.
+    """
+    return (-priority, order, hook_id)
 
 
 @dataclass(frozen=True, slots=True, eq=False)

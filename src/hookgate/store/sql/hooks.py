@@ -8,7 +8,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any, Final
 
-from hookgate.chain import sort_key
 from hookgate.definition import (
     DEFAULT_APPROVAL_TIMEOUT_MS,
     GLOBAL_TENANT,
@@ -16,7 +15,7 @@ from hookgate.definition import (
     HookDefinition,
     validate_definition,
 )
-from hookgate.registry import applies_to
+from hookgate.registry import applies_to, sort_key
 from hookgate.store.base import (
     SYSTEM_ACTOR,
     BreakerSnapshot,
