@@ -18,6 +18,7 @@ from hookgate.errors import HookgateError
 
 __all__ = [
     "BLOCK",
+    "KIND_ALIASES",
     "CATALOGUE",
     "CONTEXT",
     "RESULT",
@@ -61,6 +62,29 @@ MAX_TIMEOUT_MS: Final = 10_000
 #: (PicoClaw's default is 60 s; approvals may wait hours) and quality gates (GoClaw's
 #: ``timeout_seconds``: 60 by default, 90 and 120 in its examples).
 LONG_WAIT_MS: Final = 24 * 3600 * 1000
+
+#: The short names PicoClaw's ``observe`` lists accept, each for one ``agent.*`` kind.
+KIND_ALIASES: Final[Mapping[str, str]] = {
+    "turn_start": "agent.turn.start",
+    "turn_end": "agent.turn.end",
+    "llm_request": "agent.llm.request",
+    "llm_delta": "agent.llm.delta",
+    "llm_response": "agent.llm.response",
+    "llm_retry": "agent.llm.retry",
+    "context_compress": "agent.context.compress",
+    "session_summarize": "agent.session.summarize",
+    "tool_exec_start": "agent.tool.exec_start",
+    "tool_exec_end": "agent.tool.exec_end",
+    "tool_exec_skipped": "agent.tool.exec_skipped",
+    "steering_injected": "agent.steering.injected",
+    "follow_up_queued": "agent.follow_up.queued",
+    "interrupt_received": "agent.interrupt.received",
+    "subturn_spawn": "agent.subturn.spawn",
+    "subturn_end": "agent.subturn.end",
+    "subturn_result_delivered": "agent.subturn.result_delivered",
+    "subturn_orphan": "agent.subturn.orphan",
+    "error": "agent.error",
+}
 
 
 class UnknownEventError(HookgateError, ValueError):
@@ -216,8 +240,6 @@ def _check_bootstrap_files(files: Any) -> str | None:
 def _canonical_kind(payload: Mapping[str, Any]) -> Mapping[str, Any]:
     """``tool_exec_end`` → ``agent.tool.exec_end``, so observe lists and matchers that name
     either form see the event."""
-    from hookgate.integrations.picoclaw.runtime_events import KIND_ALIASES
-
     kind = payload.get("kind")
     if isinstance(kind, str) and kind in KIND_ALIASES:
         return {**payload, "kind": KIND_ALIASES[kind]}

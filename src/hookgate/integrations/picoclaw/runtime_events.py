@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final
 
+from hookgate.events import KIND_ALIASES
 from hookgate.log import log_event
 
 if TYPE_CHECKING:
@@ -97,28 +98,6 @@ KNOWN_KINDS: Final[tuple[str, ...]] = (
 )
 _KNOWN: Final = frozenset(KNOWN_KINDS)
 
-#: The short names PicoClaw's ``observe`` lists accept, each for one ``agent.*`` kind.
-KIND_ALIASES: Final[Mapping[str, str]] = {
-    "turn_start": "agent.turn.start",
-    "turn_end": "agent.turn.end",
-    "llm_request": "agent.llm.request",
-    "llm_delta": "agent.llm.delta",
-    "llm_response": "agent.llm.response",
-    "llm_retry": "agent.llm.retry",
-    "context_compress": "agent.context.compress",
-    "session_summarize": "agent.session.summarize",
-    "tool_exec_start": "agent.tool.exec_start",
-    "tool_exec_end": "agent.tool.exec_end",
-    "tool_exec_skipped": "agent.tool.exec_skipped",
-    "steering_injected": "agent.steering.injected",
-    "follow_up_queued": "agent.follow_up.queued",
-    "interrupt_received": "agent.interrupt.received",
-    "subturn_spawn": "agent.subturn.spawn",
-    "subturn_end": "agent.subturn.end",
-    "subturn_result_delivered": "agent.subturn.result_delivered",
-    "subturn_orphan": "agent.subturn.orphan",
-    "error": "agent.error",
-}
 
 #: The observe filter that lets every kind through.
 ALL_KINDS: Final = "*"
