@@ -9,7 +9,7 @@ import pytest
 
 from hookgate.server.auth import KEY_CACHE_TTL_S, Authenticator, bearer_token
 from hookgate.server.errors import ApiError
-from hookgate.server.methods import METHODS
+from hookgate.server.method_table import METHODS
 from hookgate.server.openapi import openapi_document
 from hookgate.server.tracing import parse_traceparent
 from hookgate.store import Caller, open_store

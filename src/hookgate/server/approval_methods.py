@@ -14,6 +14,7 @@ from hookgate.server import schemas
 from hookgate.server.approvals import closed_message
 from hookgate.server.auth import Principal
 from hookgate.server.errors import ApiError
+from hookgate.server.timestamps import iso
 from hookgate.store import NotFound
 from hookgate.store.approvals import ApprovalClosed, ApprovalRow
 
@@ -42,12 +43,6 @@ def _approvals(gateway: Gateway) -> GatewayApprovals:
     return approvals
 
 
-def _iso(ts: float | None) -> str | None:
-    from hookgate.server.methods import iso
-
-    return iso(ts)
-
-
 def approval_view(approvals: GatewayApprovals, row: ApprovalRow) -> dict[str, Any]:
     try:
         tool_input = approvals.open(row.tool_input, row.id, "tool_input")
@@ -71,9 +66,9 @@ def approval_view(approvals: GatewayApprovals, row: ApprovalRow) -> dict[str, An
         "reason": row.reason,
         "status": row.status,
         "on_timeout": row.on_timeout,
-        "created_at": _iso(row.created_at),
-        "expires_at": _iso(row.expires_at),
-        "decided_at": _iso(row.decided_at),
+        "created_at": iso(row.created_at),
+        "expires_at": iso(row.expires_at),
+        "decided_at": iso(row.decided_at),
         "decided_by": row.decided_by,
         "comment": row.comment,
         "input_edited": row.input_edited,

@@ -22,8 +22,9 @@ from hookgate.server import schemas
 from hookgate.server.auth import Principal, require_role
 from hookgate.server.errors import ApiError
 from hookgate.server.gateway import Gateway
-from hookgate.server.methods import history_query, iso, parse_params
+from hookgate.server.methods import history_query, parse_params
 from hookgate.server.rest import API_PREFIX, authenticate, error_response
+from hookgate.server.timestamps import iso
 from hookgate.store import ExecutionPage, ExecutionRow, StoreError
 
 __all__ = ["EXPORT_COLUMNS", "export_routes"]

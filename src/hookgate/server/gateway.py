@@ -327,8 +327,8 @@ class Gateway:
             )
 
     def info(self, who: Principal) -> dict[str, Any]:
-        from hookgate.server.methods import EVENTS_INFO, METHODS
-
+        """This gateway's facts for a caller (the ``connect`` method adds the event
+        catalogue and the method names)."""
         return {
             "edition": self.edition,
             "role": who.role,
@@ -339,8 +339,6 @@ class Gateway:
             "handler_types": self.handler_types(),
             "llm_providers": self.providers.info(),
             "host_code": self.host_code_info(who),
-            "events": EVENTS_INFO,
-            "methods": sorted(METHODS),
         }
 
     def open_error_detail(self, row: ExecutionRow) -> str | None:

@@ -27,6 +27,14 @@ from hookgate.server import schemas
 from hookgate.server.auth import Principal
 from hookgate.server.errors import ApiError
 from hookgate.server.hook_secrets import prepare_api_key, prepare_secret_headers
+from hookgate.server.methods import (
+    MASTER_MESSAGE,
+    check_code,
+    hide_secrets,
+    hooks_create,
+    hooks_update,
+    writable,
+)
 from hookgate.server.url_warnings import url_warnings
 from hookgate.store import HookFilter, HookRecord
 
@@ -46,8 +54,6 @@ def _tenant(who: Principal, tenant_id: str | None) -> str:
     if tenant_id is None or tenant_id == who.tenant_id:
         return who.tenant_id
     if not who.master:
-        from hookgate.server.methods import MASTER_MESSAGE
-
         raise ApiError("UNAUTHORIZED", MASTER_MESSAGE)
     return tenant_id
 
@@ -62,8 +68,6 @@ async def _own_hooks(gateway: Gateway, who: Principal, tenant: str) -> list[Hook
 
 
 def _file_entry(record: HookRecord) -> dict[str, Any]:
-    from hookgate.server.methods import hide_secrets
-
     data = record.definition.to_dict(include_identity=False)
     data["config"] = hide_secrets(data["config"])
     entry = {key: value for key, value in data.items() if value is not None and value != []}
@@ -147,8 +151,6 @@ def _problems(exc: Exception, field: str = "hook") -> list[dict[str, str]]:
 
 
 def _comparable(definition: HookDefinition) -> dict[str, Any]:
-    from hookgate.server.methods import hide_secrets
-
     data = definition.to_dict(include_identity=False)
     data["config"] = hide_secrets(data["config"])
     return data
@@ -178,8 +180,6 @@ def _check(
     existing: Mapping[tuple[str, str], HookRecord],
 ) -> None:
     """Decide what ``entry`` does and record its problems; writes nothing."""
-    from hookgate.server.methods import MASTER_MESSAGE, check_code, writable
-
     raw = {k: v for k, v in writable(entry.raw).items() if k not in _IGNORED}
     raw.setdefault("scope", "tenant")
     named = raw.get("tenant_id")
@@ -246,8 +246,6 @@ def _check(
 async def hooks_import(
     gateway: Gateway, who: Principal, p: schemas.ImportParams
 ) -> dict[str, Any]:
-    from hookgate.server.methods import hooks_create, hooks_update
-
     tenant = _tenant(who, p.tenant_id)
     try:
         items = _parse(p.content)

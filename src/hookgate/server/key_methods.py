@@ -18,6 +18,7 @@ from hookgate.log import log_event
 from hookgate.server import schemas
 from hookgate.server.auth import ROLES, Principal
 from hookgate.server.errors import ApiError
+from hookgate.server.timestamps import iso
 from hookgate.store import ApiKey, NotFound
 
 if TYPE_CHECKING:
@@ -26,12 +27,6 @@ if TYPE_CHECKING:
 __all__ = ["key_view", "keys_create", "keys_list", "keys_revoke"]
 
 _MASTER_ONLY = "only a master-scope key may create master keys or keys for another tenant"
-
-
-def _iso(ts: float | None) -> str | None:
-    from hookgate.server.methods import iso
-
-    return iso(ts)
 
 
 def key_view(key: ApiKey) -> dict[str, Any]:
@@ -43,8 +38,8 @@ def key_view(key: ApiKey) -> dict[str, Any]:
         "master": key.master,
         "name": key.name,
         "prefix": key.prefix,
-        "created_at": _iso(key.created_at),
-        "revoked_at": _iso(key.revoked_at),
+        "created_at": iso(key.created_at),
+        "revoked_at": iso(key.revoked_at),
     }
 
 

@@ -3,7 +3,8 @@
 A :class:`Method` names its minimum role, its params model and its REST route; the method
 body receives the gateway, the authenticated principal and the validated params, and
 returns the payload dict. Errors are raised as :class:`ApiError` (store and validation
-errors are translated here, in one place).
+errors are translated here, in one place). The table of every method is
+:mod:`hookgate.server.method_table`.
 """
 
 from __future__ import annotations
@@ -21,20 +22,11 @@ from hookgate.events import CATALOGUE, UnknownEventError, get_event, normalize_p
 from hookgate.payload_limits import payload_problem
 from hookgate.secrets.keyring import is_sealed_text
 from hookgate.server import schemas
-from hookgate.server.approval_methods import (
-    approvals_approve,
-    approvals_deny,
-    approvals_get,
-    approvals_list,
-    approvals_wait,
-    approvals_watch,
-)
 from hookgate.server.approvals import approval_wait_limit
 from hookgate.server.auth import Principal, require_role
 from hookgate.server.errors import ApiError
-from hookgate.server.hook_files import hooks_export, hooks_import
 from hookgate.server.hook_secrets import prepare_api_key, prepare_secret_headers
-from hookgate.server.key_methods import keys_create, keys_list, keys_revoke
+from hookgate.server.timestamps import iso
 from hookgate.server.tracing import parse_traceparent
 from hookgate.server.url_warnings import url_warnings
 from hookgate.store import (
@@ -52,7 +44,7 @@ from hookgate.store import (
 if TYPE_CHECKING:
     from hookgate.server.gateway import Gateway
 
-__all__ = ["METHODS", "Method", "call_method", "definition_error", "parse_params"]
+__all__ = ["Method", "call_method", "definition_error", "parse_params", "store_error"]
 
 #: The seed's message for a definition without handler_type, event or scope.
 REQUIRED_MESSAGE: Final = "handler_type, event, and scope are required"
@@ -151,12 +143,6 @@ async def call_method(gateway: Gateway, method: Method, who: Principal, params: 
 # --- views ------------------------------------------------------------------------------------
 
 
-def iso(ts: float | None) -> str | None:
-    if ts is None:
-        return None
-    return datetime.fromtimestamp(ts, UTC).isoformat().replace("+00:00", "Z")
-
-
 def hide_secrets(value: Any) -> Any:
     # Sealed values (encrypted header values and the like) are never returned by a read.
     if isinstance(value, Mapping):
@@ -236,10 +222,6 @@ def _check_event(name: str | None) -> str | None:
 
 
 # --- the methods --------------------------------------------------------------------------------
-
-
-async def connect(gateway: Gateway, who: Principal, params: Any) -> dict[str, Any]:
-    return gateway.info(who)
 
 
 async def hooks_list(gateway: Gateway, who: Principal, p: schemas.ListParams) -> dict[str, Any]:
@@ -557,167 +539,3 @@ async def hooks_dispatch(
         tracer.forget(str(data["event_id"]))
     gateway.metrics.observe_dispatch(spec.name, outcome.decision, time.perf_counter() - started)
     return outcome.to_dict()
-
-
-def _method(
-    name: str,
-    role: str,
-    params: type[BaseModel],
-    payload: type[BaseModel],
-    body: Any,
-    summary: str,
-    http: tuple[str, str],
-    *,
-    raw: bool = False,
-) -> Method:
-    return Method(name, role, params, payload, body, summary, http, raw)
-
-
-METHOD_LIST: Final = (
-    _method(
-        "connect", "viewer", schemas.ConnectParams, schemas.InfoPayload, connect,
-        "Who the key is and what this gateway offers (edition, events, handler types).",
-        ("GET", "/info"),
-    ),
-    _method(
-        "hooks.list", "viewer", schemas.ListParams, schemas.HooksPayload, hooks_list,
-        "Hooks visible to the caller (own tenant and global; master scope: all), filtered.",
-        ("GET", "/hooks"),
-    ),
-    _method(
-        "hooks.get", "viewer", schemas.HookIdParams, schemas.HookPayload, hooks_get,
-        "One hook, with its breaker state.",
-        ("GET", "/hooks/{hookId}"),
-    ),
-    _method(
-        "hooks.create", "admin", schemas.CreateParams, schemas.SavedPayload, hooks_create,
-        "Create a hook from a definition; global scope needs master scope. ``warnings`` "
-        "names what was saved but will not work (a webhook URL the SSRF guard refuses).",
-        ("POST", "/hooks"),
-        raw=True,
-    ),
-    _method(
-        "hooks.update", "admin", schemas.UpdateParams, schemas.SavedPayload, hooks_update,
-        "Patch a hook: the merged definition is validated again and the version bumped; "
-        "``warnings`` as for hooks.create.",
-        ("PATCH", "/hooks/{hookId}"),
-    ),
-    _method(
-        "hooks.delete", "admin", schemas.HookIdParams, schemas.HookIdPayload, hooks_delete,
-        "Delete a hook; its executions stay in the history.",
-        ("DELETE", "/hooks/{hookId}"),
-    ),
-    _method(
-        "hooks.toggle", "admin", schemas.ToggleParams, schemas.TogglePayload, hooks_toggle,
-        "Enable or disable a hook; enabling resets its circuit breaker.",
-        ("POST", "/hooks/{hookId}/toggle"),
-    ),
-    _method(
-        "hooks.test", "operator", schemas.TestParams, schemas.TestPayload, hooks_test,
-        "Dry-run a definition or a saved hook on a sample event: no breaker, no audit row.",
-        ("POST", "/hooks/test"),
-    ),
-    _method(
-        "hooks.chain", "viewer", schemas.ChainParams, schemas.ChainPayload, hooks_chain,
-        "For the caller's tenant (master scope: tenantId) and optionally an agent: each "
-        "event with the hooks it would run, in chain order, globals included.",
-        ("GET", "/chains"),
-    ),
-    _method(
-        "hooks.simulate", "operator", schemas.SimulateParams, schemas.SimulatePayload,
-        hooks_simulate,
-        "Dry-run the whole chain an event would run for the caller's tenant (and agent): "
-        "each hook's answer in order and the folded outcome; no breaker, no audit row.",
-        ("POST", "/simulate"),
-    ),
-    _method(
-        "hooks.history", "viewer", schemas.HistoryParams, schemas.HistoryPayload, hooks_history,
-        "Executions, newest first, with cursor pagination.",
-        ("GET", "/executions"),
-    ),
-    _method(
-        "hooks.dispatch", "operator", schemas.DispatchParams, schemas.OutcomePayload,
-        hooks_dispatch,
-        "Fire an event for the caller's tenant and return the outcome; when a hook asks for "
-        "approval, wait for a person (REST: at most approvalWaitS, 25 s by default).",
-        ("POST", "/dispatch"),
-    ),
-    _method(
-        "hooks.export", "viewer", schemas.ExportParams, schemas.ExportPayload, hooks_export,
-        "The tenant's own user hooks as a hooks file (YAML or JSON); secret header values "
-        "are never written.",
-        ("GET", "/hooks/export"),
-    ),
-    _method(
-        "hooks.import", "admin", schemas.ImportParams, schemas.ImportPayload, hooks_import,
-        "Apply a hooks file to the tenant: every hook is checked first, one report entry "
-        "each; nothing is written when any is invalid (or on dryRun).",
-        ("POST", "/hooks/import"),
-    ),
-    _method(
-        "keys.list", "admin", schemas.KeyListParams, schemas.KeysPayload, keys_list,
-        "API keys of the caller's tenant (master scope: every tenant), never their secret.",
-        ("GET", "/keys"),
-    ),
-    _method(
-        "keys.create", "admin", schemas.KeyCreateParams, schemas.KeyCreatedPayload, keys_create,
-        "Create a key for the caller's tenant (master scope: any tenant, or a master key) with "
-        "a role no higher than the caller's; the secret is in this answer only.",
-        ("POST", "/keys"),
-    ),
-    _method(
-        "keys.revoke", "admin", schemas.KeyIdParams, schemas.KeyPayload, keys_revoke,
-        "Revoke a key of the caller's tenant (a master key needs master scope); it stops "
-        "working at once on this gateway, within two seconds on the others.",
-        ("POST", "/keys/{keyId}/revoke"),
-    ),
-    _method(
-        "approvals.list", "viewer", schemas.ApprovalListParams, schemas.ApprovalsPayload,
-        approvals_list,
-        "Approvals of the caller's tenant, newest first (pending by default), with the count "
-        "of pending ones and a revision for approvals.watch.",
-        ("GET", "/approvals"),
-    ),
-    _method(
-        "approvals.get", "viewer", schemas.ApprovalIdParams, schemas.ApprovalPayload,
-        approvals_get,
-        "One approval: tool, input, hook and reason; who decided, when and how.",
-        ("GET", "/approvals/{approvalId}"),
-    ),
-    _method(
-        "approvals.approve", "operator", schemas.ApprovalDecideParams, schemas.ApprovalPayload,
-        approvals_approve,
-        "Approve a pending approval, with an optional comment and an edited input.",
-        ("POST", "/approvals/{approvalId}/approve"),
-    ),
-    _method(
-        "approvals.deny", "operator", schemas.ApprovalDecideParams, schemas.ApprovalPayload,
-        approvals_deny,
-        "Deny a pending approval, with an optional comment.",
-        ("POST", "/approvals/{approvalId}/deny"),
-    ),
-    _method(
-        "approvals.wait", "operator", schemas.ApprovalWaitParams, schemas.OutcomePayload,
-        approvals_wait,
-        "Wait for an approval's decision and return the outcome of the dispatch that asked "
-        "(status pending again when timeoutS passed first).",
-        ("GET", "/approvals/{approvalId}/outcome"),
-    ),
-    _method(
-        "approvals.watch", "viewer", schemas.ApprovalWatchParams,
-        schemas.ApprovalWatchPayload, approvals_watch,
-        "Long-poll: returns when the caller's approvals changed since a revision (or after "
-        "timeoutS), with the pending count.",
-        ("GET", "/approvals/watch"),
-    ),
-)
-METHODS: Final[dict[str, Method]] = {method.name: method for method in METHOD_LIST}
-EVENTS_INFO: Final = [
-    {
-        "name": spec.name,
-        "blocking": spec.blocking,
-        "match_field": spec.match_field,
-        "input_field": spec.input_field,
-    }
-    for spec in CATALOGUE
-]

@@ -13,7 +13,8 @@ from pydantic import BaseModel
 
 from hookgate import __version__
 from hookgate.server.errors import HTTP_STATUS
-from hookgate.server.methods import METHODS, Method
+from hookgate.server.method_table import METHODS
+from hookgate.server.methods import Method
 from hookgate.server.rest import API_PREFIX, CREATES
 
 __all__ = ["openapi_document"]

@@ -20,7 +20,8 @@ from hookgate.log import log_event
 from hookgate.server.auth import Principal, bearer_token
 from hookgate.server.errors import ApiError
 from hookgate.server.gateway import Gateway
-from hookgate.server.methods import METHODS, Method, call_method
+from hookgate.server.method_table import METHODS
+from hookgate.server.methods import Method, call_method
 
 __all__ = ["API_PREFIX", "CREATES", "authenticate", "json_response", "rest_routes"]
 

@@ -26,7 +26,8 @@ from hookgate.log import log_event
 from hookgate.server.auth import Principal, bearer_token
 from hookgate.server.errors import ApiError
 from hookgate.server.gateway import Gateway
-from hookgate.server.methods import METHODS, Method, call_method
+from hookgate.server.method_table import METHODS, connect_payload
+from hookgate.server.methods import Method, call_method
 
 __all__ = ["MAX_INFLIGHT", "websocket_endpoint"]
 
@@ -204,7 +205,7 @@ class _Connection:
                 if key is not None and not isinstance(key, str):
                     raise ApiError("INVALID_REQUEST", "apiKey must be a string")
                 self.principal = await self.gateway.auth.authenticate(key)
-            payload = self.gateway.info(self.principal)
+            payload = connect_payload(self.gateway, self.principal)
         except ApiError as exc:
             await self.send(error_frame(frame_id, exc))
             return

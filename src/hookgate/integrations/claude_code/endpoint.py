@@ -38,7 +38,8 @@ from hookgate.outcome import Outcome
 from hookgate.server.auth import Principal
 from hookgate.server.errors import ApiError
 from hookgate.server.gateway import Gateway
-from hookgate.server.methods import METHODS, call_method
+from hookgate.server.method_table import METHODS
+from hookgate.server.methods import call_method
 from hookgate.server.rest import API_PREFIX, authenticate, error_response, json_response, read_json
 
 __all__ = ["CLAUDE_CODE_PATH", "claude_code_routes"]
