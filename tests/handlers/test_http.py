@@ -6,10 +6,11 @@ import json
 import logging
 import socket
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from tests.handlers.conftest import LOOPBACK
 from tests.support.webhook_server import Reply, WebhookServer
 
 from hookgate import Engine, MemoryAudit, Settings
@@ -22,13 +23,6 @@ from hookgate.secrets.headers import MASK, mask_hook, seal_headers
 from hookgate.secrets.keyring import Keyring, generate_key_text
 
 EXEC = {"tool_name": "exec", "tool_input": {"cmd": "ls -la"}, "session_id": "s-1"}
-LOOPBACK = Settings(ssrf_allowlist=("127.0.0.1/32",))
-
-
-@pytest.fixture(autouse=True)
-def no_ambient_allowlist(monkeypatch: pytest.MonkeyPatch) -> None:
-    # Refusal tests must not depend on an allowlist in the runner's environment.
-    monkeypatch.delenv("HOOKGATE_SSRF_ALLOWLIST", raising=False)
 
 
 @pytest.fixture
@@ -40,13 +34,6 @@ def server() -> Iterator[WebhookServer]:
 @pytest.fixture
 def fast_retry(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(HttpHandler, "retry_delay_s", 0.05)
-
-
-@pytest.fixture
-async def engine() -> AsyncIterator[Engine]:
-    engine = Engine(settings=LOOPBACK)
-    yield engine
-    await engine.aclose()
 
 
 def webhook(url: str, **extra: Any) -> dict[str, Any]:

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
+from tests.handlers.conftest import KEY_ENV, LOOPBACK
 from tests.support.llm_server import ScriptedLLM, text
 
 from hookgate import Engine, Settings
@@ -14,8 +14,6 @@ from hookgate.handlers.prompt.agent import AgentHandler, ReviewRequest, in_revie
 from hookgate.handlers.prompt.budget import MemoryBudgetStore
 from hookgate.outcome import MalformedAnswer, Outcome
 
-KEY_ENV = "HOOKGATE_TEST_REVIEWER_KEY"
-LOOPBACK = Settings(ssrf_allowlist=("127.0.0.1/32",))
 DELEGATION = {
     "output": "func Parse(b []byte) error { return nil }",
     "task": "Write a Go function to parse JSON",
@@ -24,25 +22,6 @@ DELEGATION = {
     "user_id": "u-7",
     "tenant_id": "tenant-a",
 }
-
-
-@pytest.fixture
-def llm(monkeypatch: pytest.MonkeyPatch) -> Iterator[ScriptedLLM]:
-    monkeypatch.setenv(KEY_ENV, "reviewer-key")
-    with ScriptedLLM(api_key="reviewer-key") as server:
-        yield server
-
-
-@pytest.fixture
-def budget() -> MemoryBudgetStore:
-    return MemoryBudgetStore()
-
-
-@pytest.fixture
-async def engine(budget: MemoryBudgetStore) -> AsyncIterator[Engine]:
-    engine = Engine(settings=LOOPBACK, services=Services(LOOPBACK, {"budget_store": budget}))
-    yield engine
-    await engine.aclose()
 
 
 def reviewer(llm: ScriptedLLM, provider: str = "anthropic", **config: Any) -> dict[str, Any]:

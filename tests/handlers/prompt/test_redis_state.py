@@ -3,21 +3,22 @@
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+from redis.asyncio import Redis
 from tests.conftest import require_service
+from tests.handlers.conftest import KEY_ENV, LOOPBACK
 from tests.support.llm_server import ScriptedLLM, decide
 
-from hookgate import Engine, Settings
+from hookgate import Engine
 from hookgate.handlers.base import Services
 from hookgate.handlers.prompt.redis_state import RedisDecisionCache, RedisTurnCounter, connect
 
 REDIS_URL = "redis://127.0.0.1:6379/0"
-KEY_ENV = "HOOKGATE_TEST_LLM_KEY"
-LOOPBACK = Settings(ssrf_allowlist=("127.0.0.1/32",))
 
 pytestmark = pytest.mark.redis
 
@@ -39,12 +40,22 @@ async def prefix() -> AsyncIterator[str]:
     await client.aclose()
 
 
+async def _expired(client: Redis, name: str) -> None:
+    """Wait until Redis has dropped ``name`` because its TTL ran out (polled)."""
+    deadline = time.monotonic() + 10
+    while await client.exists(name):
+        assert time.monotonic() < deadline, f"{name} never expired"
+        await asyncio.sleep(0.02)
+
+
 async def test_decisions_round_trip_and_expire(prefix: str) -> None:
-    cache = RedisDecisionCache(connect(REDIS_URL), prefix=prefix)
+    client = connect(REDIS_URL)
+    cache = RedisDecisionCache(client, prefix=prefix)
     await cache.put("k", {"decision": "block", "reason": "no"}, ttl_s=0.3)
     assert await cache.get("k") == {"decision": "block", "reason": "no"}
     assert await cache.get("other") is None
-    await asyncio.sleep(0.45)
+    assert 0 < await client.pttl(cache.prefix + "k") <= 300  # Redis holds the hook's TTL
+    await _expired(client, cache.prefix + "k")
     assert await cache.get("k") is None
 
 
@@ -58,17 +69,13 @@ async def test_turn_counter_is_atomic_across_clients(prefix: str) -> None:
 
 
 async def test_turn_counter_expires_after_its_last_use(prefix: str) -> None:
-    counter = RedisTurnCounter(connect(REDIS_URL), prefix=prefix)
+    client = connect(REDIS_URL)
+    counter = RedisTurnCounter(client, prefix=prefix)
+    assert await counter.increment("t", ttl_s=30) == 1
+    assert await counter.increment("t", ttl_s=0.3) == 2
+    assert 0 < await client.pttl(counter.prefix + "t") <= 300  # the last use set the TTL
+    await _expired(client, counter.prefix + "t")
     assert await counter.increment("t", ttl_s=0.3) == 1
-    await asyncio.sleep(0.45)
-    assert await counter.increment("t", ttl_s=0.3) == 1
-
-
-@pytest.fixture
-def llm(monkeypatch: pytest.MonkeyPatch) -> Iterator[ScriptedLLM]:
-    monkeypatch.setenv(KEY_ENV, "test-key-123")
-    with ScriptedLLM(api_key="test-key-123") as server:
-        yield server
 
 
 def replica(prefix: str) -> Engine:
