@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import asyncio
 import threading
-import time
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from hookgate.chain import Batch, Call, ChainGen, Reply, matters
 from hookgate.hook_event import HookEvent
+from hookgate.plain_calls import PlainCalls
 
 if TYPE_CHECKING:
     from hookgate.outcome import Outcome
@@ -27,9 +27,7 @@ __all__ = ["LoopThread", "SyncCaller", "drive_async", "drive_sync"]
 T = TypeVar("T")
 
 
-def drive_sync(
-    chain: ChainGen, execute: Callable[[Batch], Sequence[Reply]]
-) -> Outcome:
+def drive_sync(chain: ChainGen, execute: Callable[[Batch], Sequence[Reply]]) -> Outcome:
     """Run a chain without an event loop: ``execute`` runs one batch per the driver contract."""
     try:
         batch = next(chain)
@@ -96,38 +94,11 @@ class SyncCaller:
     def __call__(self, batch: Batch) -> list[Reply]:
         calls, payload, deadline = batch
         view = HookEvent(self._event, payload)
-        functions = self._functions
-        clock = self._clock
-        perf = time.perf_counter
-        replies: list[Reply] = []
-        for call in calls:
-            hook, timeout_s = call[0], call[1]
-            if deadline is not None:
-                remaining = deadline - clock()
-                if remaining <= 0:
-                    break
-                if remaining < timeout_s:
-                    timeout_s = remaining
-            started = perf()
-            try:
-                answer = functions[hook](view)
-            except Exception as exc:
-                replies.append((None, exc, False, (perf() - started) * 1000))
-                if deadline is not None:
-                    break
-                continue
-            elapsed = perf() - started
-            if elapsed > timeout_s:
-                replies.append((None, None, True, elapsed * 1000))
-                if deadline is not None:
-                    break
-                continue
-            replies.append((answer, None, False, elapsed * 1000))
-            if answer is not None and deadline is not None:
-                break
-        return replies
-
-
+        batch_run = PlainCalls(
+            calls, self._functions, view, deadline, self._clock, copy_context=False
+        )
+        batch_run.run_calls()
+        return batch_run.replies
 
 
 class LoopThread:

@@ -25,7 +25,7 @@ from types import FrameType
 from typing import Any, Final
 
 from hookgate.chain import Call, Reply
-from hookgate.hook_threads import Functions, _Job
+from hookgate.plain_calls import Functions, PlainCalls
 
 __all__ = ["REPEAT_S", "available", "run_batch"]
 
@@ -39,7 +39,7 @@ _handler_of: Final[Callable[[int], object]] = _signal.getsignal
 _MAIN_THREAD: Final = threading.main_thread().ident
 
 #: The batch the alarm watches (main thread only, one at a time).
-_watched: _Job | None = None
+_watched: PlainCalls | None = None
 
 
 class _Interrupted(BaseException):
@@ -51,7 +51,7 @@ class _Interrupted(BaseException):
 _LONGEST_S: Final = 365 * 86400.0
 
 
-def _set_alarm(job: _Job, due: float) -> None:
+def _set_alarm(job: PlainCalls, due: float) -> None:
     job.alarm_due = due
     left = min(max(due - time.perf_counter(), 1e-6), _LONGEST_S)
     signal.setitimer(signal.ITIMER_REAL, left, REPEAT_S)
@@ -99,7 +99,7 @@ def run_batch(
     replies: list[Reply] = []
     perf = time.perf_counter
     while calls:
-        job = _Job(calls, functions, view, deadline, clock, copy_context=False)
+        job = PlainCalls(calls, functions, view, deadline, clock, copy_context=False)
         job.set_alarm = _set_alarm
         # Armed for the first call at once; the batch loop moves it earlier for a call due
         # sooner. The previous setting tells whether somebody else's timer was running.
@@ -131,4 +131,6 @@ def run_batch(
     return replies
 
 
-_OWN_CODE: Final = frozenset(f.__code__ for f in (_Job.run_calls, _on_alarm, _set_alarm, run_batch))
+_OWN_CODE: Final = frozenset(
+    f.__code__ for f in (PlainCalls.run_calls, _on_alarm, _set_alarm, run_batch)
+)

@@ -21,17 +21,17 @@ on blocking events) rather than starting ever more threads.
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import math
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any, Final
 
 from hookgate.chain import Call, Reply
 from hookgate.errors import HookgateError
 from hookgate.log import log_event
+from hookgate.plain_calls import Functions, PlainCalls
 
 __all__ = ["MAX_STUCK", "HookThreads", "TooManyStuck"]
 
@@ -45,100 +45,9 @@ IDLE_EXIT_S: Final = 60.0
 #: and lets the worker wake it (a bounded pause, far below any hook timeout).
 FAST_WAIT_S: Final = 0.0001
 
-Functions = Mapping[Any, Callable[[Any], Any]]
-
 
 class TooManyStuck(HookgateError, RuntimeError):
     """Too many hook threads are stuck in functions that overran their timeout."""
-
-
-class _Job:
-    """One batch of calls for one worker; written by the worker, read by the waiter."""
-
-    __slots__ = (
-        "abandoned",
-        "alarm_due",
-        "calls",
-        "clock",
-        "context",
-        "current",
-        "deadline",
-        "finished",
-        "functions",
-        "notify",
-        "replies",
-        "set_alarm",
-        "view",
-    )
-
-    def __init__(
-        self,
-        calls: Sequence[Call],
-        functions: Functions,
-        view: Any,
-        deadline: float | None,
-        clock: Callable[[], float],
-        *,
-        copy_context: bool = True,
-    ) -> None:
-        self.calls = calls
-        self.functions = functions
-        self.view = view
-        self.deadline = deadline
-        self.clock = clock
-        self.replies: list[Reply] = []
-        # (index, perf_counter at start, seconds allowed): one reference, swapped whole.
-        self.current: tuple[int, float, float] | None = None
-        self.abandoned = False
-        self.finished = False
-        self.notify: Callable[[], object] | None = None
-        # The caller's context variables (tracing, "inside a review"…) follow the calls.
-        self.context = contextvars.copy_context() if copy_context else None
-        # When the alarm of :mod:`hookgate.hook_alarm` is set to fire (inf: no alarm, the
-        # calls run on a worker), and how to set it earlier for a call due sooner.
-        self.alarm_due = math.inf
-        self.set_alarm: Callable[[_Job, float], None] | None = None
-
-    def run(self) -> None:
-        if self.context is None:
-            self.run_calls()
-        else:
-            self.context.run(self.run_calls)
-
-    def run_calls(self) -> None:
-        """The calls in order, with the driver contract's stop rules (see ``SyncCaller``)."""
-        deadline, clock, perf = self.deadline, self.clock, time.perf_counter
-        functions, view, replies = self.functions, self.view, self.replies
-        for index, call in enumerate(self.calls):
-            if self.abandoned:
-                return
-            hook, timeout_s = call[0], call[1]
-            if deadline is not None:
-                remaining = deadline - clock()
-                if remaining <= 0:
-                    return
-                if remaining < timeout_s:
-                    timeout_s = remaining
-            started = perf()
-            self.current = (index, started, timeout_s)
-            if self.set_alarm is not None and started + timeout_s < self.alarm_due:
-                self.set_alarm(self, started + timeout_s)
-            try:
-                answer = functions[hook](view)
-            except Exception as exc:
-                replies.append((None, exc, False, (perf() - started) * 1000))
-                if deadline is not None:
-                    return
-                continue
-            elapsed = perf() - started
-            if elapsed > timeout_s:
-                replies.append((None, None, True, elapsed * 1000))
-                if deadline is not None:
-                    return
-                continue
-            replies.append((answer, None, False, elapsed * 1000))
-            if answer is not None and deadline is not None:
-                return
 
 
 class _Worker:
@@ -148,13 +57,13 @@ class _Worker:
         self._pool = pool
         self._go = threading.Lock()
         self._go.acquire()
-        self._job: _Job | None = None
+        self._job: PlainCalls | None = None
         self.thread = threading.Thread(
             target=self._main, name=f"hookgate-hook-{number}", daemon=True
         )
         self.thread.start()
 
-    def start(self, job: _Job) -> None:
+    def start(self, job: PlainCalls) -> None:
         self._job = job
         self._go.release()
 
@@ -220,7 +129,7 @@ class HookThreads:
             number = self._started
         return _Worker(self, number)
 
-    def _abandon(self, job: _Job, now: float) -> tuple[Reply, int] | None:
+    def _abandon(self, job: PlainCalls, now: float) -> tuple[Reply, int] | None:
         """Give up on the job's current call if its time is up: the timeout reply and the
         call's index, or None (it finished meanwhile, or moved on to a later call)."""
         current = job.current
@@ -236,7 +145,7 @@ class HookThreads:
         log_event("hookgate.hook_thread.stuck", stuck=self.stuck, timeout_s=round(allowed, 3))
         return (None, None, True, (now - started) * 1000), index
 
-    def _rearm(self, job: _Job, notify: Callable[[], object]) -> bool:
+    def _rearm(self, job: PlainCalls, notify: Callable[[], object]) -> bool:
         """Point the job's wake-up at a new waiter; False when it already finished."""
         with self._lock:
             if job.finished:
@@ -258,7 +167,7 @@ class HookThreads:
         replies: list[Reply] = []
         perf = time.perf_counter
         while calls:
-            job = _Job(calls, functions, view, deadline, clock)
+            job = PlainCalls(calls, functions, view, deadline, clock)
             done = threading.Lock()
             done.acquire()
             job.notify = done.release
@@ -302,7 +211,7 @@ class HookThreads:
         replies: list[Reply] = []
         perf = time.perf_counter
         while calls:
-            job = _Job(calls, functions, view, deadline, clock)
+            job = PlainCalls(calls, functions, view, deadline, clock)
             done = threading.Lock()
             done.acquire()
             job.notify = done.release
@@ -353,7 +262,7 @@ class HookThreads:
         abandons the worker and counts it as stuck until ``fn`` returns."""
         loop = asyncio.get_running_loop()
         key = object()
-        job = _Job(((key, math.inf, [], 0, 0),), {key: fn}, arg, None, time.monotonic)  # type: ignore[arg-type]
+        job = PlainCalls(((key, math.inf, [], 0, 0),), {key: fn}, arg, None, time.monotonic)  # type: ignore[arg-type]
         done = threading.Lock()
         done.acquire()
         job.notify = done.release

@@ -28,7 +28,7 @@ EXPECTED_HOOKGATE = {
     "hookgate.config", "hookgate.config.formats", "hookgate.payload_limits",
     "hookgate.state", "hookgate.state.model", "hookgate.state.stores", "hookgate.state.binding",
     "hookgate.host_code", "hookgate.handlers.subprocess.sandbox",
-    "hookgate.hook_threads", "hookgate.hook_alarm", "hookgate.errors",
+    "hookgate.hook_threads", "hookgate.hook_alarm", "hookgate.plain_calls", "hookgate.errors",
 }
 #: Packages that would mean a heavy import crept in.
 FORBIDDEN = ("click", "aiohttp", "yarl", "multidict", "starlette", "uvicorn", "websockets",

@@ -1,0 +1,110 @@
+"""One batch of plain-function hook calls, run in order with the chain driver's stop rules."""
+
+from __future__ import annotations
+
+import contextvars
+import math
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from hookgate.chain import Call, Reply
+
+__all__ = ["Functions", "PlainCalls"]
+
+#: The functions of a batch's hooks, by hook.
+Functions = Mapping[Any, Callable[[Any], Any]]
+
+
+class PlainCalls:
+    """One batch of plain-function calls, run in order with the driver contract's stop rules.
+
+    Run on the caller's thread (:class:`hookgate.drivers.SyncCaller`, the alarm of
+    :mod:`hookgate.hook_alarm`) or on a worker (:mod:`hookgate.hook_threads`): written by the
+    thread that runs it, read by the one that waits for it."""
+
+    __slots__ = (
+        "abandoned",
+        "alarm_due",
+        "calls",
+        "clock",
+        "context",
+        "current",
+        "deadline",
+        "finished",
+        "functions",
+        "notify",
+        "replies",
+        "set_alarm",
+        "view",
+    )
+
+    def __init__(
+        self,
+        calls: Sequence[Call],
+        functions: Functions,
+        view: Any,
+        deadline: float | None,
+        clock: Callable[[], float],
+        *,
+        copy_context: bool = True,
+    ) -> None:
+        self.calls = calls
+        self.functions = functions
+        self.view = view
+        self.deadline = deadline
+        self.clock = clock
+        self.replies: list[Reply] = []
+        # (index, perf_counter at start, seconds allowed): one reference, swapped whole.
+        self.current: tuple[int, float, float] | None = None
+        self.abandoned = False
+        self.finished = False
+        self.notify: Callable[[], object] | None = None
+        # The caller's context variables (tracing, "inside a review"…) follow the calls.
+        self.context = contextvars.copy_context() if copy_context else None
+        # When the alarm of :mod:`hookgate.hook_alarm` is set to fire (inf: no alarm, the
+        # calls run on a worker), and how to set it earlier for a call due sooner.
+        self.alarm_due = math.inf
+        self.set_alarm: Callable[[PlainCalls, float], None] | None = None
+
+    def run(self) -> None:
+        if self.context is None:
+            self.run_calls()
+        else:
+            self.context.run(self.run_calls)
+
+    def run_calls(self) -> None:
+        """The calls in order; a blocking batch (one with a deadline) stops at its first
+        call that matters (an answer, an error, a timeout) or when the deadline has passed."""
+        deadline, clock, perf = self.deadline, self.clock, time.perf_counter
+        functions, view, replies = self.functions, self.view, self.replies
+        for index, call in enumerate(self.calls):
+            if self.abandoned:
+                return
+            hook, timeout_s = call[0], call[1]
+            if deadline is not None:
+                remaining = deadline - clock()
+                if remaining <= 0:
+                    return
+                if remaining < timeout_s:
+                    timeout_s = remaining
+            started = perf()
+            self.current = (index, started, timeout_s)
+            if self.set_alarm is not None and started + timeout_s < self.alarm_due:
+                self.set_alarm(self, started + timeout_s)
+            try:
+                answer = functions[hook](view)
+            except Exception as exc:
+                replies.append((None, exc, False, (perf() - started) * 1000))
+                if deadline is not None:
+                    return
+                continue
+            elapsed = perf() - started
+            if elapsed > timeout_s:
+                replies.append((None, None, True, elapsed * 1000))
+                if deadline is not None:
+                    return
+                continue
+            replies.append((answer, None, False, elapsed * 1000))
+            if answer is not None and deadline is not None:
+                return
