@@ -34,6 +34,11 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
+#: Screens copied into docs/screenshots/ (with HOOKGATE_DOC_SCREENSHOTS=1) for the docs.
+DOC_SHOTS = {
+    "hooks-list", "hook-form-errors", "test-panel-diff", "history", "phone-hooks-list", "audit",
+    "events-simulation", "approvals", "keys", "import-report", "tenant-picker", "ssrf-warning",
+}
 #: A test-only AES-256 key (base64 of 32 bytes).
 TEST_SECRET_KEY = "aG9va2dhdGUtcGFuZWwtdGVzdHMtb25seS0zMi1ieXQ="
 
@@ -85,6 +90,16 @@ def page(browser: Any) -> Iterator[Any]:
     assert not errors, f"JavaScript errors in the panel: {errors}"
 
 
+def shot(page: Any, name: str) -> None:
+    """Save a screenshot to ``artifacts/screenshots/`` (and to the docs when asked)."""
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    target = SCREENSHOTS / f"{name}.png"
+    page.screenshot(path=str(target), full_page=True)
+    if os.environ.get("HOOKGATE_DOC_SCREENSHOTS") == "1" and name in DOC_SHOTS:
+        DOC_SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        shutil.copy(target, DOC_SCREENSHOTS / target.name)
+
+
 def sign_in(page: Any, url: str, key: str) -> None:
     """Sign in with ``key`` and wait for the Hooks list."""
     from playwright.sync_api import expect
@@ -93,7 +108,6 @@ def sign_in(page: Any, url: str, key: str) -> None:
     page.get_by_label("API key").fill(key)
     page.get_by_role("button", name="Sign in").click()
     expect(page.get_by_role("heading", level=1, name="Hooks")).to_be_visible()
-
 
 
 def panel_gateway(data_dir: Path, *, edition: str = "lite") -> GatewayProcess:

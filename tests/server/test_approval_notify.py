@@ -82,6 +82,6 @@ def test_a_loopback_webhook_is_refused_without_the_allowlist(tmp_path: Path) -> 
             assert hook.requests == []
             # The approval itself is there, waiting for a person.
             listed = gateway.rest("GET", "/api/v1/approvals").json()
-            assert listed["pending_count"] == 1
+            assert listed["pendingCount"] == 1
         finally:
             gateway.stop()

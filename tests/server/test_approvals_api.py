@@ -141,7 +141,7 @@ def test_watch_is_not_woken_by_another_tenants_approvals(served: dict[str, Any])
         "GET", f"/api/v1/approvals/watch?revision={start['revision']}&timeoutS=5",
         keys["a_viewer"],
     ).json()
-    assert woke["changed"] is True and woke["pending_count"] >= 1
+    assert woke["changed"] is True and woke["pendingCount"] >= 1
 
 
 def test_the_tool_input_is_sealed_at_rest(served: dict[str, Any]) -> None:

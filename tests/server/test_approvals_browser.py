@@ -10,8 +10,6 @@ tenant A's; a viewer sees but cannot decide. The Approvals screen is saved for t
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,13 +18,12 @@ from typing import Any
 import pytest
 from tests.server.gateway_process import GatewayProcess
 from tests.server.panel_support import (
-    DOC_SCREENSHOTS,
-    SCREENSHOTS,
     TEST_SECRET_KEY,
     browser,
     page,
     require_chromium,
     rest_json,
+    shot,
     sign_in,
 )
 
@@ -84,15 +81,6 @@ class Agent:
             raise self.error
         assert self.outcome is not None
         return self.outcome
-
-
-def shot(page: Any, name: str) -> None:
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    target = SCREENSHOTS / f"{name}.png"
-    page.screenshot(path=str(target), full_page=True)
-    if os.environ.get("HOOKGATE_DOC_SCREENSHOTS") == "1":
-        DOC_SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-        shutil.copy(target, DOC_SCREENSHOTS / target.name)
 
 
 @pytest.fixture(scope="module")

@@ -182,22 +182,24 @@ def test_host_code_in_a_file_follows_the_host_code_rules(tmp_path: Path) -> None
         ("https://93.184.215.14/hook", None),
     ],
 )
-def test_saving_a_webhook_warns_when_the_ssrf_guard_would_refuse_it(
+def test_a_saved_webhook_is_checked_against_the_ssrf_guard(
     gateway: GatewayProcess, keys: Keys, url: str, expect: str | None
 ) -> None:
     with open_ws(gateway.ws_url, keys.a_admin) as ws:
         hook = {"event": "stop", "handler_type": "http", "scope": "tenant",
                 "config": {"url": url}}
         created = ok(ws, "hooks.create", hook)
-        updated = ok(ws, "hooks.update", {"hookId": created["hookId"], "updates": {"priority": 3}})
-    for answer in (created, updated):
-        if expect is None:
-            assert answer["warnings"] == []
-            continue
-        (warning,) = answer["warnings"]
-        assert warning["field"] == "config.url" and expect in warning["message"]
-        if expect != "resolve":
-            assert "HOOKGATE_SSRF_ALLOWLIST" in warning["message"]
+        assert created == {"hookId": created["hookId"]}  # the seed's answer, unchanged
+        checked = ok(ws, "hooks.check", {"hookId": created["hookId"]})
+    if expect is None:
+        assert checked["warnings"] == []
+        return
+    (warning,) = checked["warnings"]
+    assert warning["field"] == "config.url" and expect in warning["message"]
+    if expect != "resolve":
+        assert "HOOKGATE_SSRF_ALLOWLIST" in warning["message"]
+    with open_ws(gateway.ws_url, keys.a_operator) as ws:
+        fails(ws, "hooks.check", {"hookId": created["hookId"]}, "UNAUTHORIZED")
 
 
 def test_the_allowlist_silences_the_warning(tmp_path: Path) -> None:
@@ -210,6 +212,6 @@ def test_the_allowlist_silences_the_warning(tmp_path: Path) -> None:
             created = ok(ws, "hooks.create", {
                 "event": "stop", "handler_type": "http", "scope": "tenant",
                 "config": {"url": "http://127.0.0.1:9/hook"}})
-        assert created["warnings"] == []
+            assert ok(ws, "hooks.check", {"hookId": created["hookId"]})["warnings"] == []
     finally:
         served.stop()

@@ -216,9 +216,9 @@ def test_standard_edition_refuses_every_host_code_hook(tmp_path: Path) -> None:
     served = GatewayProcess(tmp_path / "data", args=("--edition", "standard")).start()
     try:
         info = served.rest("GET", "/api/v1/info").json()
-        assert not {"command", "process", "callable"} & set(info["handler_types"])
-        assert info["host_code"]["allowed"] is False
-        assert "standard edition" in info["host_code"]["reason"]
+        assert not {"command", "process", "callable"} & set(info["handlerTypes"])
+        assert info["hostCode"]["allowed"] is False
+        assert "standard edition" in info["hostCode"]["reason"]
         for hook in (command_hook("touch MARKER"), gate_hook("touch MARKER"), process_hook()):
             raw = _with_marker(hook, marker)
             for path, body in (("/api/v1/hooks", raw), ("/api/v1/hooks/test", {

@@ -53,7 +53,7 @@ def test_first_start_prints_key_once(tmp_path: Path) -> None:
         assert "shown only this once" in banner
         assert f"Open the web panel at {served.url}/" in banner
         info = httpx.get(served.url + "/api/v1/info", headers=served.headers()).json()
-        assert info["is_master_scope"] is True and info["role"] == "admin"
+        assert info["isMasterScope"] is True and info["role"] == "admin"
         assert httpx.get(served.url + "/").status_code == 200
         assert httpx.get(served.url + "/healthz").json()["status"] == "ok"
     finally:
@@ -84,7 +84,7 @@ def test_edition_gating_at_definition_and_dispatch(tmp_path: Path) -> None:
     try:
         with open_ws(standard.ws_url, key) as ws:
             info = ok(ws, "connect", {})
-            assert info["edition"] == "standard" and "command" not in info["handler_types"]
+            assert info["edition"] == "standard" and "command" not in info["handlerTypes"]
             error = fails(ws, "hooks.create", COMMAND_HOOK | {"name": "new"}, "INVALID_REQUEST")
             assert error["details"]["problems"][0]["field"] == "handler_type"
             assert "standard edition" in error["message"]

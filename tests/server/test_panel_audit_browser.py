@@ -18,9 +18,9 @@ from tests.server.panel_support import (
     panel_gateway,
     require_chromium,
     rest_json,
+    shot,
     sign_in,
 )
-from tests.server.test_panel_browser import shot
 
 __all__ = ["browser", "page"]  # fixtures used here
 

@@ -12,9 +12,7 @@ disabled on the standard edition and for tenant admins. Each screen is saved und
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,13 +20,12 @@ from typing import Any
 import pytest
 from tests.server.gateway_process import GatewayProcess, run_cli
 from tests.server.panel_support import (
-    DOC_SCREENSHOTS,
-    SCREENSHOTS,
     browser,
     page,
     panel_gateway,
     require_chromium,
     rest_json,
+    shot,
     sign_in,
 )
 from tests.support.webhook_server import Reply, Seen, WebhookServer
@@ -40,11 +37,6 @@ __all__ = ["browser", "page"]  # fixtures used here
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(90)]
 
 PHONE = {"width": 390, "height": 844}
-#: Screens copied into docs/screenshots/ for the README.
-DOC_SHOTS = {
-    "hooks-list", "hook-form-errors", "test-panel-diff", "history", "phone-hooks-list", "audit",
-    "events-simulation",
-}
 #: The command hook's script: it answers a rewrite of the tool input on stdout.
 REWRITE_COMMAND = (
     "cat >/dev/null; echo 'checked by panel test' >&2; "
@@ -55,15 +47,6 @@ SECRET_TOKEN = "Bearer panel-test-secret-7f3a"
 
 # Hooks every fresh gateway seeds (hookgate.builtins): one row per builtin and event.
 BUILTINS = len(builtin_definitions())
-
-
-def shot(page: Any, name: str) -> None:
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    target = SCREENSHOTS / f"{name}.png"
-    page.screenshot(path=str(target), full_page=True)
-    if os.environ.get("HOOKGATE_DOC_SCREENSHOTS") == "1" and name in DOC_SHOTS:
-        DOC_SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-        shutil.copy(target, DOC_SCREENSHOTS / target.name)
 
 
 # --- fixtures -----------------------------------------------------------------------------------

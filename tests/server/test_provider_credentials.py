@@ -94,7 +94,7 @@ def test_a_tenant_url_never_gets_an_operator_credential(
 def test_a_hook_names_the_operators_provider_and_gets_its_key(setup: Setup) -> None:
     with open_ws(setup.gateway.ws_url, setup.admin) as ws:
         info = ok(ws, "connect", {})
-        assert info["llm_providers"] == [{"name": "work", "format": "openai", "model": None}]
+        assert info["llmProviders"] == [{"name": "work", "format": "openai", "model": None}]
         hook_id = ok(ws, "hooks.create", setup.prompt_hook("named", provider="work"))["hookId"]
         outcome = ok(ws, "hooks.dispatch", TOOL)
         ok(ws, "hooks.delete", {"hookId": hook_id})

@@ -104,7 +104,7 @@ async def approvals_list(
     )
     return {
         "approvals": [approval_view(approvals, row) for row in rows],
-        "pending_count": await _pending_count(gateway, who),
+        "pendingCount": await _pending_count(gateway, who),
         "revision": revision,
     }
 
@@ -186,6 +186,6 @@ async def approvals_watch(
     changed = await approvals.changed(who.caller, p.revision, p.timeout_s)
     return {
         "revision": approvals.revision_for(who.caller),
-        "pending_count": await _pending_count(gateway, who),
+        "pendingCount": await _pending_count(gateway, who),
         "changed": changed,
     }

@@ -272,7 +272,7 @@ class Gateway:
         reason = edition_refusal(self.edition, "host-code")
         if reason is None and not (who.master or self.options.tenant_host_code):
             reason = master_refusal("host-code", "defining")
-        return {"handler_types": host_code_types(), "allowed": reason is None, "reason": reason}
+        return {"handlerTypes": host_code_types(), "allowed": reason is None, "reason": reason}
 
     def check_host_code(
         self, who: Principal, handler_type: object, config: object, action: str
@@ -332,13 +332,13 @@ class Gateway:
         return {
             "edition": self.edition,
             "role": who.role,
-            "tenant_id": who.tenant_id,
-            "is_master_scope": who.master,
-            "key_name": who.key_name,
+            "tenantId": who.tenant_id,
+            "isMasterScope": who.master,
+            "keyName": who.key_name,
             "version": __version__,
-            "handler_types": self.handler_types(),
-            "llm_providers": self.providers.info(),
-            "host_code": self.host_code_info(who),
+            "handlerTypes": self.handler_types(),
+            "llmProviders": self.providers.info(),
+            "hostCode": self.host_code_info(who),
         }
 
     def open_error_detail(self, row: ExecutionRow) -> str | None:

@@ -290,7 +290,7 @@ async def hooks_import(
         for entry in entries:
             await _apply(gateway, who, entry, hooks_create, hooks_update)
     for entry in entries:
-        if entry.action in ("create", "update") and not entry.warnings:
+        if entry.action in ("create", "update"):
             config = entry.raw.get("config") or (
                 entry.current.definition.config if entry.current else {}
             )
@@ -305,13 +305,11 @@ async def hooks_import(
 
 
 async def _apply(gateway: Gateway, who: Principal, entry: _Entry, create: Any, update: Any) -> None:
+    """Write one checked entry through hooks.create/hooks.update (which check it again)."""
     if entry.action == "create":
-        answer = await create(gateway, who, entry.raw)
-        entry.hook_id = answer["hookId"]
-        entry.warnings = answer.get("warnings", [])
+        entry.hook_id = (await create(gateway, who, entry.raw))["hookId"]
     elif entry.action == "update":
         params = schemas.UpdateParams.model_validate(
             {"hookId": entry.hook_id, "updates": entry.patch}
         )
-        answer = await update(gateway, who, params)
-        entry.warnings = answer.get("warnings", [])
+        await update(gateway, who, params)

@@ -24,6 +24,7 @@ from hookgate.server.key_methods import keys_create, keys_list, keys_revoke
 from hookgate.server.methods import (
     Method,
     hooks_chain,
+    hooks_check,
     hooks_create,
     hooks_delete,
     hooks_dispatch,
@@ -83,16 +84,14 @@ METHOD_LIST: Final = (
         ("GET", "/hooks/{hookId}"),
     ),
     _method(
-        "hooks.create", "admin", schemas.CreateParams, schemas.SavedPayload, hooks_create,
-        "Create a hook from a definition; global scope needs master scope. ``warnings`` "
-        "names what was saved but will not work (a webhook URL the SSRF guard refuses).",
+        "hooks.create", "admin", schemas.CreateParams, schemas.HookIdPayload, hooks_create,
+        "Create a hook from a definition; global scope needs master scope.",
         ("POST", "/hooks"),
         raw=True,
     ),
     _method(
-        "hooks.update", "admin", schemas.UpdateParams, schemas.SavedPayload, hooks_update,
-        "Patch a hook: the merged definition is validated again and the version bumped; "
-        "``warnings`` as for hooks.create.",
+        "hooks.update", "admin", schemas.UpdateParams, schemas.HookIdPayload, hooks_update,
+        "Patch a hook: the merged definition is validated again and the version bumped.",
         ("PATCH", "/hooks/{hookId}"),
     ),
     _method(
@@ -134,6 +133,12 @@ METHOD_LIST: Final = (
         "Fire an event for the caller's tenant and return the outcome; when a hook asks for "
         "approval, wait for a person (REST: at most approvalWaitS, 25 s by default).",
         ("POST", "/dispatch"),
+    ),
+    _method(
+        "hooks.check", "admin", schemas.HookIdParams, schemas.CheckPayload, hooks_check,
+        "Warnings for a saved hook that is valid but will not work as meant: a webhook URL "
+        "that is loopback, private or does not resolve (HOOKGATE_SSRF_ALLOWLIST admits one).",
+        ("GET", "/hooks/{hookId}/check"),
     ),
     _method(
         "hooks.export", "viewer", schemas.ExportParams, schemas.ExportPayload, hooks_export,

@@ -275,8 +275,7 @@ async def hooks_create(gateway: Gateway, who: Principal, p: Any) -> dict[str, An
     definition = replace(definition, config=sealed)
     record = await gateway.store.create_hook(who.caller, definition, actor=who.actor)
     await gateway.hooks_changed()
-    warnings = await url_warnings(definition.handler_type, definition.config, gateway.settings)
-    return {"hookId": record.id, "version": record.version, "warnings": warnings}
+    return {"hookId": record.id}
 
 
 async def hooks_update(gateway: Gateway, who: Principal, p: schemas.UpdateParams) -> dict[str, Any]:
@@ -310,9 +309,7 @@ async def hooks_update(gateway: Gateway, who: Principal, p: schemas.UpdateParams
     )
     gateway.forget_hook(current.definition)
     await gateway.hooks_changed()
-    saved = record.definition
-    warnings = await url_warnings(saved.handler_type, saved.config, gateway.settings)
-    return {"hookId": record.id, "version": record.version, "warnings": warnings}
+    return {"hookId": record.id, "version": record.version}
 
 
 async def hooks_delete(gateway: Gateway, who: Principal, p: schemas.HookIdParams) -> dict[str, Any]:
@@ -323,6 +320,14 @@ async def hooks_delete(gateway: Gateway, who: Principal, p: schemas.HookIdParams
     gateway.forget_hook(current.definition)
     await gateway.hooks_changed()
     return {"hookId": p.hook_id}
+
+
+async def hooks_check(gateway: Gateway, who: Principal, p: schemas.HookIdParams) -> dict[str, Any]:
+    """What a saved hook will run into although it is valid: a webhook URL the SSRF guard
+    refuses (loopback, private, not resolving), with the allow-list that would admit it."""
+    definition = (await gateway.store.get_hook(who.caller, p.hook_id)).definition
+    warnings = await url_warnings(definition.handler_type, definition.config, gateway.settings)
+    return {"hookId": definition.id, "warnings": warnings}
 
 
 async def hooks_toggle(gateway: Gateway, who: Principal, p: schemas.ToggleParams) -> dict[str, Any]:

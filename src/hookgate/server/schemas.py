@@ -366,7 +366,7 @@ class Approval(_Open):
 
 class ApprovalsPayload(BaseModel):
     approvals: list[Approval]
-    pending_count: int
+    pendingCount: int
     revision: int
 
 
@@ -376,7 +376,7 @@ class ApprovalPayload(BaseModel):
 
 class ApprovalWatchPayload(BaseModel):
     revision: int
-    pending_count: int
+    pendingCount: int
     changed: bool
 
 
@@ -396,7 +396,7 @@ class ProviderInfo(_Open):
 class HostCodeInfo(_Open):
     """Handler types that run code on the gateway host, and whether this key may use them."""
 
-    handler_types: list[str]
+    handlerTypes: list[str]
     allowed: bool
     reason: str | None
 
@@ -404,14 +404,14 @@ class HostCodeInfo(_Open):
 class InfoPayload(_Open):
     edition: Edition
     role: Literal["viewer", "operator", "admin"]
-    tenant_id: str
-    is_master_scope: bool
-    key_name: str
+    tenantId: str
+    isMasterScope: bool
+    keyName: str
     version: str
-    handler_types: list[str]
-    host_code: HostCodeInfo
+    handlerTypes: list[str]
+    hostCode: HostCodeInfo
     #: The model providers prompt and agent hooks may name (no URL, no key).
-    llm_providers: list[ProviderInfo] = []
+    llmProviders: list[ProviderInfo] = []
     events: list[EventInfo]
     methods: list[str]
 
@@ -467,16 +467,15 @@ class KeyCreatedPayload(BaseModel):
 
 
 class FieldMessage(BaseModel):
-    """Something saved but likely not to work as meant (a webhook URL the SSRF guard refuses)."""
+    """A problem or a warning at a field (a webhook URL the SSRF guard refuses)."""
 
     field: str
     message: str
 
 
-class SavedPayload(BaseModel):
+class CheckPayload(BaseModel):
     hookId: str
-    version: int | None = None
-    warnings: list[FieldMessage] = Field(default_factory=list)
+    warnings: list[FieldMessage]
 
 
 class ExportParams(_Params):

@@ -21,9 +21,8 @@ __all__ = ["ALLOWLIST_HINT", "url_warnings"]
 #: How long a save waits for DNS before warning that the host did not resolve in time.
 RESOLVE_TIMEOUT_S: Final = 2.0
 ALLOWLIST_HINT: Final = (
-    f"Hooks reach only public addresses unless the gateway's operator lists the host or its "
-    f"network in {ALLOWLIST_ENV} (comma-separated CIDRs and host names, e.g. "
-    f"'10.0.0.0/8,hooks.internal,*.corp.example'), set where the gateway runs."
+    f"{ALLOWLIST_ENV} is set by the gateway's operator where the gateway runs: "
+    f"comma-separated CIDRs and host names, e.g. '10.0.0.0/8,hooks.internal,*.corp.example'."
 )
 
 

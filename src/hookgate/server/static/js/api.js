@@ -1,23 +1,42 @@
-// The hooks.* methods the panel calls, in one place: every parameter shape lives here.
+// The gateway methods the panel calls, in one place: every parameter shape lives here.
+// The wire spelling: a frame's own keys (params, payload keys) are camelCase, the records in
+// them (hooks, executions, approvals, keys, outcomes) keep their snake_case field names.
 import { Gateway } from "./gateway.js";
+import { viewedTenant } from "./session.js";
 
 export const gateway = new Gateway();
 
 const call = (method, params) => gateway.call(method, params);
 
+/** `{tenantId}` when a master-scope key picked a tenant, else nothing (the key's own scope). */
+const picked = () => {
+  const tenantId = viewedTenant();
+  return tenantId ? { tenantId } : {};
+};
+
 export async function listHooks() {
-  const payload = await call("hooks.list", {});
-  return Array.isArray(payload.hooks) ? payload.hooks : [];
+  const payload = await call("hooks.list", picked());
+  return payload.hooks;
+}
+
+/** Every hook this key sees (master scope: all tenants), whatever tenant is picked. */
+export async function listAllHooks() {
+  return (await call("hooks.list", {})).hooks;
 }
 
 export async function getHook(hookId) {
-  const payload = await call("hooks.get", { hookId });
-  return payload.hook ?? payload;
+  return (await call("hooks.get", { hookId })).hook;
 }
 
 export async function createHook(definition) {
-  const payload = await call("hooks.create", definition);
-  return payload.hookId ?? payload.id;
+  const tenantId = viewedTenant();
+  const params = tenantId && definition.scope !== "global" ? { ...definition, tenant_id: tenantId } : definition;
+  return (await call("hooks.create", params)).hookId;
+}
+
+/** What a saved hook will run into although it is valid: `[{field, message}]`. */
+export async function checkHook(hookId) {
+  return (await call("hooks.check", { hookId })).warnings;
 }
 
 /** `expectedVersion` makes the gateway refuse (CONFLICT) when someone saved in between. */
@@ -37,14 +56,12 @@ export async function toggleHook(hookId, enabled) {
 
 /** Dry run of a saved hook (by id, so the gateway uses its stored secrets) on a sample event. */
 export async function testHook(hookId, sampleEvent) {
-  const payload = await call("hooks.test", { hookId, sampleEvent });
-  return payload.result ?? payload;
+  return (await call("hooks.test", { hookId, sampleEvent })).result;
 }
 
 /** Dry run of an unsaved definition. */
 export async function testDefinition(config, sampleEvent) {
-  const payload = await call("hooks.test", { config, sampleEvent });
-  return payload.result ?? payload;
+  return (await call("hooks.test", { config, sampleEvent })).result;
 }
 
 export async function history(hookId, { cursor = null, limit = 25, decision = null, since = null, until = null } = {}) {
@@ -53,28 +70,20 @@ export async function history(hookId, { cursor = null, limit = 25, decision = nu
   if (decision) params.decision = decision;
   if (since) params.since = since;
   if (until) params.until = until;
-  const payload = await call("hooks.history", params);
-  return {
-    executions: Array.isArray(payload.executions) ? payload.executions : [],
-    nextCursor: payload.nextCursor || payload.next_cursor || null,
-  };
+  return call("hooks.history", params);
 }
 
 // The Audit view: executions across hooks with every filter hooks.history takes.
 export async function auditPage(filters, { cursor = null, limit = 25 } = {}) {
-  const params = { limit };
+  const params = { limit, ...picked() };
   for (const [key, value] of Object.entries(filters)) if (value) params[key] = value;
   if (cursor) params.cursor = cursor;
-  const payload = await call("hooks.history", params);
-  return {
-    executions: Array.isArray(payload.executions) ? payload.executions : [],
-    nextCursor: payload.nextCursor || payload.next_cursor || null,
-  };
+  return call("hooks.history", params);
 }
 
 // The export is a streamed REST download; the key goes in the Authorization header.
 export async function exportAudit(filters, format, apiKey) {
-  const query = new URLSearchParams({ format });
+  const query = new URLSearchParams({ format, ...picked() });
   for (const [key, value] of Object.entries(filters)) if (value) query.set(key, value);
   const response = await fetch(`/api/v1/executions/export?${query}`, { headers: { Authorization: `Bearer ${apiKey}` } });
   if (!response.ok) {
@@ -90,12 +99,41 @@ export async function exportAudit(filters, format, apiKey) {
 }
 
 export async function chains({ agentId = null } = {}) {
-  const payload = await call("hooks.chain", agentId ? { agentId } : {});
-  return Array.isArray(payload.events) ? payload.events : [];
+  return (await call("hooks.chain", agentId ? { agentId, ...picked() } : picked())).events;
 }
 
 export async function simulate(event, sampleEvent, { agentId = null } = {}) {
-  const params = { event, sampleEvent };
+  const params = { event, sampleEvent, ...picked() };
   if (agentId) params.agentId = agentId;
   return call("hooks.simulate", params);
+}
+
+// Hooks files: the tenant's hooks as YAML or JSON, and a file applied back (admins).
+export async function exportHooks(format) {
+  return call("hooks.export", { format, ...picked() });
+}
+
+/** `{applied, hooks: [{index, name, action, hookId, problems, warnings}], error}`. */
+export async function importHooks(content, { dryRun }) {
+  return call("hooks.import", { content, dryRun, ...picked() });
+}
+
+// API keys (admins): the secret is in the answer to createKey only.
+export async function listKeys({ includeRevoked = false } = {}) {
+  return (await call("keys.list", { includeRevoked, ...picked() })).keys;
+}
+
+/** Every key this key may list (for the tenant picker's suggestions). */
+export async function listKeysForTenants() {
+  return (await call("keys.list", {})).keys;
+}
+
+export async function createKey({ role, name, tenantId = null, master = false }) {
+  const params = { role, name, master };
+  if (tenantId) params.tenantId = tenantId;
+  return call("keys.create", params);
+}
+
+export async function revokeKey(keyId) {
+  return (await call("keys.revoke", { keyId })).key;
 }

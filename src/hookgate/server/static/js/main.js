@@ -2,7 +2,7 @@
 import { h, mount } from "./dom.js";
 import { gateway } from "./api.js";
 import { GatewayError } from "./gateway.js";
-import { session, adopt, storedKey, storeKey } from "./session.js";
+import { session, adopt, storedKey, storeKey, canManageKeys, viewedTenant, setViewedTenant } from "./session.js";
 import { useCatalogue } from "./catalogue.js";
 import { parseRoute } from "./router.js";
 import { renderSignIn } from "./views/sign-in.js";
@@ -12,6 +12,9 @@ import { renderHookDetail } from "./views/hook-detail.js";
 import { renderApprovals } from "./approvals/view.js";
 import { renderAudit } from "./views/audit.js";
 import { renderEvents } from "./views/events.js";
+import { renderKeys } from "./views/keys.js";
+import { renderImport } from "./views/hook-files.js";
+import * as api from "./api.js";
 import { approvalsNavLink } from "./approvals/badge.js";
 import { startApprovalWatch, stopApprovalWatch } from "./approvals/live.js";
 
@@ -50,13 +53,23 @@ function drawShell() {
       "header",
       { class: "topbar" },
       h("a", { class: "brand", href: "#/hooks" }, h("span", { class: "brand-mark", "aria-hidden": "true" }), "hookgate"),
-      h("nav", { class: "topnav", "aria-label": "Main" }, h("a", { href: "#/hooks", text: "Hooks" }), h("a", { href: "#/events", text: "Events" }), h("a", { href: "#/audit", text: "Audit" }), approvalsNavLink()),
+      h(
+        "nav",
+        { class: "topnav", "aria-label": "Main" },
+        h("a", { href: "#/hooks", text: "Hooks" }),
+        h("a", { href: "#/events", text: "Events" }),
+        h("a", { href: "#/audit", text: "Audit" }),
+        approvalsNavLink(),
+        // Only admins manage keys: the link is not offered to other roles.
+        canManageKeys() ? h("a", { href: "#/keys", text: "Keys" }) : null,
+      ),
       h(
         "div",
         { class: "who", "aria-label": "Signed in as" },
         chip(`chip-role role-${session.role}`, session.role, "Your role"),
         session.isMaster ? chip("chip-master", "master scope", "Can manage every tenant and global hooks") : null,
-        chip("chip-tenant", session.tenantId ? `tenant ${String(session.tenantId).slice(0, 8)}` : "tenant ?", session.tenantId || ""),
+        chip("chip-tenant", session.tenantId ? `tenant ${String(session.tenantId).slice(0, 8)}` : "tenant ?", session.tenantId ? `Your key's tenant: ${session.tenantId}` : ""),
+        session.isMaster ? tenantPicker() : null,
         chip(`chip-edition edition-${session.edition}`, `${session.edition} edition`, "Gateway edition"),
         h("button", { type: "button", class: "btn btn-small btn-quiet", text: "Sign out", onclick: () => signOut() }),
       ),
@@ -66,6 +79,54 @@ function drawShell() {
     h("footer", { class: "footer", text: `hookgate${session.version ? ` ${session.version}` : ""}${session.keyName ? ` · key ${session.keyName}` : ""}` }),
   );
   gateway.onclose = reconnect;
+}
+
+/**
+ * Master scope sees every tenant; the picker narrows hooks, events, audit, keys and files to
+ * one. Known tenants are suggested (from the keys and hooks this key sees); any id may be typed.
+ */
+function tenantPicker() {
+  const options = h("datalist", { id: "tenant-options" });
+  const input = h("input", {
+    type: "search",
+    id: "tenant-picker",
+    name: "tenant",
+    list: "tenant-options",
+    value: viewedTenant() || "",
+    placeholder: "All tenants",
+    autocomplete: "off",
+    "aria-describedby": "tenant-picker-hint",
+  });
+  const apply = () => {
+    const next = input.value.trim();
+    if (next === (viewedTenant() || "")) return;
+    setViewedTenant(next || null);
+    route();
+  };
+  input.addEventListener("change", apply);
+  input.addEventListener("keydown", (event) => {
+    if (event.key === "Enter") apply();
+  });
+  input.addEventListener("focus", () => suggestTenants(options), { once: true });
+  return h(
+    "span",
+    { class: "tenant-picker" },
+    h("label", { for: "tenant-picker", text: "Viewing" }),
+    input,
+    options,
+    h("span", { id: "tenant-picker-hint", class: "visually-hidden", text: "Empty shows every tenant." }),
+  );
+}
+
+async function suggestTenants(datalist) {
+  const seen = new Set([session.tenantId].filter(Boolean));
+  try {
+    const [keys, hooks] = await Promise.all([api.listKeysForTenants(), api.listAllHooks()]);
+    for (const item of [...keys, ...hooks]) if (item.tenant_id) seen.add(item.tenant_id);
+  } catch {
+    // suggestions only: typing a tenant id still works
+  }
+  mount(datalist, [...seen].sort().map((t) => h("option", { value: t })));
 }
 
 async function reconnect() {
@@ -130,6 +191,12 @@ function route() {
       break;
     case "events":
       work = renderEvents(main, current, ctx);
+      break;
+    case "keys":
+      work = renderKeys(main, current, ctx);
+      break;
+    case "import":
+      work = renderImport(main, current, ctx);
       break;
     default:
       mount(main, h("h1", { tabIndex: -1, text: "Page not found" }), h("p", {}, h("a", { href: "#/hooks", text: "Back to hooks" })));

@@ -1,5 +1,5 @@
 // Hash routes: #/hooks, #/hooks/new, #/hooks/<id>[/overview|/test|/history|/edit],
-// #/approvals[/<id>].
+// #/hooks/import, #/approvals[/<id>], #/audit, #/events, #/keys.
 
 const TABS = new Set(["overview", "test", "history"]);
 
@@ -12,9 +12,11 @@ export function parseRoute(hash = window.location.hash) {
   }
   if (parts[0] === "audit" && parts.length === 1) return { name: "audit", query };
   if (parts[0] === "events" && parts.length === 1) return { name: "events", query };
+  if (parts[0] === "keys" && parts.length === 1) return { name: "keys", query };
   if (parts[0] === "approvals" && parts.length <= 2) return { name: "approvals", id: parts[1] || null, query };
   if (parts[0] !== "hooks") return { name: "notfound", query };
   if (parts[1] === "new" && parts.length === 2) return { name: "create", query };
+  if (parts[1] === "import" && parts.length === 2) return { name: "import", query };
   const id = parts[1];
   const sub = parts[2] || "overview";
   if (parts.length <= 3 && sub === "edit") return { name: "edit", id, query };

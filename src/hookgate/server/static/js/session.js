@@ -2,6 +2,7 @@
 // again; the panel only avoids offering what would be refused.
 
 const KEY_STORAGE = "hookgate.apiKey";
+const TENANT_STORAGE = "hookgate.tenant";
 const RANK = { viewer: 0, operator: 1, admin: 2 };
 
 export const session = {
@@ -17,14 +18,14 @@ export const session = {
 
 export function adopt(hello) {
   session.role = RANK[hello.role] !== undefined ? hello.role : "viewer";
-  session.tenantId = hello.tenant_id ?? hello.tenantId ?? null;
-  session.isMaster = Boolean(hello.is_master_scope ?? hello.isMasterScope);
+  session.tenantId = hello.tenantId || null;
+  session.isMaster = hello.isMasterScope === true;
   session.edition = hello.edition === "standard" ? "standard" : "lite";
-  session.keyName = hello.key_name ?? hello.keyName ?? null;
-  session.version = hello.version ?? null;
-  session.handlerTypes = Array.isArray(hello.handler_types) ? hello.handler_types : null;
-  const hostCode = hello.host_code;
-  session.hostCode = hostCode && Array.isArray(hostCode.handler_types) ? hostCode : null;
+  session.keyName = hello.keyName || null;
+  session.version = hello.version || null;
+  session.handlerTypes = Array.isArray(hello.handlerTypes) ? hello.handlerTypes : null;
+  const hostCode = hello.hostCode;
+  session.hostCode = hostCode && Array.isArray(hostCode.handlerTypes) ? hostCode : null;
 }
 
 // The key lives in sessionStorage: it survives a reload, not the closing of the tab.
@@ -39,7 +40,10 @@ export function storedKey() {
 export function storeKey(key) {
   try {
     if (key) sessionStorage.setItem(KEY_STORAGE, key);
-    else sessionStorage.removeItem(KEY_STORAGE);
+    else {
+      sessionStorage.removeItem(KEY_STORAGE);
+      sessionStorage.removeItem(TENANT_STORAGE);
+    }
   } catch {
     // storage disabled: the user signs in again after a reload
   }
@@ -51,6 +55,34 @@ export function atLeast(role) {
 
 export const canTest = () => atLeast("operator");
 export const canWrite = () => atLeast("admin");
+export const canManageKeys = () => atLeast("admin");
+export const KEYS_ROLE_REASON = "Managing API keys needs the admin role";
+export const IMPORT_ROLE_REASON = "Importing hooks needs the admin role";
+
+/**
+ * The tenant a master-scope key looks at (hooks, events, audit, keys, files), or null for
+ * every tenant. Other keys always see their own tenant: the gateway would refuse another.
+ */
+export function viewedTenant() {
+  if (!session.isMaster) return null;
+  try {
+    return sessionStorage.getItem(TENANT_STORAGE) || null;
+  } catch {
+    return null;
+  }
+}
+
+export function setViewedTenant(tenantId) {
+  try {
+    if (tenantId) sessionStorage.setItem(TENANT_STORAGE, tenantId);
+    else sessionStorage.removeItem(TENANT_STORAGE);
+  } catch {
+    // storage disabled: the picker resets on reload
+  }
+}
+
+/** The one tenant a per-tenant view (events, files) shows: the picked one, else the key's. */
+export const workingTenant = () => viewedTenant() || session.tenantId;
 
 /** Why the current user may not change `hook`, or null when they may. */
 export function whyReadOnly(hook, { toggle = false } = {}) {
@@ -75,7 +107,7 @@ const HOST_CODE_FALLBACK = ["command", "process", "callable"];
 /** Does this saved hook run code on the gateway host (a quality gate: when a gate is a command)? */
 export function runsHostCode(hook) {
   if (hook.source === "builtin") return false; // hookgate's own code, tested like any hook
-  const types = session.hostCode ? session.hostCode.handler_types : HOST_CODE_FALLBACK;
+  const types = session.hostCode ? session.hostCode.handlerTypes : HOST_CODE_FALLBACK;
   if (types.includes(hook.handler_type)) return true;
   const gates = hook.handler_type === "quality_gate" && hook.config ? hook.config.gates : null;
   return Array.isArray(gates) && gates.some((gate) => gate && gate.type === "command");
@@ -90,9 +122,23 @@ export function hostCodeRefusal() {
 export function hostCodeDisabledReason(type) {
   const hostCode = session.hostCode;
   if (hostCode) {
-    return !hostCode.allowed && hostCode.handler_types.includes(type) ? `Not available: ${hostCode.reason}` : null;
+    return !hostCode.allowed && hostCode.handlerTypes.includes(type) ? `Not available: ${hostCode.reason}` : null;
   }
   return type === "command" && session.edition === "standard"
     ? "Not available on the standard edition: command hooks run shell commands on the gateway host. Use http or prompt."
     : null;
+}
+
+/**
+ * Why this key may not dry-run `hook`, or null. Hooks that run code on the gateway host: the
+ * gateway lets only admins test them, and only master-scope keys unless it runs with
+ * --tenant-host-code.
+ */
+export function whyNoTest(hook) {
+  if (!canTest()) return "Testing needs the operator role";
+  if (runsHostCode(hook)) {
+    if (!atLeast("admin")) return `Testing a ${hook.handler_type} hook runs code on the gateway host: admins only`;
+    return hostCodeRefusal();
+  }
+  return null;
 }

@@ -27,7 +27,7 @@ function publish() {
 
 /** Record what a list call just saw (a list is fresher than the last watch answer). */
 export function noteListed(payload) {
-  if (typeof payload.pending_count === "number") live.pendingCount = payload.pending_count;
+  if (typeof payload.pendingCount === "number") live.pendingCount = payload.pendingCount;
   if (typeof payload.revision === "number") live.revision = payload.revision;
 }
 
@@ -47,7 +47,7 @@ export function startApprovalWatch() {
         );
         if (mine !== generation) return;
         live.revision = answer.revision;
-        live.pendingCount = answer.pending_count;
+        live.pendingCount = answer.pendingCount;
         if (answer.changed) publish();
       }
     } catch (err) {

@@ -4,7 +4,7 @@
 // every change the live watch reports.
 import { h, mount, nextId } from "../dom.js";
 import { gateway } from "../api.js";
-import { atLeast } from "../session.js";
+import { atLeast, viewedTenant } from "../session.js";
 import { formatTime, relativeTime, stableJson, parseTime } from "../format.js";
 import { loadingState, emptyState, errorState, describeError } from "../ui/states.js";
 import { toast } from "../ui/toast.js";
@@ -35,12 +35,13 @@ export async function renderApprovals(main, route, ctx) {
     }
     busy = true;
     try {
+      const tenant = viewedTenant() ? { tenantId: viewedTenant() } : {};
       const [pending, recent] = await Promise.all([
-        gateway.call("approvals.list", { status: "pending" }),
-        gateway.call("approvals.list", { status: "all", limit: 25 }),
+        gateway.call("approvals.list", { status: "pending", ...tenant }),
+        gateway.call("approvals.list", { status: "all", limit: 25, ...tenant }),
       ]);
       if (!ctx.alive()) return;
-      noteListed(pending);
+      if (!tenant.tenantId) noteListed(pending); // the header badge counts the whole scope
       drawPending(pendingBox, pending.approvals || [], route.id, drafts, refresh);
       drawRecent(recentBox, (recent.approvals || []).filter((a) => a.status !== "pending"));
     } catch (err) {

@@ -20,7 +20,22 @@ export function emptyState(title, text, ...actions) {
   );
 }
 
+/**
+ * What this key may not do, and why: not an error. Views show it instead of a control the
+ * role lacks; a refusal the panel did not foresee (UNAUTHORIZED) is shown the same way.
+ */
+export function notAllowedState(reason, ...actions) {
+  return h(
+    "div",
+    { class: "state state-not-allowed", role: "status" },
+    h("p", { class: "state-title", text: "Not available with this key" }),
+    h("p", { class: "state-text", text: reason }),
+    actions.length ? h("div", { class: "state-actions" }, actions) : null,
+  );
+}
+
 export function errorState(error, onRetry) {
+  if (error && error.code === "UNAUTHORIZED") return notAllowedState(error.message);
   return h(
     "div",
     { class: "state state-error", role: "alert" },

@@ -3,7 +3,7 @@
 // exported as CSV or JSON (the gateway streams the file).
 import { h, mount } from "../dom.js";
 import * as api from "../api.js";
-import { storedKey } from "../session.js";
+import { storedKey, session, viewedTenant } from "../session.js";
 import { allEvents } from "../catalogue.js";
 import { loadingState, errorState, emptyState } from "../ui/states.js";
 import { executionTable } from "./history-tab.js";
@@ -103,10 +103,15 @@ export async function renderAudit(main, route, ctx) {
   mount(
     main,
     h("h1", { tabIndex: -1, text: "Audit" }),
-    h("p", { class: "muted", text: "Every hook execution in your scope, newest first. Deleted hooks keep their history." }),
+    h("p", { class: "muted", text: `${auditScope()}, newest first. Deleted hooks keep their history.` }),
     form,
     h("div", { class: "toolbar" }, exportButton("csv"), exportButton("json"), status),
     results,
   );
   await load();
+}
+
+function auditScope() {
+  if (viewedTenant()) return `Every hook execution of tenant ${viewedTenant()}`;
+  return session.isMaster ? "Every hook execution of every tenant" : "Every hook execution of your tenant";
 }

@@ -3,7 +3,7 @@
 // simulate an event: a dry run of the whole chain, each hook's answer and the outcome.
 import { h, mount } from "../dom.js";
 import * as api from "../api.js";
-import { atLeast } from "../session.js";
+import { atLeast, workingTenant } from "../session.js";
 import { sampleEvent } from "../catalogue.js";
 import { hookHref } from "../router.js";
 import { decisionBadge } from "../ui/badges.js";
@@ -45,7 +45,7 @@ export async function renderEvents(main, route, ctx) {
   mount(
     main,
     h("h1", { tabIndex: -1, text: "Events" }),
-    h("p", { class: "muted", text: "Each event with the hooks it would run, in order. Disabled hooks are not in a chain." }),
+    h("p", { class: "muted", text: `For tenant ${workingTenant()}: each event with the hooks it would run, in order. Disabled hooks are not in a chain.` }),
     form,
     results,
   );

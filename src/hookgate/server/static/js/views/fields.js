@@ -18,7 +18,32 @@ export function field({ name, label, hint = null, control, wide = false }) {
     control,
     hint ? h("p", { class: "hint", id: hintId }, hint) : null,
     h("p", { class: "field-error", id: errorId, hidden: true }),
+    h("p", { class: "field-warning", id: `${id}-warning`, hidden: true }),
   );
+}
+
+/**
+ * Show the gateway's save-time `warnings` (`[{field, message}]`) at their fields, marked as
+ * warnings, not errors (the hook was saved); returns the messages no field showed.
+ */
+export function showWarnings(form, warnings) {
+  const unplaced = [];
+  for (const { field: name, message } of warnings) {
+    const wrapper = form.querySelector(`[data-field="${CSS.escape(name)}"]`);
+    const slot = wrapper?.querySelector(":scope > .field-warning");
+    if (!slot) {
+      unplaced.push(`${name}: ${message}`);
+      continue;
+    }
+    slot.textContent = message;
+    slot.hidden = false;
+    wrapper.classList.add("has-warning");
+    const control = wrapper.querySelector("input, select, textarea");
+    if (control && !control.getAttribute("aria-describedby").includes(slot.id)) {
+      control.setAttribute("aria-describedby", `${control.getAttribute("aria-describedby")} ${slot.id}`);
+    }
+  }
+  return unplaced;
 }
 
 /** A fieldset of radio buttons; options: [{value, label, hint?, disabledReason?}]. */

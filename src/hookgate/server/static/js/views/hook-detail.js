@@ -1,12 +1,12 @@
 // One hook: header with its switch and actions, then the Overview, Test and History tabs.
 import { h, mount } from "../dom.js";
 import * as api from "../api.js";
-import { atLeast, canTest, hostCodeRefusal, runsHostCode, whyReadOnly } from "../session.js";
+import { whyNoTest, whyReadOnly } from "../session.js";
 import { hookHref, navigate } from "../router.js";
 import { eventBadge, handlerBadge, builtinBadge, breakerBadge, scopeLabel } from "../ui/badges.js";
 import { toggleSwitch } from "../ui/switch.js";
 import { tabList } from "../ui/tabs.js";
-import { loadingState, errorState, describeError } from "../ui/states.js";
+import { loadingState, errorState, notAllowedState, describeError } from "../ui/states.js";
 import { toast } from "../ui/toast.js";
 import { confirmDialog } from "../ui/dialog.js";
 import { renderOverview } from "./overview-tab.js";
@@ -99,22 +99,11 @@ export async function renderHookDetail(root, route, ctx) {
     panel,
   );
   if (route.tab === "test") {
-    if (testBlocked) mount(panel, errorState({ message: testBlocked }));
+    if (testBlocked) mount(panel, notAllowedState(testBlocked));
     else renderTestTab(panel, hook, ctx);
   } else if (route.tab === "history") {
     renderHistory(panel, hook, ctx, route.query);
   } else {
     renderOverview(panel, hook, ctx);
   }
-}
-
-// Hooks that run code on the gateway host: the gateway lets only admins test them, and only
-// master-scope keys unless it runs with --tenant-host-code.
-function whyNoTest(hook) {
-  if (!canTest()) return "Testing needs the operator role";
-  if (runsHostCode(hook)) {
-    if (!atLeast("admin")) return `Testing a ${hook.handler_type} hook runs code on the gateway host: admins only`;
-    return hostCodeRefusal();
-  }
-  return null;
 }

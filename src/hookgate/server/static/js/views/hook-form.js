@@ -2,12 +2,12 @@
 import { h, mount } from "../dom.js";
 import * as api from "../api.js";
 import { allEvents, eventSpec, HANDLER_TYPES } from "../catalogue.js";
-import { session, canWrite, whyReadOnly, hostCodeDisabledReason } from "../session.js";
+import { session, canWrite, whyReadOnly, hostCodeDisabledReason, viewedTenant } from "../session.js";
 import { hookHref, navigate } from "../router.js";
 import { fieldProblems } from "../problems.js";
-import { loadingState, errorState, describeError } from "../ui/states.js";
+import { loadingState, errorState, notAllowedState, describeError } from "../ui/states.js";
 import { toast } from "../ui/toast.js";
-import { field, radioGroup, showProblems, clearProblems, splitList } from "./fields.js";
+import { field, radioGroup, showProblems, clearProblems, showWarnings, splitList } from "./fields.js";
 import { handlerSubform, ExtraJsonError } from "./handler-forms.js";
 
 const DEFAULTS = {
@@ -36,10 +36,13 @@ const HANDLER_HINTS = {
   callable: "Python function in the gateway",
 };
 
+// Warnings of the save that led to this form, shown once when it opens (hook id → warnings).
+const savedWarnings = new Map();
+
 export async function renderHookForm(root, route, ctx) {
   const editing = route.name === "edit";
   if (!canWrite()) {
-    mount(root, h("h1", { tabIndex: -1, text: editing ? "Edit hook" : "New hook" }), errorState({ message: "Only admins can create or edit hooks." }));
+    mount(root, h("h1", { tabIndex: -1, text: editing ? "Edit hook" : "New hook" }), notAllowedState("Only admins can create or edit hooks."));
     return;
   }
   let hook = { ...DEFAULTS };
@@ -54,11 +57,31 @@ export async function renderHookForm(root, route, ctx) {
     if (!ctx.alive()) return;
     const why = whyReadOnly(hook);
     if (why) {
-      mount(root, h("h1", { tabIndex: -1, text: "Edit hook" }), errorState({ message: why }));
+      mount(root, h("h1", { tabIndex: -1, text: "Edit hook" }), notAllowedState(why, h("a", { class: "btn", href: hookHref(hook.id), text: "Back to the hook" })));
       return;
     }
   }
-  mount(root, buildForm(hook, editing));
+  const form = buildForm(hook, editing);
+  mount(root, form);
+  const warnings = editing ? savedWarnings.get(hook.id) : null;
+  if (warnings) {
+    savedWarnings.delete(hook.id);
+    warningNotice(form, warnings);
+  }
+}
+
+/** The hook was saved, but the gateway expects it not to work: say where and why. */
+function warningNotice(form, warnings) {
+  const unplaced = showWarnings(form, warnings);
+  const notice = form.querySelector(".form-warnings");
+  mount(
+    notice,
+    h("p", { class: "state-title", text: "Saved, with a warning" }),
+    h("p", { text: "The hook is stored, but the gateway expects its calls to fail. Fix the field marked below and save again, or ask the gateway's operator to allow the address." }),
+    unplaced.length ? h("ul", {}, unplaced.map((m) => h("li", { text: m }))) : null,
+  );
+  notice.hidden = false;
+  notice.focus();
 }
 
 function buildForm(hook, editing) {
@@ -66,6 +89,8 @@ function buildForm(hook, editing) {
   // not use them); callable only when the gateway offers it.
   const handlerTypes = [...new Set([...HANDLER_TYPES, ...(session.handlerTypes || [])])];
   const general = h("div", { class: "form-errors", role: "alert", tabIndex: -1, hidden: true });
+  const warningBox = h("div", { class: "form-warnings", role: "status", tabIndex: -1, hidden: true });
+  const picked = !editing && session.isMaster ? viewedTenant() : null;
   let handlerType = hook.handler_type;
   let subform = handlerSubform(handlerType, hook.config || {});
   const subformSlot = h("div", { class: "subform-slot" }, subform.element);
@@ -125,6 +150,8 @@ function buildForm(hook, editing) {
     { class: "hook-form", novalidate: true, "aria-labelledby": "form-title" },
     h("div", { class: "page-head" }, h("h1", { id: "form-title", tabIndex: -1, text: editing ? `Edit ${hook.name || "hook"}` : "New hook" }), editing ? h("span", { class: "muted", text: `version ${hook.version}` }) : null),
     general,
+    warningBox,
+    picked ? h("p", { class: "muted", text: `Tenant and agent hooks are created for tenant ${picked} (the tenant picked in the header).` }) : null,
     h(
       "section",
       { class: "card" },
@@ -218,13 +245,17 @@ function buildForm(hook, editing) {
     submit.disabled = true;
     submit.setAttribute("aria-busy", "true");
     try {
-      if (editing) {
-        await api.updateHook(hook.id, changedFields(hook, data), hook.version);
-        toast(`${data.name || "Hook"} saved`, "ok");
-        navigate(hookHref(hook.id));
+      let id = hook.id;
+      if (editing) await api.updateHook(hook.id, changedFields(hook, data), hook.version);
+      else id = await api.createHook(data);
+      const warnings = data.handler_type === "http" ? await savedWarningsOf(id) : [];
+      if (warnings.length) {
+        // Stay in the form (as an edit of the saved hook) with the warnings at their fields.
+        savedWarnings.set(id, warnings);
+        toast(`${data.name || "Hook"} saved, with a warning`, "warn", 6000);
+        navigate(hookHref(id, "edit"));
       } else {
-        const id = await api.createHook(data);
-        toast(`${data.name || "Hook"} created`, "ok");
+        toast(`${data.name || "Hook"} ${editing ? "saved" : "created"}`, "ok");
         navigate(hookHref(id));
       }
     } catch (err) {
@@ -235,6 +266,15 @@ function buildForm(hook, editing) {
     }
   });
   return form;
+}
+
+/** The gateway's save-time check (the SSRF guard on a webhook URL); the save already stands. */
+async function savedWarningsOf(hookId) {
+  try {
+    return await api.checkHook(hookId);
+  } catch {
+    return []; // the check is advice: a failure to run it never undoes a save
+  }
 }
 
 function toNumber(value) {

@@ -2,7 +2,8 @@
 import { h, mount } from "../dom.js";
 import * as api from "../api.js";
 import { allEvents, HANDLER_TYPES } from "../catalogue.js";
-import { session, canWrite, canTest, whyReadOnly } from "../session.js";
+import { session, canWrite, canTest, whyNoTest, whyReadOnly, viewedTenant } from "../session.js";
+import { exportButtons } from "./hook-files.js";
 import { hookHref, listHref, navigate } from "../router.js";
 import { eventBadge, handlerBadge, builtinBadge, breakerBadge, scopeLabel } from "../ui/badges.js";
 import { toggleSwitch } from "../ui/switch.js";
@@ -37,10 +38,15 @@ export async function renderHookList(root, route, ctx) {
     h(
       "div",
       { class: "page-head" },
-      h("h1", { tabIndex: -1, text: "Hooks" }),
-      canWrite()
-        ? h("a", { class: "btn btn-primary", href: "#/hooks/new", text: "New hook" })
-        : null,
+      h("h1", { tabIndex: -1, text: viewedTenant() ? `Hooks · tenant ${viewedTenant()}` : "Hooks" }),
+      h(
+        "div",
+        { class: "page-tools" },
+        exportButtons(),
+        // Writing is for admins: the controls are not offered to other roles.
+        canWrite() ? h("a", { class: "btn btn-small", href: "#/hooks/import", text: "Import…" }) : null,
+        canWrite() ? h("a", { class: "btn btn-primary", href: "#/hooks/new", text: "New hook" }) : null,
+      ),
     ),
     filterBar(filters),
     results,
@@ -203,7 +209,7 @@ function hookRow(hook, reload) {
     h(
       "td",
       { class: "row-actions" },
-      canTest() ? h("a", { class: "btn btn-small", href: hookHref(hook.id, "test"), text: "Test" }) : null,
+      testLink(hook),
       readOnly ? null : h("a", { class: "btn btn-small", href: hookHref(hook.id, "edit"), text: "Edit" }),
       readOnly
         ? null
@@ -232,6 +238,15 @@ function hookRow(hook, reload) {
   );
 }
 
+
+/** The row's Test link; for a hook this key may not dry-run, a disabled button saying why. */
+function testLink(hook) {
+  if (!canTest()) return null; // viewers: nothing to test, the Test tab says why
+  const why = whyNoTest(hook);
+  return why
+    ? h("button", { type: "button", class: "btn btn-small", text: "Test", disabled: true, title: why, "aria-label": `Test: ${why}` })
+    : h("a", { class: "btn btn-small", href: hookHref(hook.id, "test"), text: "Test" });
+}
 
 /** With master scope the list holds every tenant's hooks: say whose each one is. */
 function otherTenant(hook) {

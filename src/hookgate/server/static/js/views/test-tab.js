@@ -113,18 +113,18 @@ function resultView(r, sample, spec) {
   const fact = (label, value, cls = "") => facts.push(h("dt", { text: label }), h("dd", { class: cls }, value));
   fact("Decision", decisionBadge(r.decision));
   if (r.matched === false) fact("Matched", "no — the matcher or if_expr did not select this sample, so the handler did not run");
-  fact("Duration", formatDuration(r.durationMs ?? r.duration_ms));
-  const status = r.statusCode ?? r.status_code;
+  fact("Duration", formatDuration(r.durationMs));
+  const status = r.statusCode;
   if (status !== undefined && status !== null) fact("Status code", h("code", { class: "status-code", text: String(status) }));
   if (r.model) fact("Model", r.model);
   if (r.reason) fact("Reason", r.reason, "reason");
   if (r.error) fact("Error", r.error, "error-text");
-  const context = r.additionalContext ?? r.additional_context;
+  const context = r.additionalContext;
   if (Array.isArray(context) && context.length) fact("Added context", h("ul", {}, context.map((c) => h("li", { text: c }))));
   const streams = [];
   if (r.stdout) streams.push(h("div", { class: "stream" }, h("h3", { text: "stdout" }), h("pre", { class: "stdout", text: r.stdout })));
   if (r.stderr) streams.push(h("div", { class: "stream" }, h("h3", { text: "stderr" }), h("pre", { class: "stderr", text: r.stderr })));
-  const updated = r.updatedInput ?? r.updated_input;
+  const updated = r.updatedInput;
   const original = spec.input_field ? sample[spec.input_field] ?? sample[camel(spec.input_field)] : sample;
   return h(
     "section",
