@@ -35,6 +35,7 @@ from mcp.shared.exceptions import MCPError
 from mcp.types import INTERNAL_ERROR, INVALID_PARAMS
 from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
+from hookgate.mcp_proxy.child import ProgressSink
 from hookgate.mcp_proxy.tool_results import (
     block_result,
     hook_result,
@@ -141,6 +142,8 @@ class McpProxy:
         self._clients: dict[str, ServerSession] = {}
         self._client_capabilities: dict[str, Any] = {}
         self._resource_owner: dict[str, _Backend] = {}
+        #: The protocol version the latest ``initialize`` settled on.
+        self.handshake_version: str | None = None
         self.server = _ProxyServer(self)
 
     @asynccontextmanager
@@ -164,7 +167,11 @@ class McpProxy:
                 # The answer carries the upstreams' capabilities, so the upstreams come first.
                 for backend in self.backends:
                     await backend.upstream.connect()
-        return await call_next(ctx)
+        result = await call_next(ctx)
+        if ctx.method == "initialize" and isinstance(result, Mapping):
+            # The handshake's version, for the stdio fast path (one client on stdio).
+            self.handshake_version = result.get("protocolVersion")
+        return result
 
     def capabilities(self) -> types.ServerCapabilities | None:
         """The upstream's capabilities (with several, each one any of them has)."""
@@ -191,7 +198,7 @@ class McpProxy:
 
     async def forward(self, ctx: ServerRequestContext[Any, Any], _params: Any) -> dict[str, Any]:
         """Any request but tools/*: the client's params out, the upstream's answer back."""
-        params = _outbound_params(ctx.params)
+        params = outbound_params(ctx.params)
         if not self.multi:
             upstream = self.backends[0].upstream
             result = await upstream.request(ctx.method, params, on_progress=_progress_relay(ctx))
@@ -201,45 +208,67 @@ class McpProxy:
 
     async def forward_notification(self, ctx: ServerRequestContext[Any, Any], _params: Any) -> None:
         for backend in self.backends:
-            await backend.upstream.notify(ctx.method, _outbound_params(ctx.params))
+            await backend.upstream.notify(ctx.method, outbound_params(ctx.params))
 
     async def list_tools(
         self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
     ) -> dict[str, Any]:
         if not self.multi:
             backend = self.backends[0]
-            listing = await backend.upstream.request("tools/list", _outbound_params(ctx.params))
-            return _for_client(ctx, await self._filter_listing(backend, listing, ctx))
+            listing = await backend.upstream.request("tools/list", outbound_params(ctx.params))
+            filtered = await self._filter_listing(backend, listing, self._session_of(ctx))
+            return _for_client(ctx, filtered)
         tools: list[Any] = []
         for backend in self.backends:
-            for tool in await self._learn_tools(backend, ctx):
+            for tool in await self._learn_tools(backend, self._session_of(ctx)):
                 tools.append({**tool, "name": backend.prefix + tool["name"]})
         return _for_client(ctx, {"tools": tools})
 
     async def call_tool(
         self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
     ) -> dict[str, Any]:
-        return _for_client(ctx, await self._call_tool(ctx, params))
+        result = await self.tool_call(
+            params.name,
+            params.arguments,
+            request_id=ctx.request_id,
+            session_id=self._session_of(ctx),
+            outbound=outbound_params(ctx.params),
+            on_progress=_progress_relay(ctx),
+        )
+        return _for_client(ctx, result)
 
-    async def _call_tool(
-        self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
+    async def tool_call(
+        self,
+        tool: str,
+        arguments: Mapping[str, Any] | None,
+        *,
+        request_id: Any,
+        session_id: str,
+        outbound: dict[str, Any] | None,
+        on_progress: ProgressSink | None,
     ) -> dict[str, Any]:
-        routed = self._route(params.name)
+        """One tools/call with its hooks: the tool result for the client.
+
+        ``outbound`` is the client's params minus its envelope (what is forwarded, with the
+        name and arguments replaced); served by the SDK's server and by the stdio fast path
+        (:mod:`hookgate.mcp_proxy.fast_calls`) alike.
+        """
+        routed = self._route(tool)
         if routed is None:
-            return block_result(f"tool {params.name!r} is not available")
+            return block_result(f"tool {tool!r} is not available")
         backend, name = routed
-        arguments: dict[str, Any] = dict(params.arguments or {})
+        args: dict[str, Any] = dict(arguments or {})
         if not backend.listed:
-            await self._learn_tools(backend, ctx)
+            await self._learn_tools(backend, session_id)
         if name in backend.hidden:
-            return block_result(f"tool {params.name!r} is not available")
+            return block_result(f"tool {tool!r} is not available")
         base = {
             "tool_name": name,
-            "tool_use_id": str(ctx.request_id),
-            "session_id": self._session_of(ctx),
+            "tool_use_id": str(request_id),
+            "session_id": session_id,
             "server": backend.name,
         }
-        pre = await self._decide("pre_tool_use", {**base, "tool_input": arguments})
+        pre = await self._decide("pre_tool_use", {**base, "tool_input": args})
         if pre is None:
             return block_result(f"hookgate could not evaluate the hooks for {name!r}; blocked")
         if pre.blocked or pre.abort is not None or not pre.continue_:
@@ -253,14 +282,12 @@ class McpProxy:
         if pre.updated_input is not None:
             if not isinstance(pre.updated_input, Mapping):
                 return block_result(f"a hook rewrote the arguments of {name!r} into a non-object")
-            arguments = dict(pre.updated_input)
-        outbound = _outbound_params(ctx.params) or {}
-        outbound["name"] = name
-        outbound["arguments"] = arguments
+            args = dict(pre.updated_input)
+        forwarded = dict(outbound or {})
+        forwarded["name"] = name
+        forwarded["arguments"] = args
         started = time.perf_counter()
-        raw = await backend.upstream.request(
-            "tools/call", outbound, on_progress=_progress_relay(ctx)
-        )
+        raw = await backend.upstream.request("tools/call", forwarded, on_progress=on_progress)
         if not isinstance(raw.get("content"), list):
             # The full check of the result's shape is the SDK's, when the answer is sent.
             raise UpstreamError(
@@ -271,7 +298,7 @@ class McpProxy:
             "post_tool_use",
             {
                 **base,
-                "tool_input": arguments,
+                "tool_input": args,
                 "tool_response": result,
                 "duration_ms": round((time.perf_counter() - started) * 1000, 3),
             },
@@ -297,7 +324,7 @@ class McpProxy:
             return None
 
     async def _filter_listing(
-        self, backend: _Backend, listing: dict[str, Any], ctx: ServerRequestContext[Any, Any]
+        self, backend: _Backend, listing: dict[str, Any], session_id: str
     ) -> dict[str, Any]:
         """One page of an upstream's tools/list, with the tools the hooks hide left out."""
         tools = listing.get("tools")
@@ -311,7 +338,7 @@ class McpProxy:
                 backend.schemas[tool["name"]] = (
                     dict(schema) if isinstance(schema, Mapping) else None
                 )
-        payload = {"server": backend.name, "tools": tools, "session_id": self._session_of(ctx)}
+        payload = {"server": backend.name, "tools": tools, "session_id": session_id}
         outcome = await self._decide("list_tools", payload)
         if outcome is None:
             raise MCPError(INTERNAL_ERROR, "hookgate could not evaluate the tools/list hooks")
@@ -324,9 +351,7 @@ class McpProxy:
         backend.listed = True
         return {**listing, "tools": shown}
 
-    async def _learn_tools(
-        self, backend: _Backend, ctx: ServerRequestContext[Any, Any]
-    ) -> list[Any]:
+    async def _learn_tools(self, backend: _Backend, session_id: str) -> list[Any]:
         """Every page of an upstream's tools, filtered by the hooks: before a first call (so
         hidden tools and output schemas are known whatever the client listed) and for a
         merged listing."""
@@ -336,7 +361,7 @@ class McpProxy:
             listing = await backend.upstream.request(
                 "tools/list", {"cursor": cursor} if cursor else None
             )
-            shown.extend((await self._filter_listing(backend, listing, ctx))["tools"])
+            shown.extend((await self._filter_listing(backend, listing, session_id))["tools"])
             cursor = listing.get("nextCursor")
             if not cursor:
                 return shown
@@ -562,7 +587,7 @@ def _for_client(ctx: ServerRequestContext[Any, Any], result: dict[str, Any]) -> 
     return result
 
 
-def _outbound_params(params: Mapping[str, Any] | None) -> dict[str, Any] | None:
+def outbound_params(params: Mapping[str, Any] | None) -> dict[str, Any] | None:
     """The client's params for the upstream: the same, minus the client's own envelope."""
     if params is None:
         return None

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from mcp.server.runner import serve_dual_era_loop
 
+from hookgate.mcp_proxy.fast_calls import FastToolCalls
 from hookgate.mcp_proxy.proxy import McpProxy
-from hookgate.mcp_proxy.stdio import proxy_stdio
+from hookgate.mcp_proxy.stdio import LineReader, LineWriter, proxy_stdio
 
 __all__ = ["serve_http", "serve_stdio"]
 
@@ -17,9 +19,20 @@ log = logging.getLogger("hookgate.mcp_proxy")
 async def serve_stdio(proxy: McpProxy) -> None:
     """Serve one client on this process's stdin/stdout until it closes stdin."""
     async with proxy.running(), proxy_stdio() as (read, write):
-        # No fixed initialization options: the answer to `initialize` is built when it
-        # arrives, from the upstream's capabilities (see McpProxy.capabilities).
-        await serve_dual_era_loop(proxy.server, read, write, lifespan_state={})
+        if isinstance(read, LineReader) and isinstance(write, LineWriter):
+            # tools/call is answered by the fast path; everything else by the SDK's server.
+            fast = FastToolCalls(proxy, write)
+            read.tap = fast.tap
+            async with fast.serving():
+                await _serve(proxy, read, write)
+        else:
+            await _serve(proxy, read, write)
+
+
+async def _serve(proxy: McpProxy, read: Any, write: Any) -> None:
+    # No fixed initialization options: the answer to `initialize` is built when it
+    # arrives, from the upstream's capabilities (see McpProxy.capabilities).
+    await serve_dual_era_loop(proxy.server, read, write, lifespan_state={})
 
 
 async def serve_http(proxy: McpProxy, host: str, port: int, *, path: str = "/mcp") -> None:

@@ -23,7 +23,6 @@ import anyio
 import anyio.abc
 from mcp import types
 from mcp.client.session import ClientSession
-from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp.shared.jsonrpc_dispatcher import JSONRPCDispatcher
@@ -32,6 +31,7 @@ from mcp.types import CONNECTION_CLOSED, INTERNAL_ERROR, REQUEST_TIMEOUT
 
 from hookgate.errors import HookgateError
 from hookgate.handlers.subprocess.runner import shorten
+from hookgate.mcp_proxy.child import ChannelClosed, ChannelTimeout, RawChannel, child_streams
 
 __all__ = ["ServerRequests", "Upstream", "UpstreamError", "UpstreamSpec"]
 
@@ -40,7 +40,8 @@ log = logging.getLogger("hookgate.mcp_proxy.upstream")
 #: The HTTP header the streamable-HTTP transport needs on every request after the handshake.
 _PROTOCOL_HEADER = "mcp-protocol-version"
 
-TransportStreams = tuple[Any, Any]
+#: Read stream, write stream, and the raw channel of a command upstream (None over HTTP).
+TransportStreams = tuple[Any, Any, RawChannel | None]
 NotificationSink = Callable[[types.ServerNotification], Awaitable[None]]
 
 
@@ -83,6 +84,8 @@ class _Live:
     """One connection to the upstream, from start to close."""
 
     dispatcher: JSONRPCDispatcher | None = None
+    #: A command upstream's raw channel: the proxy's own requests skip the dispatcher.
+    channel: RawChannel | None = None
     result: types.InitializeResult | None = None
     ready: anyio.Event = field(default_factory=anyio.Event)
     closed: anyio.Event = field(default_factory=anyio.Event)
@@ -93,6 +96,12 @@ class _Live:
     def stop(self) -> None:
         self.stopping = True
         self.scope.cancel()
+
+    def close(self) -> None:
+        """Mark the connection over; requests waiting on it fail at once."""
+        self.closed.set()
+        if self.channel is not None:
+            self.channel.close()
 
 
 class Upstream:
@@ -179,6 +188,8 @@ class Upstream:
         """
         live = await self.connect()
         assert live.dispatcher is not None and live.result is not None
+        if live.channel is not None:
+            return await self._raw_request(live, live.channel, method, params, on_progress)
         opts: dict[str, Any] = {"headers": {_PROTOCOL_HEADER: live.result.protocol_version}}
         if self.request_timeout_s is not None:
             opts["timeout"] = self.request_timeout_s
@@ -199,6 +210,30 @@ class Upstream:
                     code=REQUEST_TIMEOUT,
                 ) from None
             raise
+
+    async def _raw_request(
+        self,
+        live: _Live,
+        channel: RawChannel,
+        method: str,
+        params: dict[str, Any] | None,
+        on_progress: Callable[[float, float | None, str | None], Awaitable[None]] | None,
+    ) -> dict[str, Any]:
+        try:
+            return await channel.request(
+                method, params, timeout_s=self.request_timeout_s, on_progress=on_progress
+            )
+        except ChannelClosed:
+            raise UpstreamError(
+                f"MCP server {self.label} failed during {method}: "
+                f"{live.fault or 'connection closed'}; it is restarted on the next request"
+            ) from None
+        except ChannelTimeout:
+            raise UpstreamError(
+                f"MCP server {self.label} did not answer {method} within "
+                f"{self.request_timeout_s:g}s",
+                code=REQUEST_TIMEOUT,
+            ) from None
 
     async def notify(self, method: str, params: dict[str, Any] | None) -> None:
         """Forward a client notification if a connection is up (none is started for it)."""
@@ -222,10 +257,10 @@ class Upstream:
                 live.fault = f"failed: {_describe(exc)}"
             log.error("MCP server %s: %s", self.label, live.fault)
         finally:
-            live.closed.set()
+            live.close()
 
     async def _connection(self, live: _Live) -> None:
-        async with self._transport() as (read, write):
+        async with self._transport() as (read, write, channel):
             dispatcher = JSONRPCDispatcher(_Watched(read, live, self.label), write)
             requests = self._server_requests()
             session = ClientSession(
@@ -244,6 +279,7 @@ class Upstream:
                         live.fault = f"failed to initialise: {_describe(exc)}"
                     raise
                 live.dispatcher = dispatcher
+                live.channel = channel
                 live.ready.set()
                 log.info("%s: connected, protocol %s", self.label, live.result.protocol_version)
                 await live.closed.wait()
@@ -260,17 +296,21 @@ class Upstream:
 
     def _transport(self) -> AbstractAsyncContextManager[TransportStreams]:
         if self.spec.url is not None:
-            return streamable_http_client(self.spec.url)
+            return self._http(self.spec.url)
         return self._stdio()
 
     @asynccontextmanager
+    async def _http(self, url: str) -> AsyncIterator[TransportStreams]:
+        async with streamable_http_client(url) as (read, write):
+            yield read, write, None
+
+    @asynccontextmanager
     async def _stdio(self) -> AsyncIterator[TransportStreams]:
-        command, *args = self.spec.command
-        params = StdioServerParameters(command=command, args=args, env=self.spec.env,
-                                       cwd=self.spec.cwd)
         stderr = _StderrToLog(self.label)
         try:
-            async with stdio_client(params, errlog=stderr.writer) as streams:
+            async with child_streams(
+                self.spec.command, self.spec.env, self.spec.cwd, stderr.writer
+            ) as streams:
                 stderr.spawned()
                 yield streams
         finally:
@@ -299,12 +339,12 @@ class _Watched:
                 live.fault = "exited or closed its connection"
             if not live.stopping:
                 log.error("MCP server %s %s", self._label, live.fault)
-            live.closed.set()
+            live.close()
             raise anyio.EndOfStream from None
         if isinstance(item, Exception):
             live.fault = f"answered something that is not JSON-RPC ({shorten(str(item), 200)})"
             log.error("MCP server %s %s; closing it", self._label, live.fault)
-            live.closed.set()
+            live.close()
             raise anyio.EndOfStream
         return item  # type: ignore[no-any-return]
 
