@@ -74,3 +74,36 @@ async def test_an_upstream_that_does_not_initialise_is_a_clear_error(
             pass
     errors = mcp_errors(caught.value)
     assert errors and all(error.startswith(message) for error in errors), errors
+
+
+async def test_a_call_past_the_call_timeout_is_an_error_and_cancelled_upstream(
+    tmp_path: Path,
+) -> None:
+    log = tmp_path / "proxy.log"
+    args = ["--call-timeout", "1", "--config", HOOKS, "--", *demo_command(tmp_path)]
+    async with proxy_client(args, log, mode="legacy") as client:
+        with pytest.raises(MCPError) as caught:
+            await client.call_tool("slow", {"seconds": 60})
+        assert caught.value.message == "MCP server demo_server did not answer tools/call within 1s"
+        await asyncio.to_thread(wait_for, (tmp_path / "slow-cancelled").exists, timeout=20)
+        assert text_of(await client.call_tool("add", {"a": 3, "b": 4})) == "7"
+
+
+async def test_an_upstream_answering_garbage_mid_session_is_an_error_then_restarts(
+    tmp_path: Path,
+) -> None:
+    log = tmp_path / "proxy.log"
+    args = ["--config", HOOKS, "--", *demo_command(tmp_path, "--misbehave", "garbage-on-call")]
+    async with proxy_client(args, log) as client:
+        assert [tool.name for tool in (await client.list_tools()).tools] == ["add"]
+        for _attempt in range(2):
+            with pytest.raises(MCPError) as caught:
+                await client.call_tool("add", {"a": 2, "b": 3})
+            message = caught.value.message
+            assert message.startswith("MCP server demo_server failed during tools/call: "
+                                      "answered something that is not JSON-RPC"), message
+            assert message.endswith("it is restarted on the next request")
+        # The hooks still decide before the (restarted) upstream is asked.
+        blocked = await client.call_tool("add", {"a": 666, "b": 0})
+        assert blocked.is_error is True
+    assert "MCP server demo_server: starting again" in log.read_text()

@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
-import json
 import logging
 import os
 import signal
@@ -29,6 +28,7 @@ from mcp import types
 from mcp.client.stdio import get_default_environment
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
+from pydantic_core import from_json, to_json
 
 from hookgate.errors import HookgateError
 from hookgate.mcp_proxy.stdio import LINE_LIMIT, LineReader, LineWriter
@@ -90,7 +90,7 @@ class RawChannel:
         timer = None if timeout_s is None else loop.call_later(timeout_s, _expire, answer)
         try:
             try:
-                await self._writer.write_line(json.dumps(message).encode())
+                await self._writer.write_line(to_json(message))
             except (anyio.ClosedResourceError, OSError):
                 raise ChannelClosed from None
             response = await answer
@@ -152,7 +152,7 @@ class RawChannel:
         note = {"jsonrpc": "2.0", "method": "notifications/cancelled",
                 "params": {"requestId": request_id, "reason": reason}}
         with contextlib.suppress(anyio.ClosedResourceError, OSError):
-            self._writer.write_now(json.dumps(note).encode())
+            self._writer.write_now(to_json(note))
 
 
 def _expire(answer: asyncio.Future[dict[str, Any]]) -> None:
@@ -186,7 +186,7 @@ class _ChildReader(LineReader):
             if not line.strip():
                 continue
             try:
-                message = json.loads(line)
+                message = from_json(line)
             except ValueError as exc:
                 return exc  # not JSON-RPC: the connection is closed as garbage
             taken = self._channel.take(message)

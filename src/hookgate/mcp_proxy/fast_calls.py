@@ -20,7 +20,6 @@ goes to the SDK unchanged, so it answers exactly as before. The hooks themselves
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
@@ -39,6 +38,7 @@ from mcp.types import (
 )
 from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
+from pydantic_core import from_json, to_json
 
 from hookgate.mcp_proxy.proxy import McpProxy, outbound_params
 from hookgate.mcp_proxy.stdio import LineWriter
@@ -78,7 +78,7 @@ class FastToolCalls:
         if not hot and self._era is not None:
             return False
         try:
-            message = json.loads(line)
+            message = from_json(line)
         except ValueError:
             return False
         if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
@@ -150,7 +150,7 @@ class FastToolCalls:
             self._calls.pop(request_id, None)
         data = _dumps({"jsonrpc": "2.0", "id": request_id, **answer})
         try:
-            await self._writer.write_line(data.encode())
+            await self._writer.write_line(data)
         except Exception:
             log.debug("the client went away before the answer to %r", request_id)
 
@@ -186,13 +186,13 @@ class FastToolCalls:
             if message is not None:
                 note["message"] = message
             data = {"jsonrpc": "2.0", "method": "notifications/progress", "params": note}
-            await writer.write_line(_dumps(data).encode())
+            await writer.write_line(_dumps(data))
 
         return relay
 
 
-def _dumps(message: dict[str, Any]) -> str:
-    return json.dumps(message, separators=(",", ":"))
+def _dumps(message: dict[str, Any]) -> bytes:
+    return to_json(message)
 
 
 def _has_envelope(params: Mapping[str, Any] | None) -> bool:

@@ -1,6 +1,6 @@
 """A small MCP server written with the official SDK, for the mcp-proxy tests.
 
-    python demo_server.py [--http PORT] [--state DIR] [--misbehave garbage|hang]
+    python demo_server.py [--http PORT] [--state DIR] [--misbehave garbage|hang|garbage-on-call]
 
 Tools: ``echo`` (declares an output schema), ``add`` (plain content), ``secret_info``,
 ``slow`` (waits; records start and cancellation in ``--state``), ``crash`` (exits the
@@ -124,7 +124,9 @@ def build(state: Path | None) -> MCPServer:
 
 
 def misbehave(kind: str) -> None:
-    if kind == "garbage":
+    if kind == "garbage-on-call":
+        _garbage_on_call()
+    elif kind == "garbage":
         for _line in sys.stdin:
             sys.stdout.write("this is not json-rpc\n")
             sys.stdout.flush()
@@ -133,11 +135,38 @@ def misbehave(kind: str) -> None:
             pass
 
 
+def _garbage_on_call() -> None:
+    """A hand-written server that initialises and lists its tool properly, then answers
+    every tools/call with a line that is not JSON-RPC (a server going bad mid-session)."""
+    import json
+
+    def send(message: dict[str, Any]) -> None:
+        sys.stdout.write(json.dumps(message) + "\n")
+        sys.stdout.flush()
+
+    tool = {"name": "add", "inputSchema": {"type": "object"}}
+    for line in sys.stdin:
+        request = json.loads(line)
+        method, request_id = request.get("method"), request.get("id")
+        if request_id is None:
+            continue
+        if method == "initialize":
+            send({"jsonrpc": "2.0", "id": request_id, "result": {
+                "protocolVersion": request["params"]["protocolVersion"],
+                "capabilities": {"tools": {}},
+                "serverInfo": {"name": "garbling", "version": "1"}}})
+        elif method == "tools/list":
+            send({"jsonrpc": "2.0", "id": request_id, "result": {"tools": [tool]}})
+        elif method == "tools/call":
+            sys.stdout.write("<html>502 Bad Gateway</html>\n")
+            sys.stdout.flush()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--http", type=int, default=None)
     parser.add_argument("--state", type=Path, default=None)
-    parser.add_argument("--misbehave", choices=["garbage", "hang"], default=None)
+    parser.add_argument("--misbehave", choices=["garbage", "hang", "garbage-on-call"], default=None)
     args = parser.parse_args()
     sys.stderr.write(f"demo-upstream: started pid {os.getpid()}\n")
     sys.stderr.flush()
