@@ -21,7 +21,6 @@ import re
 from collections.abc import Mapping
 from typing import Any, Final
 
-import orjson
 import re2
 
 from hookgate.errors import HookgateError
@@ -195,6 +194,8 @@ _ZERO: Final[dict[str, Any]] = {"tool_name": "", "tool_input": {}, "depth": 0, "
 def cel_activation(event: str, payload: Mapping[str, Any]) -> dict[str, Any]:
     """The variables an if_expr sees for one event; built once per fire and shared. Raise
     :class:`FilterBudgetError` when the input is over :data:`MAX_CEL_INPUT_BYTES`."""
+    import orjson  # here: only if_expr filters need it (hookgate claude-code starts faster)
+
     try:
         size = len(orjson.dumps(payload))
     except TypeError:  # values that are not JSON (library callers): not measured

@@ -9,12 +9,10 @@ gateway into an ``INVALID_INPUT`` error.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Final
 
-import orjson
-
-__all__ = ["MAX_DEPTH", "MAX_SIZE", "payload_problem"]
+__all__ = ["MAX_DEPTH", "MAX_SIZE", "payload_problem", "walked_payload_problem"]
 
 #: Containers inside containers, counting the payload itself as level 1: the bound of the
 #: JSON encoder (orjson) that audit hashes and answers go through.
@@ -31,12 +29,31 @@ def payload_problem(
     # On the hot path of every fired event: encoding a small payload with orjson is several
     # times cheaper than walking it in Python, and orjson refuses what nests past MAX_DEPTH.
     try:
-        encoded = orjson.dumps(payload)
+        encoded = (_dumps or _orjson_dumps())(payload)
     except TypeError:  # too deep, or values that are not JSON (library callers): walk it
         return _walk(payload, max_depth, max_size)
     if len(encoded) > max_size:
         return f"event input is larger than {max_size} bytes"
     return None if max_depth >= MAX_DEPTH else _walk(payload, max_depth, max_size)
+
+
+#: orjson.dumps once imported: hookgate claude-code, which checks one payload per process,
+#: uses :func:`walked_payload_problem` and never imports orjson (uuid, platform, datetime).
+_dumps: Callable[[Any], bytes] | None = None
+
+
+def _orjson_dumps() -> Callable[[Any], bytes]:
+    global _dumps
+    import orjson
+
+    _dumps = orjson.dumps
+    return _dumps
+
+
+def walked_payload_problem(payload: Mapping[str, Any]) -> str | None:
+    """:func:`payload_problem` by walking the payload (sizes in characters), without orjson:
+    the same bounds for a process that checks one payload and exits."""
+    return _walk(payload, MAX_DEPTH, MAX_SIZE)
 
 
 def _walk(payload: Mapping[str, Any], max_depth: int, max_size: int) -> str | None:

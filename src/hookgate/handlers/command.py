@@ -31,14 +31,26 @@ import json
 import os
 import re
 from collections.abc import Mapping
-from typing import Any, ClassVar, Final
+from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 from hookgate.handlers.base import Handler, Invocation
 from hookgate.handlers.subprocess.output import failure_message, json_object
 from hookgate.handlers.subprocess.runner import base_environment, run_shell, shorten
 from hookgate.outcome import HookError, HookResult, coerce_result
 
-__all__ = ["FORMATS", "STDERR_CAP", "STDOUT_CAP", "CommandHandler", "parse_goclaw_answer"]
+if TYPE_CHECKING:
+    from hookgate.definition import HookDefinition
+    from hookgate.events import EventSpec
+
+__all__ = [
+    "FORMATS",
+    "STDERR_CAP",
+    "STDOUT_CAP",
+    "CommandHandler",
+    "command_answer",
+    "command_input",
+    "parse_goclaw_answer",
+]
 
 STDOUT_CAP: Final = 1024 * 1024
 STDERR_CAP: Final = 64 * 1024
@@ -89,23 +101,9 @@ class CommandHandler(Handler):
         return problems
 
     async def run(self, call: Invocation) -> HookResult | Mapping[str, Any] | None:
-        config = call.hook.config
-        claude = config.get("format") == "claude_code"
-        cwd = config.get("cwd")
-        extra = {"HOOKGATE_EVENT": call.event.name, "HOOKGATE_HOOK_ID": call.hook.id}
-        if claude:
-            from hookgate.integrations.claude_code import contract as claude_code
-
-            document = claude_code.claude_input(call.event, call.payload, cwd)
-            extra["CLAUDE_PROJECT_DIR"] = os.environ.get("CLAUDE_PROJECT_DIR") or str(
-                cwd or document.get("cwd") or os.getcwd()
-            )
-        else:
-            document = {"hook_event": call.event.name, **call.payload}
-        env = base_environment(config.get("allowed_env_vars", ()), extra)
-        stdin = json.dumps(document, default=str).encode()
+        stdin, env, cwd = command_input(call.hook, call.event, call.payload)
         code, stdout, stderr, stdout_len = await run_shell(
-            config["command"],
+            call.hook.config["command"],
             stdin,
             cwd,
             env,
@@ -113,27 +111,54 @@ class CommandHandler(Handler):
             stderr_cap=STDERR_CAP,
             sandbox=self.services.settings.sandbox(),
         )
-        out_text = stdout.decode("utf-8", "replace")
-        err_text = stderr.decode("utf-8", "replace")
-        details: dict[str, Any] = {
-            "exit_code": code,
-            "stdout": shorten(out_text, DETAIL_CHARS),
-            "stderr": shorten(err_text, DETAIL_CHARS),
-            "stdout_len": stdout_len,
-        }
-        if stdout_len > STDOUT_CAP:
-            raise HookError(
-                f"command wrote more than {STDOUT_CAP} bytes to stdout; it was stopped and its "
-                "answer cannot be read",
-                details=details,
-            )
-        if claude:
-            from hookgate.integrations.claude_code import contract as claude_code
+        return command_answer(call.hook, call.event, code, stdout, stderr, stdout_len)
 
-            return claude_code.parse_command_answer(
-                call.event, code, out_text, err_text, details
-            )
-        return parse_goclaw_answer(code, out_text, err_text, details)
+
+def command_input(
+    hook: HookDefinition, event: EventSpec, payload: Mapping[str, Any]
+) -> tuple[bytes, dict[str, str], str | None]:
+    """What the command gets: (stdin, environment, working directory). Shared by the handler
+    and the Claude Code bridge's loop-free runner, so both run a command alike."""
+    config = hook.config
+    cwd = config.get("cwd")
+    extra = {"HOOKGATE_EVENT": event.name, "HOOKGATE_HOOK_ID": hook.id}
+    if config.get("format") == "claude_code":
+        from hookgate.integrations.claude_code import contract as claude_code
+
+        document = claude_code.claude_input(event, payload, cwd)
+        extra["CLAUDE_PROJECT_DIR"] = os.environ.get("CLAUDE_PROJECT_DIR") or str(
+            cwd or document.get("cwd") or os.getcwd()
+        )
+    else:
+        document = {"hook_event": event.name, **payload}
+    env = base_environment(config.get("allowed_env_vars", ()), extra)
+    return json.dumps(document, default=str).encode(), env, cwd
+
+
+def command_answer(
+    hook: HookDefinition, event: EventSpec, code: int, stdout: bytes, stderr: bytes,
+    stdout_len: int,
+) -> HookResult:
+    """The command's exit code and output read as its answer (per its ``format``)."""
+    out_text = stdout.decode("utf-8", "replace")
+    err_text = stderr.decode("utf-8", "replace")
+    details: dict[str, Any] = {
+        "exit_code": code,
+        "stdout": shorten(out_text, DETAIL_CHARS),
+        "stderr": shorten(err_text, DETAIL_CHARS),
+        "stdout_len": stdout_len,
+    }
+    if stdout_len > STDOUT_CAP:
+        raise HookError(
+            f"command wrote more than {STDOUT_CAP} bytes to stdout; it was stopped and its "
+            "answer cannot be read",
+            details=details,
+        )
+    if hook.config.get("format") == "claude_code":
+        from hookgate.integrations.claude_code import contract as claude_code
+
+        return claude_code.parse_command_answer(event, code, out_text, err_text, details)
+    return parse_goclaw_answer(code, out_text, err_text, details)
 
 
 def parse_goclaw_answer(

@@ -10,7 +10,7 @@ See :mod:`hookgate.state.model` for how hooks use it. Stores: :class:`MemoryStat
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hookgate.state.model import (
     DEFAULT_TTL_S,
@@ -20,7 +20,9 @@ from hookgate.state.model import (
     StateChange,
     StateError,
 )
-from hookgate.state.stores import FileStateStore, MemoryStateStore, StateStore
+
+if TYPE_CHECKING:
+    from hookgate.state.stores import FileStateStore, MemoryStateStore, StateStore
 
 __all__ = [
     "DEFAULT_TTL_S",
@@ -34,6 +36,16 @@ __all__ = [
     "StateStore",
     "use_state_store",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # The stores are imported on first use: the definitions' validation imports this
+    # package (for state.model), and hookgate claude-code should not pay for pathlib.
+    if name in ("FileStateStore", "MemoryStateStore", "StateStore"):
+        from hookgate.state import stores
+
+        return getattr(stores, name)
+    raise AttributeError(f"module 'hookgate.state' has no attribute {name!r}")
 
 
 def use_state_store(engine: Any, store: StateStore) -> None:

@@ -3,7 +3,6 @@ store or in Redis (gateway replicas). All of them drop expired entries on read."
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import threading
@@ -120,6 +119,8 @@ class FileStateStore(MemoryStateStore):
     async def apply(self, changes: Sequence[StateChange]) -> None:
         if not changes:
             return
+        import asyncio  # here: hookgate claude-code imports this package but runs no loop
+
         await asyncio.to_thread(self.apply_sync, changes)
 
     def apply_sync(self, changes: Sequence[StateChange]) -> None:

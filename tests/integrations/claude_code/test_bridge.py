@@ -244,12 +244,11 @@ def test_default_config_path(tmp_path: Path) -> None:
     (home / ".claude").mkdir(parents=True)
     (home / ".claude" / "hookgate.yaml").write_text("hooks: []\n")
     found = default_config_path({"cwd": str(project)}, {}, home)
-    assert found == home / ".claude" / "hookgate.yaml"
+    assert found == str(home / ".claude" / "hookgate.yaml")
     (project / ".claude" / "hookgate.json").write_text('{"hooks": []}')
     found = default_config_path({"cwd": "/elsewhere"}, {"CLAUDE_PROJECT_DIR": str(project)}, home)
-    assert found == project / ".claude" / "hookgate.json"
-    assert default_config_path({}, {"HOOKGATE_CLAUDE_CODE_CONFIG": "/x.yaml"}, home) == Path(
-        "/x.yaml")
+    assert found == str(project / ".claude" / "hookgate.json")
+    assert default_config_path({}, {"HOOKGATE_CLAUDE_CODE_CONFIG": "/x.yaml"}, home) == "/x.yaml"
     assert default_config_path({"cwd": "/nowhere"}, {}, tmp_path / "nobody") is None
 
 

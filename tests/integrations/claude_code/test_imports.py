@@ -5,6 +5,7 @@ modules, so a new import on this path is a decision, not an accident."""
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import subprocess
@@ -14,29 +15,57 @@ from pathlib import Path
 import yaml
 
 CC = "hookgate.integrations.claude_code"
-#: hookgate modules the local path (command and callable hooks) may import.
-EXPECTED_HOOKGATE = {
-    "hookgate", "hookgate.launcher", "hookgate.integrations", CC, f"{CC}.contract",
-    f"{CC}.main", "hookgate.settings", "hookgate.events",
-    "hookgate.outcome", "hookgate.handlers", "hookgate.handlers.base",
-    "hookgate.handlers.subprocess", "hookgate.handlers.subprocess.runner",
-    "hookgate.handlers.subprocess.output",
-    "hookgate.handlers.command", "hookgate.handlers.callable", "hookgate.engine",
-    "hookgate.drivers", "hookgate.background",
-    "hookgate.audit", "hookgate.chain", "hookgate.definition", "hookgate.matching",
-    "hookgate.hook_event", "hookgate.log", "hookgate.registry", "hookgate.safeguards",
-    "hookgate.config", "hookgate.config.formats", "hookgate.payload_limits",
-    "hookgate.state", "hookgate.state.model", "hookgate.state.stores", "hookgate.state.binding",
-    "hookgate.host_code", "hookgate.handlers.subprocess.sandbox",
-    "hookgate.hook_threads", "hookgate.hook_alarm", "hookgate.plain_calls", "hookgate.errors",
+#: Always there: the entry point and its package.
+ENTRY = {"hookgate", "hookgate.launcher", "hookgate.integrations", CC, f"{CC}.main"}
+#: An event the cached hooks file has no hook for: answered from the cache entry alone.
+NOTHING_TO_RUN = ENTRY | {f"{CC}.definition_cache", "hookgate.errors"}
+#: A cached file with command and callable hooks: the chain on the blocking driver.
+CACHED = NOTHING_TO_RUN | {
+    f"{CC}.local_run", f"{CC}.contract", "hookgate.chain", "hookgate.events",
+    "hookgate.outcome", "hookgate.matching", "hookgate.hook_event", "hookgate.host_code",
+    "hookgate.payload_limits", "hookgate.registry", "hookgate.definition",
+    "hookgate.state", "hookgate.state.model", "hookgate.settings",
+    "hookgate.handlers", "hookgate.handlers.base", "hookgate.handlers.callable",
+    "hookgate.handlers.command", "hookgate.handlers.subprocess",
+    "hookgate.handlers.subprocess.runner", "hookgate.handlers.subprocess.sandbox",
 }
+#: The first run of a file (or one after it changed) validates it as ``hookgate check`` does.
+VALIDATED = CACHED | {"hookgate.config", "hookgate.config.formats"}
 #: Packages that would mean a heavy import crept in.
 FORBIDDEN = ("click", "aiohttp", "yarl", "multidict", "starlette", "uvicorn", "websockets",
              "pydantic", "prometheus_client", "opentelemetry", "cryptography", "aiosqlite",
-             "asyncpg", "httpx", "redis", "tempfile", "shutil")
+             "asyncpg", "httpx", "redis", "tempfile", "shutil", "asyncio", "logging")
+#: Not on a cached run either: the parser, the validation's pathlib, the audit's JSON encoder.
+NOT_WHEN_CACHED = ("yaml", "pathlib", "orjson", "uuid")
 
 
-def imported_modules(tmp_path: Path, hooks_name: str) -> set[str]:
+def hookgate_modules(modules: set[str]) -> set[str]:
+    return {m for m in modules if m.split(".")[0] == "hookgate"}
+
+
+def forbidden(modules: set[str], names: tuple[str, ...] = FORBIDDEN) -> set[str]:
+    return {m for m in modules if m.split(".")[0] in names}
+
+
+def run_listing(tmp_path: Path, hooks: Path, event: dict[str, object]) -> tuple[set[str], str]:
+    """Run ``hookgate claude-code --config HOOKS`` as the console script does; the modules
+    loaded by the end (``-X importtime`` misses importlib.import_module) and stdout."""
+    listing = tmp_path / "modules.json"
+    script = (
+        "import atexit, sys\n"
+        f"def note():\n    open({str(listing)!r}, 'w').write(repr(sorted(sys.modules)))\n"
+        "atexit.register(note)\n"
+        f"sys.argv = ['hookgate', 'claude-code', '--config', {str(hooks)!r}]\n"
+        "from hookgate.launcher import main\n"
+        "main()\n"
+    )
+    result = subprocess.run([sys.executable, "-c", script], input=json.dumps(event),
+                            capture_output=True, text=True, timeout=60, check=False)
+    assert result.returncode == 0, result.stderr[-2000:]
+    return set(ast.literal_eval(listing.read_text())), result.stdout
+
+
+def hooks_file(tmp_path: Path, name: str) -> Path:
     (tmp_path / "guards.py").write_text("def allow_all(event):\n    return None\n")
     hooks = [  # both run: the callable abstains, then the command blocks
         {"name": "py", "event": "pre_tool_use", "handler_type": "callable",
@@ -44,41 +73,54 @@ def imported_modules(tmp_path: Path, hooks_name: str) -> set[str]:
         {"name": "no-rm", "event": "pre_tool_use", "handler_type": "command",
          "matcher": "^Bash$", "config": {"command": "grep -q 'rm -rf' && exit 2; exit 0"}},
     ]
-    path = tmp_path / hooks_name
-    text = json.dumps({"hooks": hooks}) if hooks_name.endswith(".json") else yaml.safe_dump(
+    path = tmp_path / name
+    text = json.dumps({"hooks": hooks}) if name.endswith(".json") else yaml.safe_dump(
         {"hooks": hooks})
     path.write_text(text)
-    event = {"session_id": "s", "cwd": str(tmp_path), "hook_event_name": "PreToolUse",
-             "tool_name": "Bash", "tool_input": {"command": "rm -rf /"}}
-    listing = tmp_path / "modules.json"
-    # What the ``hookgate`` console script does, plus a note of sys.modules at exit
-    # (``-X importtime`` misses modules loaded through importlib.import_module).
-    script = (
-        "import atexit, json, sys\n"
-        f"note = lambda: open({str(listing)!r}, 'w').write(json.dumps(sorted(sys.modules)))\n"
-        "atexit.register(note)\n"
-        f"sys.argv = ['hookgate', 'claude-code', '--config', {str(path)!r}]\n"
-        "from hookgate.launcher import main\n"
-        "main()\n"
-    )
-    result = subprocess.run([sys.executable, "-c", script], input=json.dumps(event),
-                            capture_output=True, text=True, timeout=60, check=False)
-    assert result.returncode == 0, result.stderr[-2000:]
-    assert json.loads(result.stdout)["hookSpecificOutput"]["permissionDecision"] == "deny"
-    return set(json.loads(listing.read_text()))
+    return path
+
+
+def rm_rf(tmp_path: Path) -> dict[str, object]:
+    return {"session_id": "s", "cwd": str(tmp_path), "hook_event_name": "PreToolUse",
+            "tool_name": "Bash", "tool_input": {"command": "rm -rf /"}}
+
+
+def denied(stdout: str) -> bool:
+    return bool(json.loads(stdout)["hookSpecificOutput"]["permissionDecision"] == "deny")
 
 
 def test_local_path_imports(tmp_path: Path) -> None:
-    modules = imported_modules(tmp_path, "hookgate.yaml")
-    assert {m for m in modules if m.split(".")[0] == "hookgate"} == EXPECTED_HOOKGATE
-    assert not {m for m in modules if m.split(".")[0] in FORBIDDEN}
-    assert "yaml" in modules  # the file is YAML
+    hooks = hooks_file(tmp_path, "hookgate.yaml")
+    modules, stdout = run_listing(tmp_path, hooks, rm_rf(tmp_path))
+    assert denied(stdout)
+    assert hookgate_modules(modules) == VALIDATED
+    assert not forbidden(modules)
+    assert "yaml" in modules  # the file is YAML, read for the first time
+    modules, stdout = run_listing(tmp_path, hooks, rm_rf(tmp_path))
+    assert denied(stdout)
+    assert hookgate_modules(modules) == CACHED
+    assert not forbidden(modules) and not forbidden(modules, NOT_WHEN_CACHED)
 
 
 def test_a_json_hooks_file_needs_no_yaml(tmp_path: Path) -> None:
-    modules = imported_modules(tmp_path, "hookgate.json")
+    modules, stdout = run_listing(tmp_path, hooks_file(tmp_path, "hookgate.json"),
+                                  rm_rf(tmp_path))
+    assert denied(stdout)
     assert "yaml" not in modules
-    assert not {m for m in modules if m.split(".")[0] in FORBIDDEN}
+    assert not forbidden(modules)
+
+
+def test_an_event_without_hooks_loads_no_engine(tmp_path: Path) -> None:
+    hooks = tmp_path / "hookgate.json"
+    hooks.write_text(json.dumps({"hooks": [
+        {"name": "no-rm", "event": "pre_tool_use", "handler_type": "command",
+         "config": {"command": "grep -q 'rm -rf' && exit 2; exit 0"}}]}))
+    run_listing(tmp_path, hooks, rm_rf(tmp_path))  # validates and fills the cache
+    stop = {"session_id": "s", "cwd": str(tmp_path), "hook_event_name": "Stop"}
+    modules, stdout = run_listing(tmp_path, hooks, stop)
+    assert stdout == ""
+    assert hookgate_modules(modules) == NOTHING_TO_RUN
+    assert not forbidden(modules) and not forbidden(modules, NOT_WHEN_CACHED)
 
 
 def test_gateway_path_needs_no_engine_and_no_asyncio(tmp_path: Path) -> None:

@@ -6,27 +6,38 @@ Every hook program runs in its own process group (``process_group=0``), so one
 about 0.4 ms per spawn.)
 Output is read in chunks with a byte cap, so a hook printing 10 MB costs at most the cap
 in memory and never blocks on a full pipe.
+
+:func:`run_shell` runs on the event loop; :func:`run_shell_blocking` is the same run without
+one, for a process that answers one event and exits (``hookgate claude-code``, where
+importing asyncio would cost more than the hook). asyncio is imported only by the first.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
+import functools
 import os
 import signal
+import time
 from collections.abc import Callable, Iterable, Mapping
-from typing import Final
+from typing import TYPE_CHECKING, Any, Final
 
+from hookgate.errors import HookgateError
 from hookgate.handlers.subprocess.sandbox import NO_SANDBOX, Sandbox
 from hookgate.outcome import HookError
+
+if TYPE_CHECKING:
+    import asyncio
 
 __all__ = [
     "BASE_ENV_KEYS",
     "CHUNK",
+    "ShellTimeout",
     "base_environment",
     "kill_group",
     "read_capped",
     "run_shell",
+    "run_shell_blocking",
     "shorten",
     "spawn",
 ]
@@ -59,37 +70,45 @@ def base_environment(
     return env
 
 
-class _ExitAwareProtocol(asyncio.subprocess.SubprocessStreamProtocol):
-    """Reports the exit itself: ``Process.wait()`` also waits for every pipe to close,
-    which a backgrounded grandchild holding stdout can delay for ever."""
+@functools.cache
+def _exit_aware_protocol() -> type[Any]:
+    """The subprocess protocol, defined on first use: its base class is asyncio's, and a
+    caller without an event loop (:func:`run_shell_blocking`) does not import asyncio."""
+    import asyncio
 
-    def __init__(
-        self,
-        limit: int,
-        loop: asyncio.AbstractEventLoop,
-        on_stdout: Callable[[bytes], None] | None = None,
-    ) -> None:
-        super().__init__(limit=limit, loop=loop)
-        self.exited: asyncio.Future[int] = loop.create_future()
-        self.on_stdout = on_stdout
+    class ExitAwareProtocol(asyncio.subprocess.SubprocessStreamProtocol):
+        """Reports the exit itself: ``Process.wait()`` also waits for every pipe to close,
+        which a backgrounded grandchild holding stdout can delay for ever."""
 
-    def pipe_data_received(self, fd: int, data: bytes | str) -> None:
-        if fd == 1 and self.on_stdout is not None and isinstance(data, bytes):
-            self.on_stdout(data)  # handled as it arrives: no reader task in between
-        else:
-            super().pipe_data_received(fd, data)
+        def __init__(
+            self,
+            limit: int,
+            loop: asyncio.AbstractEventLoop,
+            on_stdout: Callable[[bytes], None] | None = None,
+        ) -> None:
+            super().__init__(limit=limit, loop=loop)
+            self.exited: asyncio.Future[int] = loop.create_future()
+            self.on_stdout = on_stdout
 
-    def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
-        if fd == 1 and self.on_stdout is not None:
-            self.on_stdout(b"")
-        super().pipe_connection_lost(fd, exc)
+        def pipe_data_received(self, fd: int, data: bytes | str) -> None:
+            if fd == 1 and self.on_stdout is not None and isinstance(data, bytes):
+                self.on_stdout(data)  # handled as it arrives: no reader task in between
+            else:
+                super().pipe_data_received(fd, data)
 
-    def process_exited(self) -> None:
-        transport = getattr(self, "_transport", None)
-        code = transport.get_returncode() if transport is not None else None
-        super().process_exited()
-        if not self.exited.done():
-            self.exited.set_result(-1 if code is None else code)
+        def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
+            if fd == 1 and self.on_stdout is not None:
+                self.on_stdout(b"")
+            super().pipe_connection_lost(fd, exc)
+
+        def process_exited(self) -> None:
+            transport = getattr(self, "_transport", None)
+            code = transport.get_returncode() if transport is not None else None
+            super().process_exited()
+            if not self.exited.done():
+                self.exited.set_result(-1 if code is None else code)
+
+    return ExitAwareProtocol
 
 
 async def spawn(
@@ -103,9 +122,11 @@ async def spawn(
     With ``on_stdout``, stdout data goes to that function as it arrives (``b""`` at EOF)
     instead of ``process.stdout``.
     """
+    import asyncio
+
     loop = asyncio.get_running_loop()
     transport, protocol = await loop.subprocess_exec(
-        lambda: _ExitAwareProtocol(CHUNK, loop, on_stdout),
+        lambda: _exit_aware_protocol()(CHUNK, loop, on_stdout),
         program,
         *args,
         stdin=asyncio.subprocess.PIPE,
@@ -179,6 +200,8 @@ async def run_shell(
     reaped. Under ``sandbox`` the shell runs inside it (see
     :mod:`hookgate.handlers.subprocess.sandbox`).
     """
+    import asyncio
+
     try:
         argv = sandbox.wrap(("/bin/sh", "-c", command), cwd)
         proc, exited = await spawn(*argv, cwd=cwd, env=dict(env), process_group=0)
@@ -222,3 +245,112 @@ async def _feed(pipe: asyncio.StreamWriter | None, data: bytes) -> None:
         pipe.close()
     except (BrokenPipeError, ConnectionResetError):
         pass  # the command did not read its stdin, which it may
+
+
+class ShellTimeout(HookgateError, TimeoutError):
+    """:func:`run_shell_blocking`: the command ran out of time (its group was killed)."""
+
+
+def run_shell_blocking(
+    command: str,
+    stdin: bytes,
+    cwd: str | None,
+    env: Mapping[str, str],
+    *,
+    stdout_cap: int,
+    stderr_cap: int,
+    timeout_s: float,
+    sandbox: Sandbox = NO_SANDBOX,
+) -> tuple[int, bytes, bytes, int]:
+    """:func:`run_shell` without an event loop, with its own timeout: the same process group,
+    caps and kills; raise :class:`ShellTimeout` when ``timeout_s`` passes (the group is
+    killed and the shell reaped first).
+
+    The shell's exit is watched through a pidfd, so a background grandchild that keeps the
+    pipes open does not hold the answer: the group is killed as soon as the shell is gone.
+    """
+    import select
+    import subprocess
+
+    deadline = time.monotonic() + timeout_s
+    try:
+        argv = sandbox.wrap(("/bin/sh", "-c", command), cwd)
+        proc = subprocess.Popen(
+            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            cwd=cwd, env=dict(env), process_group=0,
+        )
+    except OSError as exc:
+        where = f" in {cwd!r}" if cwd else ""
+        raise HookError(f"cannot start the command{where}: {exc}") from None
+    pid = proc.pid
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    out_fd, err_fd, in_fd = proc.stdout.fileno(), proc.stderr.fileno(), proc.stdin.fileno()
+    kept = {out_fd: bytearray(), err_fd: bytearray()}
+    caps = {out_fd: stdout_cap, err_fd: stderr_cap}
+    seen = {out_fd: 0, err_fd: 0}
+    poller = select.poll()
+    poller.register(out_fd, select.POLLIN)
+    poller.register(err_fd, select.POLLIN)
+    open_fds = {out_fd, err_fd}
+    pending = memoryview(stdin)
+    if pending:
+        os.set_blocking(in_fd, False)
+        poller.register(in_fd, select.POLLOUT)
+    else:
+        proc.stdin.close()
+    exit_fd: int | None = None
+    try:
+        exit_fd = os.pidfd_open(pid)
+        poller.register(exit_fd, select.POLLIN)
+    except (AttributeError, OSError):  # no pidfd: the loop looks every 50 ms instead
+        exit_fd = None
+    try:
+        while open_fds:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise ShellTimeout(f"command did not finish within {timeout_s:g} s")
+            wait_ms = left * 1000 if exit_fd is not None else min(left * 1000, 50)
+            for fd, _ in poller.poll(max(1, int(wait_ms + 1))):
+                if fd == exit_fd:
+                    # The shell is done: what it left in the background goes too, so our
+                    # pipes reach EOF even when a grandchild still held them.
+                    kill_group(pid)
+                    poller.unregister(fd)
+                elif fd == in_fd:
+                    try:
+                        written = os.write(in_fd, pending[:CHUNK])
+                    except BlockingIOError:
+                        continue
+                    except (BrokenPipeError, ConnectionResetError):
+                        written = len(pending)  # the command did not read its stdin, which it may
+                    pending = pending[written:]
+                    if not pending:
+                        poller.unregister(in_fd)
+                        proc.stdin.close()
+                else:
+                    chunk = os.read(fd, CHUNK)
+                    if not chunk:
+                        poller.unregister(fd)
+                        open_fds.discard(fd)
+                        continue
+                    seen[fd] += len(chunk)
+                    room = caps[fd] - len(kept[fd])
+                    if room > 0:
+                        kept[fd] += chunk[:room]
+                    if fd == out_fd and stdout_cap and seen[fd] > stdout_cap:
+                        kill_group(pid)  # a runaway hook
+            if exit_fd is None and proc.poll() is not None:
+                kill_group(pid)
+        code = proc.wait(max(0.001, deadline - time.monotonic()))
+    except subprocess.TimeoutExpired:
+        raise ShellTimeout(f"command did not finish within {timeout_s:g} s") from None
+    finally:
+        kill_group(pid)
+        for pipe in (proc.stdin, proc.stdout, proc.stderr):
+            with contextlib.suppress(OSError):
+                pipe.close()
+        if exit_fd is not None:
+            os.close(exit_fd)
+        with contextlib.suppress(Exception):
+            proc.wait(5)  # killed above: reaped at once
+    return code, bytes(kept[out_fd]), bytes(kept[err_fd]), seen[out_fd]

@@ -22,16 +22,20 @@ import json
 import os
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from hookgate.events import EventSpec, UnknownEventError, get_event
-from hookgate.handlers.subprocess.output import failure_message, json_object
-from hookgate.handlers.subprocess.runner import shorten
-from hookgate.integrations.claude_code.main import FAIL_CLOSED_EVENTS
+from hookgate.integrations.claude_code.main import (
+    FAIL_CLOSED_EVENTS,
+    default_config_path,
+)
 from hookgate.outcome import HookError, HookResult, MalformedAnswer, Outcome
 
+# This module is on ``hookgate claude-code``'s start-up path (see main.py): what only some
+# answers need (the command handler's parsers, pathlib) is imported where it is used.
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from hookgate.client import AsyncGatewayClient
     from hookgate.engine import Engine
     from hookgate.settings import Settings
@@ -126,6 +130,8 @@ def parse_command_answer(
     spec: EventSpec, code: int, stdout: str, stderr: str, details: dict[str, Any]
 ) -> HookResult:
     """Claude Code's exit-code and JSON contract, mapped onto a hookgate answer."""
+    from hookgate.handlers.subprocess.output import failure_message, json_object
+
     event = claude_event_name(spec)
     if code == 2:
         reason: str | None = stderr.strip()
@@ -317,6 +323,8 @@ def claude_answer(event: str, outcome: Outcome) -> ClaudeAnswer:
         elif outcome.updated_input is not None:
             # Claude Code cannot take a rewritten prompt; sending the original instead
             # would drop what the hook did, so the prompt is stopped and the rewrite shown.
+            from hookgate.handlers.subprocess.runner import shorten
+
             out["decision"] = "block"
             out["reason"] = (
                 "a hook rewrote this prompt, which Claude Code cannot apply; rewritten prompt: "
@@ -432,9 +440,6 @@ async def answer_claude_code(data: Mapping[str, Any], evaluate: Evaluate) -> Cla
 
 # -- running as Claude Code's hook --------------------------------------------------------
 
-CONFIG_NAMES: Final = ("hookgate.yaml", "hookgate.yml", "hookgate.json")
-
-
 def parse_claude_code_input(
     stdin_text: str,
 ) -> tuple[dict[str, Any] | None, str | None, ClaudeAnswer | None]:
@@ -448,35 +453,6 @@ def parse_claude_code_input(
         return None, None, failure_answer(None, "stdin is not a Claude Code hook input object")
     event = data.get("hook_event_name")
     return data, event if isinstance(event, str) else None, None
-
-
-def default_config_path(
-    data: Mapping[str, Any],
-    environ: Mapping[str, str] | None = None,
-    home: Path | None = None,
-) -> Path | None:
-    """The hooks file for ``hookgate claude-code`` when ``--config`` is not given.
-
-    In order: ``$HOOKGATE_CLAUDE_CODE_CONFIG``; ``.claude/hookgate.yaml`` (or ``.yml``,
-    ``.json``) in ``$CLAUDE_PROJECT_DIR`` or the session's ``cwd``; the same in Claude Code's
-    user folder (``$CLAUDE_CONFIG_DIR``, else ``~/.claude/``).
-    """
-    env = os.environ if environ is None else environ
-    explicit = env.get("HOOKGATE_CLAUDE_CODE_CONFIG")
-    if explicit:
-        return Path(explicit)
-    roots: list[Path] = []
-    project = env.get("CLAUDE_PROJECT_DIR") or data.get("cwd")
-    if isinstance(project, str) and project:
-        roots.append(Path(project) / ".claude")
-    user_dir = env.get("CLAUDE_CONFIG_DIR")  # Claude Code's own user folder, if moved
-    roots.append(Path(user_dir).expanduser() if user_dir else (home or Path.home()) / ".claude")
-    for root in roots:
-        for name in CONFIG_NAMES:
-            candidate = root / name
-            if candidate.is_file():
-                return candidate
-    return None
 
 
 async def run_bridge(
@@ -494,7 +470,7 @@ async def run_bridge(
     data, event_name, refused = parse_claude_code_input(stdin_text)
     if data is None:
         return refused or ClaudeAnswer()
-    path = Path(config_path) if config_path else default_config_path(data, environ, home)
+    path = config_path or default_config_path(data, environ, home)
     if path is None:
         return ClaudeAnswer()  # no hooks file anywhere: nothing to enforce
     engine = Engine(settings=settings)

@@ -7,8 +7,9 @@ stderr for the events where exit 2 stops the action, never a traceback with exit
 Claude Code treats as "go ahead").
 
 Speed comes from importing only what this path needs: :mod:`hookgate.launcher` sends the
-command line here before the click CLI (and every other command's module) is imported, and
-this module parses its two options by hand.
+command line here before the click CLI (and every other command's module) is imported, this
+module parses its two options by hand, and the event runs without an event loop on cached
+definitions (:mod:`.local_run`, :mod:`.definition_cache`).
 """
 
 from __future__ import annotations
@@ -16,14 +17,15 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Mapping, Sequence
-from typing import IO, Final
+from typing import IO, Any, Final
 
-__all__ = ["BridgeArgs", "is_bridge_call", "main", "parse_args"]
+__all__ = ["BridgeArgs", "default_config_path", "is_bridge_call", "main", "parse_args"]
 
 #: Claude Code events where our own failure must stop the action (exit 2). Keep in step with
 #: :mod:`.contract` (not imported here: a failure may happen before it is).
 FAIL_CLOSED_EVENTS: Final = frozenset({"PreToolUse", "PermissionRequest", "UserPromptSubmit"})
 _VALUE_OPTIONS: Final = {"-c": "config", "--config": "config", "--gateway": "gateway"}
+CONFIG_NAMES: Final = ("hookgate.yaml", "hookgate.yml", "hookgate.json")
 #: One line, so Claude Code's "hook error" notice and the model see all of it.
 _MAX_REASON: Final = 500
 
@@ -61,6 +63,40 @@ def is_bridge_call(argv: Sequence[str]) -> bool:
     return len(argv) >= 1 and argv[0] == "claude-code" and parse_args(argv[1:]) is not None
 
 
+def default_config_path(
+    data: Mapping[str, Any],
+    environ: Mapping[str, str] | None = None,
+    home: str | os.PathLike[str] | None = None,
+) -> str | None:
+    """The hooks file for ``hookgate claude-code`` when ``--config`` is not given.
+
+    In order: ``$HOOKGATE_CLAUDE_CODE_CONFIG``; ``.claude/hookgate.yaml`` (or ``.yml``,
+    ``.json``) in ``$CLAUDE_PROJECT_DIR`` or the session's ``cwd``; the same in Claude Code's
+    user folder (``$CLAUDE_CONFIG_DIR``, else ``~/.claude/``). (``os.path``, not pathlib:
+    this runs once per hook event, and pathlib's import costs more than the lookup.)
+    """
+    env = os.environ if environ is None else environ
+    explicit = env.get("HOOKGATE_CLAUDE_CODE_CONFIG")
+    if explicit:
+        return explicit
+    roots: list[str] = []
+    project = env.get("CLAUDE_PROJECT_DIR") or data.get("cwd")
+    if isinstance(project, str) and project:
+        roots.append(os.path.join(project, ".claude"))
+    user_dir = env.get("CLAUDE_CONFIG_DIR")  # Claude Code's own user folder, if moved
+    if user_dir:
+        roots.append(os.path.expanduser(user_dir))
+    else:
+        roots.append(os.path.join(os.fspath(home) if home else os.path.expanduser("~"),
+                                  ".claude"))
+    for root in roots:
+        for name in CONFIG_NAMES:
+            candidate = os.path.join(root, name)
+            if os.path.isfile(candidate):
+                return candidate
+    return None
+
+
 def _one_line(text: str) -> str:
     flat = " ".join(text.split())
     return flat if len(flat) <= _MAX_REASON else flat[: _MAX_REASON - 1] + "…"
@@ -76,6 +112,38 @@ def _peek_event(raw: bytes) -> str | None:
         return None
     event = data.get("hook_event_name") if isinstance(data, dict) else None
     return event if isinstance(event, str) else None
+
+
+def _nothing_to_run(text: str, config: str | None, env: Mapping[str, str]) -> bool:
+    """The cached hooks file has no hook for this event: the engine would answer nothing
+    (Claude Code fires several events per turn; most files have hooks for one or two).
+
+    Decided from the cache entry of this exact file alone (see :mod:`.definition_cache`),
+    importing nothing of the engine. Anything unusual (no entry, input the engine would
+    refuse, a ``depth``, ``callable`` hooks, whose modules are re-checked on every run, an
+    event name hookgate does not know) says no, and the event takes the full path.
+    """
+    import json
+
+    try:
+        data = json.loads(text)
+    except Exception:  # the full path reports it
+        return False
+    if not isinstance(data, dict) or "depth" in data:
+        return False
+    event = data.get("hook_event_name")
+    if not isinstance(event, str):
+        return False
+    path = config or default_config_path(data, env)
+    if path is None:
+        return True  # no hooks file anywhere: nothing to enforce
+    from hookgate.integrations.claude_code.definition_cache import edition_of, read_entry
+
+    entry = read_entry(path, edition=edition_of(env), environ=env)
+    if entry is None or entry.has_callables:
+        return False
+    canonical = entry.events.get(event)
+    return canonical is not None and canonical not in entry.hooked
 
 
 def fail(event: str | None, reason: str, stderr: IO[str]) -> int:
@@ -114,12 +182,13 @@ def run(
                 stdout.write(reply.stdout + "\n")
                 stdout.flush()
             return 0
-        import asyncio
-
-        from hookgate.integrations.claude_code.contract import run_bridge
+        if _nothing_to_run(text, args.config, env):
+            return 0
+        # No asyncio unless a hook needs the engine (see local_run).
+        from hookgate.integrations.claude_code.local_run import answer_event
         from hookgate.settings import Settings
 
-        answer = asyncio.run(run_bridge(text, args.config, settings=Settings.from_env()))
+        answer = answer_event(text, args.config, settings=Settings.from_env(env), environ=env)
         if answer.stdout is not None:
             stdout.write(answer.stdout_text() + "\n")
             stdout.flush()
