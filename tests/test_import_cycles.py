@@ -27,9 +27,6 @@ KNOWN_CYCLES: list[list[str]] = [
         "hookgate.host_code",
         "hookgate.settings",
     ],
-    # The Claude Code process imports its contract lazily (fail closed before it loads);
-    # the contract reads the fail-closed event set back from the process module.
-    ["hookgate.integrations.claude_code.contract", "hookgate.integrations.claude_code.main"],
 ]
 
 

@@ -16,7 +16,8 @@ import yaml
 
 CC = "hookgate.integrations.claude_code"
 #: Always there: the entry point and its package.
-ENTRY = {"hookgate", "hookgate.launcher", "hookgate.integrations", CC, f"{CC}.main"}
+ENTRY = {"hookgate", "hookgate.launcher", "hookgate.integrations", CC, f"{CC}.main",
+         f"{CC}.basics"}
 #: An event the cached hooks file has no hook for: answered from the cache entry alone.
 NOTHING_TO_RUN = ENTRY | {f"{CC}.definition_cache", "hookgate.errors"}
 #: A cached file with command and callable hooks: the chain on the blocking driver.
@@ -28,6 +29,7 @@ CACHED = NOTHING_TO_RUN | {
     "hookgate.handlers", "hookgate.handlers.base", "hookgate.handlers.callable",
     "hookgate.handlers.command", "hookgate.handlers.subprocess",
     "hookgate.handlers.subprocess.runner", "hookgate.handlers.subprocess.sandbox",
+    "hookgate.handlers.subprocess.output",
 }
 #: The first run of a file (or one after it changed) validates it as ``hookgate check`` does.
 VALIDATED = CACHED | {"hookgate.config", "hookgate.config.formats"}
@@ -147,6 +149,6 @@ def test_gateway_path_needs_no_engine_and_no_asyncio(tmp_path: Path) -> None:
     modules = set(json.loads(listing.read_text()))
     assert {m for m in modules if m.split(".")[0] == "hookgate"} == {
         "hookgate", "hookgate.launcher", "hookgate.integrations", CC, f"{CC}.main",
-        f"{CC}.gateway_transport"}
+        f"{CC}.basics", f"{CC}.gateway_transport"}
     assert "asyncio" not in modules and "yaml" not in modules
     assert not {m for m in modules if m.split(".")[0] in FORBIDDEN}

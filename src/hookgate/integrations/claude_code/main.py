@@ -17,15 +17,25 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Mapping, Sequence
-from typing import IO, Any, Final
+from typing import IO, Final
 
-__all__ = ["BridgeArgs", "default_config_path", "is_bridge_call", "main", "parse_args"]
+from hookgate.integrations.claude_code.basics import (
+    CONFIG_NAMES,
+    FAIL_CLOSED_EVENTS,
+    default_config_path,
+)
 
-#: Claude Code events where our own failure must stop the action (exit 2). Keep in step with
-#: :mod:`.contract` (not imported here: a failure may happen before it is).
-FAIL_CLOSED_EVENTS: Final = frozenset({"PreToolUse", "PermissionRequest", "UserPromptSubmit"})
+__all__ = [
+    "CONFIG_NAMES",
+    "FAIL_CLOSED_EVENTS",
+    "BridgeArgs",
+    "default_config_path",
+    "is_bridge_call",
+    "main",
+    "parse_args",
+]
+
 _VALUE_OPTIONS: Final = {"-c": "config", "--config": "config", "--gateway": "gateway"}
-CONFIG_NAMES: Final = ("hookgate.yaml", "hookgate.yml", "hookgate.json")
 #: One line, so Claude Code's "hook error" notice and the model see all of it.
 _MAX_REASON: Final = 500
 
@@ -61,40 +71,6 @@ def parse_args(args: Sequence[str]) -> BridgeArgs | None:
 def is_bridge_call(argv: Sequence[str]) -> bool:
     """``hookgate claude-code [--config FILE] [--gateway URL]``: the per-event hook call."""
     return len(argv) >= 1 and argv[0] == "claude-code" and parse_args(argv[1:]) is not None
-
-
-def default_config_path(
-    data: Mapping[str, Any],
-    environ: Mapping[str, str] | None = None,
-    home: str | os.PathLike[str] | None = None,
-) -> str | None:
-    """The hooks file for ``hookgate claude-code`` when ``--config`` is not given.
-
-    In order: ``$HOOKGATE_CLAUDE_CODE_CONFIG``; ``.claude/hookgate.yaml`` (or ``.yml``,
-    ``.json``) in ``$CLAUDE_PROJECT_DIR`` or the session's ``cwd``; the same in Claude Code's
-    user folder (``$CLAUDE_CONFIG_DIR``, else ``~/.claude/``). (``os.path``, not pathlib:
-    this runs once per hook event, and pathlib's import costs more than the lookup.)
-    """
-    env = os.environ if environ is None else environ
-    explicit = env.get("HOOKGATE_CLAUDE_CODE_CONFIG")
-    if explicit:
-        return explicit
-    roots: list[str] = []
-    project = env.get("CLAUDE_PROJECT_DIR") or data.get("cwd")
-    if isinstance(project, str) and project:
-        roots.append(os.path.join(project, ".claude"))
-    user_dir = env.get("CLAUDE_CONFIG_DIR")  # Claude Code's own user folder, if moved
-    if user_dir:
-        roots.append(os.path.expanduser(user_dir))
-    else:
-        roots.append(os.path.join(os.fspath(home) if home else os.path.expanduser("~"),
-                                  ".claude"))
-    for root in roots:
-        for name in CONFIG_NAMES:
-            candidate = os.path.join(root, name)
-            if os.path.isfile(candidate):
-                return candidate
-    return None
 
 
 def _one_line(text: str) -> str:
