@@ -84,6 +84,11 @@ def test_import_reports_each_hook_and_writes_nothing_when_one_is_invalid(
         broken = ok(ws, "hooks.import", {"content": "hooks: [unclosed"})
         assert broken["applied"] is False and "YAML" in broken["error"]
         assert "hooks" in ok(ws, "hooks.import", {"content": "just: a map"})["error"]
+        # Aliases could stand for a document far larger than the frame: refused outright.
+        bomb = "a: &a [x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a]\n"
+        bomb += "hooks: [{event: stop, handler_type: http, config: {url: 'http://h', x: *b}}]\n"
+        refused = ok(ws, "hooks.import", {"content": bomb})
+        assert refused["applied"] is False and "aliases" in refused["error"]
 
 
 def test_dry_run_then_apply_creates_updates_and_keeps_secrets(

@@ -123,10 +123,20 @@ class _Entry:
         }
 
 
+class _PlainLoader(yaml.SafeLoader):
+    """YAML without anchors and aliases: a few bytes of aliases can stand for a document too
+    large to validate or store (the "billion laughs"); a hooks file never needs them."""
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            raise ValueError("the file uses YAML aliases (*name); write the values out")
+        return super().compose_node(parent, index)
+
+
 def _parse(content: str) -> list[Any]:
     """The file's hook entries; ValueError says what is wrong with the file as a whole."""
     try:
-        document = yaml.safe_load(content)  # JSON is YAML too
+        document = yaml.load(content, Loader=_PlainLoader)  # a SafeLoader; JSON is YAML too
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" (line {mark.line + 1})" if mark is not None else ""
