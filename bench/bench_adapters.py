@@ -178,9 +178,6 @@ def _langchain(samples: int) -> list[Row]:
             return ChatResult(generations=[ChatGeneration(message=message)])
 
     class Noop(AgentMiddleware[Any, Any, Any]):
-        def before_agent(self, state: Any, runtime: Any) -> None:
-            return None
-
         def after_agent(self, state: Any, runtime: Any) -> None:
             return None
 

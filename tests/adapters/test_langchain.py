@@ -19,8 +19,9 @@ require_package("langchain", "langchain")
 
 from langchain.agents import create_agent  # noqa: E402
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel  # noqa: E402
-from langchain_core.messages import AIMessage, BaseMessage, ToolMessage  # noqa: E402
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage  # noqa: E402
 from langchain_core.tools import tool  # noqa: E402
+from langgraph.checkpoint.memory import InMemorySaver  # noqa: E402
 
 from hookgate import Engine  # noqa: E402
 from hookgate.adapters import HookgateAbort  # noqa: E402
@@ -44,7 +45,13 @@ class ScriptedChat(GenericFakeChatModel):
 
 
 class Harness:
-    def __init__(self, target: Any, mode: str, args: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        target: Any,
+        mode: str,
+        args: dict[str, Any] | None = None,
+        checkpointer: Any = None,
+    ) -> None:
         self.mode = mode
         self.received: list[str] = []
         self.model = ScriptedChat(
@@ -74,6 +81,7 @@ class Harness:
             system_prompt="be careful",
             middleware=[HookgateMiddleware(target)],
             name="ops-agent",
+            checkpointer=checkpointer,
         )
 
     def run(self, prompt: str = "clean up") -> dict[str, Any]:
@@ -187,9 +195,14 @@ def test_prompt_rewrite_and_model_hooks(mode: str) -> None:
     engine, seen = engine_with(PROMPT_AND_MODEL_REWRITES)
     harness = Harness(engine, mode)
     result = harness.run()
-    first = harness.model.seen[0]
+    first, second = harness.model.seen
     assert first[0].text == "be very careful\n\ntoday is Sunday"
     assert first[1].text == "list files"
+    # The rewritten prompt replaced the original in the state: later calls and the
+    # history have it, once.
+    assert second[1].text == "list files"
+    humans = [m.text for m in result["messages"] if isinstance(m, HumanMessage)]
+    assert humans == ["list files"]
     assert result["messages"][-1].text == "ALL DONE"
     request = seen.payloads("before_llm")[0]["request"]
     assert request["system"] == "be careful"
@@ -281,3 +294,23 @@ def test_a_hook_added_after_the_agent_was_built_fires(mode: str) -> None:
     assert harness.received == ["rm -rf /"]
     assert harness.tool_message().text == "ran rm -rf /\n\npolicy: read-only host"
     assert [e.tool_use_id for e in seen] == [CALL_ID]
+
+
+@MODES
+def test_each_invocation_on_a_checkpointed_thread_is_a_new_run(mode: str) -> None:
+    # The run id lives in an untracked state key: a second invocation on the same thread
+    # must not find the first one's and skip its start (its prompt would go unchecked).
+    engine, seen = engine_with(
+        {"user_prompt_submit": lambda e: {"updated_input": e.prompt.upper()}}
+    )
+    harness = Harness(engine, mode, checkpointer=InMemorySaver())
+    harness.run("first task")
+    harness.model.messages = iter([AIMessage(content="again")])
+    result = harness.run("second task")
+    _drain(engine)
+    prompts = [p["prompt"] for p in seen.payloads("user_prompt_submit")]
+    assert prompts == ["first task", "second task"]
+    assert len({p["turn_id"] for p in seen.payloads("session_start")}) == 2
+    humans = [m.text for m in result["messages"] if isinstance(m, HumanMessage)]
+    assert humans == ["FIRST TASK", "SECOND TASK"]
+    assert harness.model.seen[-1][-1].text == "SECOND TASK"

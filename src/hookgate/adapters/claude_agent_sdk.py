@@ -195,9 +195,7 @@ class _Checked:
         return True
 
 
-def _callback(
-    gate: Gate, agent_name: str | None, started: set[str], checked: _Checked
-) -> Callback:
+def _callback(gate: Gate, agent_name: str | None, started: set[str], checked: _Checked) -> Callback:
     async def hook(
         input_data: HookInput, tool_use_id: str | None, context: HookContext
     ) -> HookJSONOutput:

@@ -6,7 +6,8 @@
 ``HookgateMiddleware`` takes a :class:`hookgate.Engine` or a gateway client
 (:class:`~hookgate.client.GatewayClient` for ``invoke``, either client for ``ainvoke``). Both
 the sync and the async middleware paths are implemented, so ``invoke`` and ``ainvoke`` run the
-same hooks.
+same hooks. A ``before_agent`` hook would cost LangChain a graph step of its own per
+invocation, so the start of a run is taken at its first model call instead.
 
 ==========================  =========  ====================================================
 outcome                     support    how
@@ -21,14 +22,18 @@ rewrite tool output         native     ``post_tool_use`` ``updated_input`` repla
                                        ``ToolMessage`` content
 abort the run               native     :class:`~hookgate.adapters.HookgateAbort` is raised
                                        out of ``invoke``
-block / rewrite the prompt  native     ``before_agent``: a block raises ``HookgateAbort``
-                                       before any model call; a rewrite replaces the last
-                                       human message (same id)
+block / rewrite the prompt  native     the first ``wrap_model_call`` of an invocation
+                                       (nothing reaches the model before it): a block
+                                       raises ``HookgateAbort`` before the model call; a
+                                       rewrite is what the model reads and, through the
+                                       call's ``ExtendedModelResponse`` command, replaces
+                                       the human message in the state (same id)
 before_llm / after_llm      native     ``wrap_model_call``; rewrites: ``system`` of the
                                        request, ``text`` of the response
 sub-agent start / stop      impossible LangChain has no sub-agent boundary (sub-agents are
                                        tools: ``pre/post_tool_use`` see them)
-session start / stop        native     ``before_agent`` / ``after_agent`` (once per run)
+session start / stop        native     the first model call of an invocation /
+                                       ``after_agent`` (once per invocation)
 ==========================  =========  ====================================================
 
 Payloads carry ``tool_use_id`` (the tool call id), ``session_id`` (the thread id),
@@ -45,13 +50,14 @@ from typing import Annotated, Any, NotRequired
 from langchain.agents.middleware.types import (
     AgentMiddleware,
     AgentState,
+    ExtendedModelResponse,
+    ModelCallResult,
     ModelRequest,
     ModelResponse,
     PrivateStateAttr,
 )
 from langchain_core.messages import (
     AIMessage,
-    AnyMessage,
     BaseMessage,
     HumanMessage,
     SystemMessage,
@@ -125,13 +131,6 @@ def _current_ids(agent_name: str | None, state: Any = None) -> dict[str, Any]:
         return _ids(None, agent_name, state)
 
 
-def _last_human(messages: list[AnyMessage]) -> HumanMessage | None:
-    for message in reversed(messages):
-        if isinstance(message, HumanMessage):
-            return message
-    return None
-
-
 def _role(message: BaseMessage) -> str:
     return {"human": "user", "ai": "assistant"}.get(message.type, message.type)
 
@@ -172,6 +171,25 @@ def _rewritten_response(
     )
 
 
+class _RunStart:
+    """An invocation starting at its first model call: its run id, the payload ids, the
+    prompt's message, and the state update the model call returns."""
+
+    __slots__ = ("human", "ids", "run_id", "update")
+
+    def __init__(self, run_id: str, ids: dict[str, Any], human: HumanMessage | None) -> None:
+        self.run_id = run_id
+        self.ids = ids
+        self.human = human
+        self.update: dict[str, Any] = {"hookgate_run_id": run_id}
+
+    def extended(self, response: ModelResponse[Any] | AIMessage) -> ExtendedModelResponse[Any]:
+        """The response with the state update (the run id, a rewritten prompt)."""
+        if isinstance(response, AIMessage):
+            response = ModelResponse(result=[response])
+        return ExtendedModelResponse(model_response=response, command=Command(update=self.update))
+
+
 class HookgateMiddleware(AgentMiddleware[HookgateState, Any, Any]):
     """Runs hookgate's hooks at every point of a LangChain v1 agent run."""
 
@@ -186,58 +204,65 @@ class HookgateMiddleware(AgentMiddleware[HookgateState, Any, Any]):
     def name(self) -> str:
         return "HookgateMiddleware"
 
-    # -- the run: session_start + user_prompt_submit, stop --------------------------------
+    # -- the run: session_start + user_prompt_submit at its first model call, stop ---------
+    # LangChain runs a before_agent hook as a graph step of its own, the largest share of a
+    # middleware's cost; the first model call of an invocation is the same point (nothing
+    # reaches the model before it), without that step.
 
-    def _prompt_start(
-        self, state: HookgateState
-    ) -> tuple[dict[str, Any], HumanMessage | None, dict[str, Any], dict[str, Any]]:
-        """The session_start payload, the prompt's message, the user_prompt_submit payload
-        and the state update that records this invocation's run id."""
+    def _start(self, request: ModelRequest[Any]) -> _RunStart | None:
+        """The start of an invocation at its first model call (None at later calls: the
+        run id is in the state then)."""
+        state = request.state
+        if isinstance(state, dict) and state.get("hookgate_run_id"):
+            return None
         run_id = uuid.uuid4().hex
+        messages = request.messages
+        # The prompt: a human message the model is about to answer (not one already
+        # answered, as when a run resumes after an interrupt).
+        last = messages[-1] if messages else None
+        human = last if isinstance(last, HumanMessage) else None
         ids = _current_ids(self.agent_name, {"hookgate_run_id": run_id})
-        human = _last_human(state["messages"])
-        prompt = human.text if human is not None else ""
-        start = {**ids, "source": SOURCE, "prompt": prompt}
-        return start, human, {**ids, "prompt": prompt}, {"hookgate_run_id": run_id}
+        return _RunStart(run_id, ids, human)
 
     @staticmethod
-    def _prompt_update(
-        human: HumanMessage | None, outcome: Outcome, update: dict[str, Any]
-    ) -> dict[str, Any]:
-        if human is None:
-            return update
-        verdict = prompt_verdict(outcome, human.text)
+    def _started(
+        request: ModelRequest[Any], start: _RunStart, outcome: Outcome | None
+    ) -> tuple[ModelRequest[Any], dict[str, Any]]:
+        """The request with the prompt's verdict applied, and the state update to return."""
+        update: dict[str, Any] = {"hookgate_run_id": start.run_id}
+        human = start.human
+        if human is None or outcome is None:
+            return request, update
+        verdict = prompt_verdict(outcome, human.text)  # raises on a block
         if not verdict.rewritten and not verdict.context:
-            return update
-        text = with_context(verdict.prompt, verdict.context)
-        # add_messages replaces a message with the same id.
-        return {**update, "messages": [HumanMessage(content=text, id=human.id)]}
+            return request, update
+        new = HumanMessage(content=with_context(verdict.prompt, verdict.context), id=human.id)
+        # This call reads the new prompt; add_messages replaces the state's message with the
+        # same id, so later calls and the history keep it.
+        request = request.override(messages=[*request.messages[:-1], new])
+        return request, {**update, "messages": [new]}
 
-    def before_agent(self, state: HookgateState, runtime: Runtime[Any]) -> dict[str, Any] | None:
-        gate = self.gate
-        if not (gate.wants("session_start") or gate.wants("user_prompt_submit")):
-            return {"hookgate_run_id": uuid.uuid4().hex}
-        start, human, submit, update = self._prompt_start(state)
+    def _start_sync(self, request: ModelRequest[Any], start: _RunStart) -> ModelRequest[Any]:
+        gate, human = self.gate, start.human
+        prompt = human.text if human is not None else ""
         if gate.wants("session_start"):
-            gate.fire_sync("session_start", start)
-        if human is None or not gate.wants("user_prompt_submit"):
-            return update
-        outcome = gate.fire_sync("user_prompt_submit", submit)
-        return self._prompt_update(human, outcome, update)
+            gate.fire_sync("session_start", {**start.ids, "source": SOURCE, "prompt": prompt})
+        outcome = None
+        if human is not None and gate.wants("user_prompt_submit"):
+            outcome = gate.fire_sync("user_prompt_submit", {**start.ids, "prompt": prompt})
+        request, start.update = self._started(request, start, outcome)
+        return request
 
-    async def abefore_agent(
-        self, state: HookgateState, runtime: Runtime[Any]
-    ) -> dict[str, Any] | None:
-        gate = self.gate
-        if not (gate.wants("session_start") or gate.wants("user_prompt_submit")):
-            return {"hookgate_run_id": uuid.uuid4().hex}
-        start, human, submit, update = self._prompt_start(state)
+    async def _start_async(self, request: ModelRequest[Any], start: _RunStart) -> ModelRequest[Any]:
+        gate, human = self.gate, start.human
+        prompt = human.text if human is not None else ""
         if gate.wants("session_start"):
-            await gate.fire("session_start", start)
-        if human is None or not gate.wants("user_prompt_submit"):
-            return update
-        outcome = await gate.fire("user_prompt_submit", submit)
-        return self._prompt_update(human, outcome, update)
+            await gate.fire("session_start", {**start.ids, "source": SOURCE, "prompt": prompt})
+        outcome = None
+        if human is not None and gate.wants("user_prompt_submit"):
+            outcome = await gate.fire("user_prompt_submit", {**start.ids, "prompt": prompt})
+        request, start.update = self._started(request, start, outcome)
+        return request
 
     def _stop_payload(self, state: HookgateState) -> dict[str, Any]:
         messages = state["messages"]
@@ -298,38 +323,58 @@ class HookgateMiddleware(AgentMiddleware[HookgateState, Any, Any]):
 
     def wrap_model_call(
         self, request: ModelRequest[Any], handler: ModelHandler
+    ) -> ModelCallResult[Any]:
+        start = self._start(request)
+        if start is not None:
+            request = self._start_sync(request, start)
+        response = self._model_call(request, handler, start)
+        return response if start is None else start.extended(response)
+
+    def _model_call(
+        self, request: ModelRequest[Any], handler: ModelHandler, start: _RunStart | None
     ) -> ModelResponse[Any] | AIMessage:
         gate = self.gate
         before, after = gate.wants("before_llm"), gate.wants("after_llm")
         if not (before or after):
             return handler(request)
+        state = request.state if start is None else start.update
         view = _request_view(request)
         if before:
-            ids = _current_ids(self.agent_name, request.state)
+            ids = _current_ids(self.agent_name, state)
             outcome = gate.fire_sync("before_llm", {**ids, "request": view})
             request = self._apply_before(request, view, outcome)
         response = handler(request)
         if not after:
             return response
-        payload, message = self._after_payload(view, response, request.state)
+        payload, message = self._after_payload(view, response, state)
         return self._apply_after(response, payload, message, gate.fire_sync("after_llm", payload))
 
     async def awrap_model_call(
         self, request: ModelRequest[Any], handler: AsyncModelHandler
+    ) -> ModelCallResult[Any]:
+        start = self._start(request)
+        if start is not None:
+            request = await self._start_async(request, start)
+        response = await self._amodel_call(request, handler, start)
+        return response if start is None else start.extended(response)
+
+    async def _amodel_call(
+        self, request: ModelRequest[Any], handler: AsyncModelHandler, start: _RunStart | None
     ) -> ModelResponse[Any] | AIMessage:
         gate = self.gate
         before, after = gate.wants("before_llm"), gate.wants("after_llm")
         if not (before or after):
             return await handler(request)
+        state = request.state if start is None else start.update
         view = _request_view(request)
         if before:
-            ids = _current_ids(self.agent_name, request.state)
+            ids = _current_ids(self.agent_name, state)
             outcome = await gate.fire("before_llm", {**ids, "request": view})
             request = self._apply_before(request, view, outcome)
         response = await handler(request)
         if not after:
             return response
-        payload, message = self._after_payload(view, response, request.state)
+        payload, message = self._after_payload(view, response, state)
         outcome = await gate.fire("after_llm", payload)
         return self._apply_after(response, payload, message, outcome)
 
