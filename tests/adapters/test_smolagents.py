@@ -284,3 +284,25 @@ def test_a_hook_added_after_the_agent_was_built_fires() -> None:
     assert harness.received == ["rm -rf /"]
     assert harness.observation() == "Observation:\nran rm -rf /\n\npolicy: read-only host"
     assert [e.tool_use_id for e in seen] == [CALL_ID]
+
+
+def test_parallel_calls_of_one_tool_carry_their_own_ids() -> None:
+    engine, seen = engine_with()
+    harness = Harness(engine)
+    calls = [
+        ChatMessageToolCall(
+            function=ChatMessageToolCallFunction(name="shell", arguments={"cmd": cmd}),
+            id=call_id,
+            type="function",
+        )
+        for cmd, call_id in (("ls", "call_a"), ("pwd", "call_b"))
+    ]
+    harness.model.script[0] = ChatMessage(role=MessageRole.ASSISTANT, content="", tool_calls=calls)
+    assert harness.run() == "all done"
+    assert sorted(harness.received) == ["ls", "pwd"]
+    ids = {
+        p["tool_input"]["cmd"]: p["tool_use_id"]
+        for p in seen.payloads("pre_tool_use")
+        if p["tool_name"] == "shell"
+    }
+    assert ids == {"ls": "call_a", "pwd": "call_b"}

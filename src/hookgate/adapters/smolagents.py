@@ -40,7 +40,6 @@ and ``agent_id`` (the agent's ``name``).
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -72,10 +71,6 @@ __all__ = ["HookgateAbort", "guard"]
 SOURCE = "smolagents"
 
 
-def _key(name: str, arguments: Any) -> str:
-    return name + "\0" + json.dumps(arguments, sort_keys=True, default=str)
-
-
 def _text(content: Any) -> str:
     if isinstance(content, str):
         return content
@@ -91,7 +86,8 @@ class _Guard:
         self.agent = agent
         self.gate = gate
         self.run_id: str | None = None
-        self.call_ids: dict[str, list[str | None]] = {}
+        # tool name -> [(arguments, call id)] of the calls the model made, in order.
+        self.call_ids: dict[str, list[tuple[Any, str | None]]] = {}
 
     def ids(self) -> dict[str, Any]:
         return drop_none({"turn_id": self.run_id, "agent_id": self.agent.name})
@@ -141,9 +137,25 @@ class _Guard:
     ) -> Any:
         for call in chat_message.tool_calls or []:
             if self._tool_events(call.function.name):
-                key = _key(call.function.name, call.function.arguments)
-                self.call_ids.setdefault(key, []).append(call.id)
+                pending = self.call_ids.setdefault(call.function.name, [])
+                pending.append((call.function.arguments, call.id))
         return original(chat_message, memory_step)
+
+    def _call_id(self, tool_name: str, arguments: Any) -> str | None:
+        """The id of the model's call this execution is (None when it cannot be told)."""
+        pending = self.call_ids.get(tool_name)
+        if not pending:
+            return None
+        index = 0
+        if len(pending) > 1:  # several calls of this tool: the one with these arguments
+            matching = [i for i, (args, _) in enumerate(pending) if args == arguments]
+            if not matching:
+                return None
+            index = matching[0]
+        call_id = pending.pop(index)[1]
+        if not pending:
+            del self.call_ids[tool_name]
+        return call_id
 
     def execute_tool_call(
         self, original: Callable[..., Any], tool_name: str, arguments: Any
@@ -151,11 +163,7 @@ class _Guard:
         if not self._tool_events(tool_name):
             return original(tool_name, arguments)
         try:
-            key = _key(tool_name, arguments)
-            pending = self.call_ids.get(key)
-            call_id = pending.pop(0) if pending else None
-            if pending is not None and not pending:
-                del self.call_ids[key]
+            call_id = self._call_id(tool_name, arguments)
             args = dict(arguments) if isinstance(arguments, dict) else {"input": arguments}
             payload = {**self.ids(), "tool_name": tool_name, "tool_input": args}
             if call_id is not None:
