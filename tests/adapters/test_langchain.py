@@ -53,6 +53,7 @@ class Harness:
         checkpointer: Any = None,
     ) -> None:
         self.mode = mode
+        self.target = target
         self.received: list[str] = []
         self.model = ScriptedChat(
             messages=iter(
@@ -89,7 +90,15 @@ class Harness:
         config = {"configurable": {"thread_id": "thread-7"}}
         if self.mode == "sync":
             return self.agent.invoke(state, config)
-        return asyncio.run(self.agent.ainvoke(state, config))
+        return asyncio.run(self._ainvoke(state, config))
+
+    async def _ainvoke(self, state: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
+        try:
+            return await self.agent.ainvoke(state, config)
+        finally:
+            # Non-blocking events queued on this loop run before asyncio.run closes it.
+            if isinstance(self.target, Engine):
+                await self.target.drain()
 
     def tool_message(self) -> ToolMessage:
         """The tool result the model read on its second call."""
