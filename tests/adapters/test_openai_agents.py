@@ -195,6 +195,14 @@ async def test_a_blocked_prompt_through_the_model_input_filter_never_reaches_the
     assert harness.model.calls == ()
 
 
+async def test_a_blocked_model_call_through_the_model_input_filter_stops_the_run() -> None:
+    engine, _ = engine_with({"before_llm": lambda e: {"decision": "block", "reason": "no"}})
+    harness = Harness(engine, filtered=True)
+    with pytest.raises(HookgateAbort, match="no"):
+        await harness.run()
+    assert harness.model.calls == ()
+
+
 async def test_system_rewrite_cannot_be_applied_and_stops_the_run() -> None:
     engine, _ = engine_with(
         {"before_llm": lambda e: {"updated_input": {**e.request, "system": "other"}}}
