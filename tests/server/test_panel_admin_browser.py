@@ -270,3 +270,24 @@ def test_every_view_is_role_aware(page: Any, admin_gateway: dict[str, Any], role
     expect(page.get_by_role("switch")).to_be_disabled()
     expect(page.get_by_role("link", name="Edit")).to_have_count(0)
     shot(page, f"role-{role}-detail")
+
+
+def test_form_sets_human_approval(page: Any, admin_gateway: dict[str, Any]) -> None:
+    from playwright.sync_api import expect
+
+    served: GatewayProcess = admin_gateway["gateway"]
+    master = admin_gateway["keys"]["master"]
+    hook_id = admin_gateway["ids"]["acme"]
+    sign_in(page, served.url, master)
+    page.goto(f"{served.url}/#/hooks/{hook_id}/edit")
+    page.get_by_label("Always ask a person").check()
+    page.get_by_label("Time to decide (ms)").fill("500")  # under the minimum: refused there
+    page.get_by_role("button", name="Save changes").click()
+    expect(page.locator('[data-field="approval.timeout_ms"] .field-error')).to_be_visible()
+    page.get_by_label("Time to decide (ms)").fill("120000")
+    page.get_by_label("If nobody decides").select_option("allow")
+    page.get_by_role("button", name="Save changes").click()
+    expect(page.get_by_role("heading", level=1, name="acme-guard")).to_be_visible()
+    expect(page.locator(".facts, dl").first).to_contain_text("always asks a person")
+    stored = rest_json(served, "GET", f"/hooks/{hook_id}", master)["hook"]
+    assert stored["approval"] == {"required": True, "timeout_ms": 120000, "on_timeout": "allow"}

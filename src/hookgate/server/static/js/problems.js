@@ -39,6 +39,8 @@ function normalizeField(field) {
   if (!field) return null;
   const name = String(field).replace(/^params\./, "").replace(/^updates\./, "");
   if (name.startsWith("config.")) return name;
+  if (name.startsWith("approval.")) return name;
+  if (name === "approval") return "approval.required";
   if (name === "agent_id") return "agent_ids";
   return TOP_FIELDS.has(name) ? name : null;
 }

@@ -126,6 +126,15 @@ function buildForm(hook, editing) {
     ["block", "allow"].map((v) => h("option", { value: v, text: v, selected: (hook.on_error || "block") === v })),
   );
   const enabledBox = h("input", { type: "checkbox", name: "enabled", checked: hook.enabled !== false });
+  // approval: a person decides every call the hook lets through (blocking events only).
+  const approval = hook.approval || null;
+  const approvalBox = h("input", { type: "checkbox", name: "approval.required", checked: Boolean(approval?.required) });
+  const approvalTimeout = h("input", { type: "number", name: "approval.timeout_ms", value: String(approval?.timeout_ms ?? 60000), inputMode: "numeric" });
+  const approvalOnTimeout = h(
+    "select",
+    { name: "approval.on_timeout" },
+    [["block", "block (deny)"], ["allow", "allow"]].map(([v, t]) => h("option", { value: v, text: t, selected: (approval?.on_timeout || "block") === v })),
+  );
   const agentIds = h("textarea", { name: "agent_ids", rows: 2, class: "mono", value: (hook.agent_ids || []).join("\n"), placeholder: "one agent id per line" });
   const agentField = field({ name: "agent_ids", label: "Agent ids", hint: "The agents this hook applies to.", control: agentIds, wide: true });
   let scope = hook.scope;
@@ -203,6 +212,19 @@ function buildForm(hook, editing) {
       ),
     ),
     h(
+      "section",
+      { class: "card" },
+      h("h2", { text: "Human approval" }),
+      h("p", { class: "hint", text: "A hook can also ask a person by answering ask; these settings apply then too. Only blocking events can wait for a person." }),
+      h(
+        "div",
+        { class: "grid grid-4" },
+        field({ name: "approval.required", label: "Always ask a person", hint: "Every call this hook lets through waits for an approval.", control: approvalBox }),
+        field({ name: "approval.timeout_ms", label: "Time to decide (ms)", control: approvalTimeout }),
+        field({ name: "approval.on_timeout", label: "If nobody decides", control: approvalOnTimeout }),
+      ),
+    ),
+    h(
       "div",
       { class: "form-actions" },
       h("button", { type: "submit", class: "btn btn-primary", text: editing ? "Save changes" : "Create hook" }),
@@ -226,6 +248,13 @@ function buildForm(hook, editing) {
       config: subform.read(),
     };
     if (scope === "agent") data.agent_ids = splitList(agentIds.value);
+    // Sent when it says something: a hook without approval settings keeps none.
+    const asked = {
+      required: approvalBox.checked,
+      timeout_ms: toNumber(approvalTimeout.value),
+      on_timeout: approvalOnTimeout.value,
+    };
+    if (approval || asked.required || asked.timeout_ms !== 60000 || asked.on_timeout !== "block") data.approval = asked;
     return data;
   };
 

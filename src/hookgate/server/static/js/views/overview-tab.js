@@ -32,6 +32,7 @@ export function renderOverview(panel, hook, ctx) {
           row("Priority", String(hook.priority ?? 0)),
           row("Timeout", `${hook.timeout_ms} ms, then ${hook.on_timeout}`),
           row("On error", hook.on_error),
+          row("Approval", hook.approval ? `${hook.approval.required ? "always asks a person" : "when the hook asks"}; ${hook.approval.timeout_ms} ms to decide, then ${hook.approval.on_timeout}` : null),
           row("Version", String(hook.version ?? 1)),
           row("Source", hook.source),
           row("Changed", provenance(hook)),
