@@ -179,3 +179,60 @@ def test_invalid_files_raise_with_the_validation_problem(tmp_path: Path) -> None
         load_definitions(str(hooks), edition="lite", environ=os.environ)
     assert "timeout_ms" in raised.value.problems[0]
     assert entries() == []
+
+
+def test_literal_matchers() -> None:
+    from hookgate.integrations.claude_code.definition_cache import literal_names
+    from hookgate.matching import compile_matcher
+
+    for pattern in ("^Bash$", "^(?:Edit|Write)$", "^(Edit|Write|mcp__x__y)$"):
+        names = literal_names(pattern)
+        assert names is not None
+        matcher = compile_matcher(pattern)
+        assert matcher is not None
+        for subject in ("Bash", "Edit", "Write", "mcp__x__y", "bash", "Bash\n", "xBash",
+                        "EditWrite", "", "Edit|Write"):
+            assert (subject in names) == matcher.matches(subject), (pattern, subject)
+    for pattern in ("Bash", "^Bash", "^A|B$", "^B.sh$", "^(A$", "*", "", None, "^Bash$|^X$"):
+        assert literal_names(pattern) is None
+
+
+def test_answers_from_the_cache_entry_equal_the_engine_s(tmp_path: Path) -> None:
+    # Each event run with the cache filled (events and tools no hook applies to are answered
+    # from the entry alone) and with the cache off (the engine decides): the same answers.
+    hooks = write_hooks(
+        tmp_path / "hookgate.json", BLOCK_RM,
+        {**BLOCK_RM, "name": "edits", "matcher": "^(?:Edit|Write)$",
+         "config": {"command": "echo 'no edits' >&2; exit 2"}},
+        {**BLOCK_RM, "name": "off", "matcher": "^Read$", "enabled": False,
+         "config": {"command": "exit 2"}},
+        {"name": "prompt", "event": "user_prompt_submit", "handler_type": "command",
+         "config": {"command": "grep -q secret && exit 2; exit 0"}})
+    huge = "x" * (9 * 1024 * 1024)
+    inputs: list[dict[str, object]] = [
+        {"hook_event_name": "PreToolUse", "tool_name": "Read", "tool_input": {"f": "rm -rf"}},
+        {"hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_input": {"command": "rm -rf"}},
+        {"hook_event_name": "PreToolUse", "tool_name": "Write", "tool_input": {}},
+        {"hook_event_name": "PreToolUse", "tool_name": "Glob", "tool_input": {"p": huge}},
+        {"hook_event_name": "PreToolUse", "tool_name": "Glob", "tool_input": {}, "depth": 9},
+        {"hook_event_name": "PreToolUse", "tool_name": "Glob", "agent_id": "a1",
+         "tool_input": {}},
+        {"hook_event_name": "PostToolUse", "tool_name": "Bash", "tool_response": "ok"},
+        {"hook_event_name": "UserPromptSubmit", "prompt": "a secret"},
+        {"hook_event_name": "Stop", "last_assistant_message": "done"},
+        {"hook_event_name": "NoSuchEvent"},
+    ]
+    assert decision(bridge(hooks, command="ls")) is None  # fills the cache
+    for data in inputs:
+        full = {"session_id": "s", "cwd": str(tmp_path), **data}
+        answers = []
+        for env in ({}, {"HOOKGATE_CLAUDE_CODE_CACHE": "off"}):
+            done = subprocess.run([HOOKGATE, "claude-code", "--config", str(hooks)],
+                                  input=json.dumps(full), capture_output=True, text=True,
+                                  timeout=60, check=False, env={**os.environ, **env})
+            answers.append((done.returncode, done.stdout, done.stderr))
+        assert answers[0] == answers[1], data.get("tool_name") or data["hook_event_name"]
+        if data.get("tool_name") == "Glob" and "agent_id" not in data:
+            # over the input limits, too deep: blocked before any matcher, in both
+            blocked = json.loads(answers[0][1])["hookSpecificOutput"]
+            assert blocked["permissionDecision"] == "deny", data

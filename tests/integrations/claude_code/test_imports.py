@@ -125,6 +125,17 @@ def test_an_event_without_hooks_loads_no_engine(tmp_path: Path) -> None:
     assert not forbidden(modules) and not forbidden(modules, NOT_WHEN_CACHED)
 
 
+def test_a_tool_no_matcher_names_loads_no_engine(tmp_path: Path) -> None:
+    hooks = tmp_path / "hookgate.json"
+    hooks.write_text(json.dumps({"hooks": [
+        {"name": "no-rm", "event": "pre_tool_use", "handler_type": "command",
+         "matcher": "^(?:Bash|Write)$", "config": {"command": "exit 2"}}]}))
+    run_listing(tmp_path, hooks, rm_rf(tmp_path))  # validates and fills the cache
+    modules, stdout = run_listing(tmp_path, hooks, {**rm_rf(tmp_path), "tool_name": "Read"})
+    assert stdout == ""
+    assert hookgate_modules(modules) == NOTHING_TO_RUN
+
+
 def test_gateway_path_needs_no_engine_and_no_asyncio(tmp_path: Path) -> None:
     # --gateway: the gateway answers in Claude Code's JSON, so only an HTTP request is made
     # (here to a closed port: it fails closed, through the same modules as an answer).

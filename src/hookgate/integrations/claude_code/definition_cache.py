@@ -85,7 +85,8 @@ def cache_folder(environ: Mapping[str, str]) -> str | None:
 class Entry:
     """A stored entry that holds this exact hooks file (rows not yet made definitions)."""
 
-    __slots__ = ("events", "has_callables", "hooked", "names", "rows")
+    __slots__ = ("events", "has_callables", "hooked", "known_fields", "names", "rows",
+                 "tool_names")
 
     def __init__(
         self,
@@ -94,6 +95,8 @@ class Entry:
         events: dict[str, str],
         hooked: frozenset[str],
         has_callables: bool,
+        tool_names: dict[str, frozenset[str]],
+        known_fields: frozenset[str],
     ) -> None:
         self.names = names
         self.rows = rows
@@ -102,6 +105,12 @@ class Entry:
         #: Canonical events the file has hooks for (enabled or not).
         self.hooked = hooked
         self.has_callables = has_callables
+        #: Tool events (matched on ``tool_name``) whose enabled hooks all have a matcher that
+        #: is a plain list of names (``^Bash$``, ``^(?:Edit|Write)$``): event → those names.
+        #: A tool outside them runs no hook.
+        self.tool_names = tool_names
+        #: hookgate's field names (a payload with only these is not renamed by the engine).
+        self.known_fields = known_fields
 
 
 def edition_of(environ: Mapping[str, str]) -> str:
@@ -242,13 +251,15 @@ def _read_entry(entry: str, key: tuple[Any, ...], content: bytes) -> Entry | Non
             if stat.st_uid != os.getuid() or stat.st_mode & 0o022:
                 return None  # not written by us: never trusted
             stored = marshal.loads(file.read())
-        stored_key, stored_content, names, rows, events, hooked, has_callables = stored
+        (stored_key, stored_content, names, rows, events, hooked, has_callables, tool_names,
+         known_fields) = stored
         if stored_key != key or stored_content != content:
             return None
         if not (isinstance(names, tuple) and isinstance(rows, list) and isinstance(events, dict)
-                and isinstance(hooked, frozenset) and isinstance(has_callables, bool)):
+                and isinstance(hooked, frozenset) and isinstance(has_callables, bool)
+                and isinstance(tool_names, dict) and isinstance(known_fields, frozenset)):
             return None
-        return Entry(names, rows, events, hooked, has_callables)
+        return Entry(names, rows, events, hooked, has_callables, tool_names, known_fields)
     except Exception:  # a torn or foreign entry: validate instead, and replace it
         return None
 
@@ -266,7 +277,7 @@ def _definitions(entry: Entry) -> list[HookDefinition] | None:
 def _write_entry(
     entry: str, key: tuple[Any, ...], content: bytes, definitions: Sequence[HookDefinition]
 ) -> None:
-    from hookgate.events import CATALOGUE
+    from hookgate.events import CATALOGUE, KNOWN_FIELDS
 
     try:
         names = _field_names()
@@ -276,7 +287,9 @@ def _write_entry(
         events = {alias: spec.name for spec in CATALOGUE for alias in (spec.name, *spec.aliases)}
         hooked = frozenset(d.event for d in definitions)
         has_callables = any(d.handler_type == "callable" for d in definitions)
-        data = marshal.dumps((key, content, names, rows, events, hooked, has_callables))
+        tool_names = _tool_names(definitions)
+        data = marshal.dumps((key, content, names, rows, events, hooked, has_callables,
+                              tool_names, KNOWN_FIELDS))
         folder = os.path.dirname(entry)
         os.makedirs(folder, mode=0o700, exist_ok=True)
         temporary = f"{entry}.{os.getpid()}.tmp"
@@ -291,6 +304,44 @@ def _write_entry(
             raise
     except Exception:
         pass
+
+
+#: ``^Name$``, and ``^(?:A|B)$`` or ``^(A|B)$`` of plain names: an RE2 search for one of
+#: these matches exactly those names (``$`` is the end of the text in RE2, never before a
+#: newline).
+_ONE_NAME = r"\^([A-Za-z0-9_]+)\$"
+_NAME_GROUP = r"\^\((?:\?:)?([A-Za-z0-9_]+(?:\|[A-Za-z0-9_]+)*)\)\$"
+
+
+def literal_names(pattern: str | None) -> frozenset[str] | None:
+    """The names a matcher matches when it is a plain list of names, else ``None``."""
+    import re
+
+    if not pattern:
+        return None
+    found = re.fullmatch(_ONE_NAME, pattern) or re.fullmatch(_NAME_GROUP, pattern)
+    return frozenset(found.group(1).split("|")) if found else None
+
+
+def _tool_names(definitions: Sequence[HookDefinition]) -> dict[str, frozenset[str]]:
+    from hookgate.events import get_event
+
+    lists: dict[str, set[str]] = {}
+    refused: set[str] = set()
+    for definition in definitions:
+        event = definition.event
+        if get_event(event).match_field != "tool_name" or get_event(event).prepare is not None:
+            refused.add(event)
+            continue
+        if not definition.enabled:
+            lists.setdefault(event, set())  # never runs
+            continue
+        names = literal_names(definition.matcher)
+        if names is None:
+            refused.add(event)
+        else:
+            lists.setdefault(event, set()).update(names)
+    return {event: frozenset(names) for event, names in lists.items() if event not in refused}
 
 
 def _row(names: Sequence[str], definition: HookDefinition) -> tuple[Any, ...]:

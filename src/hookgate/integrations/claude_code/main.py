@@ -119,7 +119,38 @@ def _nothing_to_run(text: str, config: str | None, env: Mapping[str, str]) -> bo
     if entry is None or entry.has_callables:
         return False
     canonical = entry.events.get(event)
-    return canonical is not None and canonical not in entry.hooked
+    if canonical is None:
+        return False
+    if canonical not in entry.hooked:
+        return True  # the engine returns at once when an event has no hook
+    names = entry.tool_names.get(canonical)
+    if names is None or "agent_id" in data or not entry.known_fields.issuperset(data):
+        return False
+    # The engine checks the input's limits before the matchers: well within them here.
+    if len(text) > _SMALL_INPUT or _nesting(data) > _SHALLOW:
+        return False
+    tool = data.get("tool_name")
+    return (tool if isinstance(tool, str) else "") not in names
+
+
+#: Inputs this small and shallow are far inside the engine's payload limits (8 MiB, 255
+#: levels), whatever their JSON re-encodes to; larger ones take the full path.
+_SMALL_INPUT: Final = 64 * 1024
+_SHALLOW: Final = 64
+
+
+def _nesting(value: object) -> int:
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        deepest = max(deepest, depth)
+        if depth > _SHALLOW:
+            break
+        if isinstance(item, dict):
+            stack.extend((child, depth + 1) for child in item.values())
+        elif isinstance(item, list):
+            stack.extend((child, depth + 1) for child in item)
+    return deepest
 
 
 def fail(event: str | None, reason: str, stderr: IO[str]) -> int:
