@@ -3,6 +3,7 @@ ScriptedModel calling a tool."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -17,7 +18,7 @@ from tests.adapters.support import (
 
 require_package("agents", "openai-agents")
 
-from agents import Agent, RunConfig, Runner, WebSearchTool, function_tool  # noqa: E402
+from agents import Agent, RunConfig, Runner, WebSearchTool, function_tool, trace  # noqa: E402
 from agents.testing import ScriptedModel  # noqa: E402
 from agents.testing.model import assistant_message, function_call  # noqa: E402
 
@@ -293,3 +294,40 @@ async def test_a_hook_added_after_the_agent_was_built_fires() -> None:
     assert harness.received == ["rm -rf /"]
     assert harness.tool_output() == "ran rm -rf /\n\npolicy: read-only host"
     assert [e.tool_use_id for e in seen] == [CALL_ID]
+
+
+@pytest.mark.parametrize("filtered", [False, True])
+async def test_concurrent_runs_in_one_trace_each_check_their_prompt(filtered: bool) -> None:
+    # One hooks object, two runs at once under the caller's trace: each run's prompt is
+    # fired and rewritten, and neither run's rewrite reaches the other.
+    engine, seen = engine_with(
+        {"user_prompt_submit": lambda e: {"updated_input": e.prompt.upper()}}
+    )
+    hooks = HookgateRunHooks(engine)
+    config = RunConfig(call_model_input_filter=hooks.model_input_filter) if filtered else None
+
+    def agent(name: str) -> tuple[Agent[Any], ScriptedModel]:
+        model = ScriptedModel(
+            [
+                [function_call("shell", {"cmd": "ls"}, call_id=f"call_{name}")],
+                [assistant_message("done")],
+            ]
+        )
+
+        @function_tool
+        def shell(cmd: str) -> str:
+            """Run a shell command."""
+            return f"ran {cmd}"
+
+        return Agent(name=name, model=model, tools=guard_tools([shell], engine)), model
+
+    (first, first_model), (second, second_model) = agent("first"), agent("second")
+    with trace("batch"):
+        await asyncio.gather(
+            Runner.run(first, "first task", hooks=hooks, run_config=config),
+            Runner.run(second, "second task", hooks=hooks, run_config=config),
+        )
+    prompts = sorted(p["prompt"] for p in seen.payloads("user_prompt_submit"))
+    assert prompts == ["first task", "second task"]
+    for model, prompt in ((first_model, "FIRST TASK"), (second_model, "SECOND TASK")):
+        assert [call.input[0]["content"] for call in model.calls] == [prompt, prompt]

@@ -59,7 +59,7 @@ import copy
 import json
 from collections.abc import Iterable, Mapping
 from contextvars import ContextVar
-from typing import Any, cast
+from typing import Any, Final, cast
 
 from agents import Agent, AgentsException, FunctionTool, RunContextWrapper, RunHooks, Tool
 from agents.items import ModelResponse, TResponseInputItem
@@ -119,14 +119,35 @@ def _item_view(item: Any) -> dict[str, Any]:
     return {"role": str(getattr(item, "type", "item")), "content": ""}
 
 
-#: Set by :meth:`HookgateRunHooks.model_input_filter` for the model call it just prepared, so
-#: that ``on_llm_start`` (which the SDK runs next, in tasks that see this context) does not
-#: fire the prompt and ``before_llm`` a second time. A one-item list: the hook clears it.
-_FILTERED: ContextVar[list[bool] | None] = ContextVar("hookgate_model_input_filtered", default=None)
+class _Filtered:
+    """What :meth:`HookgateRunHooks.model_input_filter` tells the ``on_llm_start`` of the
+    same model call (the SDK runs it next, in tasks that see the filter's context): that the
+    prompt and ``before_llm`` were done, and the prompt rewrites it made."""
+
+    __slots__ = ("pending", "rewrites")
+
+    def __init__(self) -> None:
+        self.pending = True
+        self.rewrites: dict[str, str] = {}
+
+
+_FILTERED: ContextVar[_Filtered | None] = ContextVar("hookgate_model_input_filtered", default=None)
+
+#: Items the model wrote: a user message after the last of them has not been answered yet.
+_MODEL_ITEM_TYPES: Final = frozenset(
+    {"function_call", "function_call_output", "reasoning", "computer_call", "custom_tool_call"}
+)
 
 
 def _is_user_message(item: Any) -> bool:
     return isinstance(item, dict) and item.get("role") == "user"
+
+
+def _last_user_message(items: list[TResponseInputItem]) -> dict[str, Any] | None:
+    for item in reversed(items):
+        if _is_user_message(item):
+            return cast(dict[str, Any], item)
+    return None
 
 
 def _copied(item: TResponseInputItem) -> TResponseInputItem:
@@ -147,14 +168,29 @@ def _reapply(items: list[TResponseInputItem], rewrites: dict[str, str]) -> None:
                 message["content"] = rewrites[content]
 
 
+def _unanswered_prompt(items: list[TResponseInputItem]) -> dict[str, Any] | None:
+    """The last user message, when the model has not answered it yet (the first model call
+    of a run): no model output item comes after it."""
+    for item in reversed(items):
+        if _is_user_message(item):
+            return cast(dict[str, Any], item)
+        if isinstance(item, dict) and (
+            item.get("role") == "assistant" or item.get("type") in _MODEL_ITEM_TYPES
+        ):
+            return None
+    return None
+
+
 class _Run:
     """What the hooks keep per run: the first agent, whether the prompt was fired, and the
-    prompt rewrites to apply to every model call of the run."""
+    prompt rewrites to apply to every model call of the run. It holds the run's usage object,
+    whose id is its key, so that id cannot be reused by another run while it is kept."""
 
-    __slots__ = ("prompted", "rewrites", "root")
+    __slots__ = ("owner", "prompted", "rewrites", "root")
 
-    def __init__(self, root: str) -> None:
+    def __init__(self, root: str, owner: object) -> None:
         self.root = root
+        self.owner = owner
         self.prompted = False
         self.rewrites: dict[str, str] = {}
 
@@ -234,36 +270,34 @@ def guard_tools(tools: Iterable[Tool], target: Target | Gate) -> list[Tool]:
 class HookgateRunHooks(RunHooks[Any]):
     """Run, model and handoff events for ``Runner.run(..., hooks=HookgateRunHooks(engine))``.
 
-    One instance may serve many runs; per-run state is keyed by the run's trace.
+    One instance may serve many runs at once; per-run state is keyed by the run's usage
+    object, the one object every hook context of a run shares (a trace may be shared by
+    several runs).
     """
 
     def __init__(self, target: Target | Gate) -> None:
         self.gate = Gate(target)
-        # run key -> [root agent name, prompt fired?]
-        self._runs: dict[Any, _Run] = {}
+        self._runs: dict[int, _Run] = {}
 
-    @staticmethod
-    def _key(context: Any) -> Any:
-        # Hook contexts are re-created per call; the trace (a no-op one when tracing is off,
-        # still one per run) and the usage object are per run.
-        trace = get_current_trace()
-        if trace is not None:
-            trace_id = getattr(trace, "trace_id", None)
-            return trace_id if trace_id and trace_id != "no-op" else id(trace)
-        return id(getattr(context, "usage", context))
+    def _run(self, context: Any, agent: Agent[Any]) -> tuple[_Run, bool]:
+        """The run's state, and whether it was made just now."""
+        owner = getattr(context, "usage", context)
+        run = self._runs.get(id(owner))
+        if run is not None:
+            return run, False
+        if len(self._runs) >= 4096:
+            # Runs that raised never reach on_agent_end: forget the oldest.
+            self._runs.pop(next(iter(self._runs)))
+        run = self._runs[id(owner)] = _Run(agent.name, owner)
+        return run, True
 
     async def on_agent_start(self, context: Any, agent: Agent[Any]) -> None:
-        run = self._runs.get(self._key(context))
-        if run is None:
-            if len(self._runs) >= 4096:
-                # Runs that raised never reach on_agent_end: forget the oldest.
-                self._runs.pop(next(iter(self._runs)))
-            self._runs[self._key(context)] = _Run(agent.name)
-            if self.gate.wants("session_start"):
-                await self.gate.fire("session_start", {**_run_ids(agent.name), "source": SOURCE})
+        _, new = self._run(context, agent)
+        if new and self.gate.wants("session_start"):
+            await self.gate.fire("session_start", {**_run_ids(agent.name), "source": SOURCE})
 
     async def on_agent_end(self, context: Any, agent: Agent[Any], output: Any) -> None:
-        run = self._runs.pop(self._key(context), None)
+        run = self._runs.pop(id(getattr(context, "usage", context)), None)
         gate = self.gate
         source = run.root if run is not None and run.root != agent.name else None
         report_handoff = source is not None and gate.wants("subagent_stop")
@@ -297,26 +331,22 @@ class HookgateRunHooks(RunHooks[Any]):
             raise HookgateAbort("subagent_start", "a handoff's task cannot be rewritten")
 
     async def _prompt(
-        self, agent: Agent[Any], input_items: list[TResponseInputItem], rewrites: dict[str, str]
+        self, agent: Agent[Any], message: dict[str, Any] | None, rewrites: dict[str, str]
     ) -> None:
-        """Fire ``user_prompt_submit`` for the last user message and rewrite it in place
-        (the list is the one sent to the model); a rewrite is recorded in ``rewrites``."""
-        if not self.gate.wants("user_prompt_submit"):
+        """Fire ``user_prompt_submit`` for the prompt's message and rewrite it in place (it
+        is in the list sent to the model); a rewrite is recorded in ``rewrites``."""
+        if message is None or not self.gate.wants("user_prompt_submit"):
             return
-        for item in reversed(input_items):
-            if _is_user_message(item):
-                message = cast(dict[str, Any], item)
-                content = message.get("content")
-                prompt = _text_of(content)
-                outcome = await self.gate.fire(
-                    "user_prompt_submit", {**_run_ids(agent.name), "prompt": prompt}
-                )
-                verdict = prompt_verdict(outcome, prompt)
-                if verdict.rewritten or verdict.context:
-                    message["content"] = with_context(verdict.prompt, verdict.context)
-                    if isinstance(content, str):
-                        rewrites[content] = message["content"]
-                return
+        content = message.get("content")
+        prompt = _text_of(content)
+        outcome = await self.gate.fire(
+            "user_prompt_submit", {**_run_ids(agent.name), "prompt": prompt}
+        )
+        verdict = prompt_verdict(outcome, prompt)
+        if verdict.rewritten or verdict.context:
+            message["content"] = with_context(verdict.prompt, verdict.context)
+            if isinstance(content, str):
+                rewrites[content] = message["content"]
 
     async def _before_llm(
         self, agent: Agent[Any], system: str | None, items: list[TResponseInputItem]
@@ -337,20 +367,21 @@ class HookgateRunHooks(RunHooks[Any]):
         point for changing a model call's input and instructions, so the prompt and
         ``before_llm`` are applied natively there, a ``system`` rewrite included.
 
+        The filter is not told which run it serves: it fires the prompt at a model call
+        whose last user message is not answered yet (the run's first), and ``on_llm_start``
+        (so pass ``hooks`` too) keeps the rewrite for the run's later model calls. Those
+        calls' ``before_llm`` payloads show the prompt as the run's input has it.
+
         An exception here (a block, an abort) propagates out of ``Runner.run``.
         """
-        _FILTERED.set([True])
+        filtered = _Filtered()
+        _FILTERED.set(filtered)
         model_data, agent = data.model_data, data.agent
         # The user messages are copied before the prompt is rewritten in them: the SDK's
         # items may be the caller's own input.
         items = [_copied(item) for item in model_data.input]
         instructions = model_data.instructions
-        run = self._runs.setdefault(self._key(None), _Run(agent.name))
-        if not run.prompted:
-            run.prompted = True
-            await self._prompt(agent, items, run.rewrites)
-        else:
-            _reapply(items, run.rewrites)
+        await self._prompt(agent, _unanswered_prompt(items), filtered.rewrites)
         if not self.gate.wants("before_llm"):
             return ModelInputData(input=items, instructions=instructions)
         system, context_items = await self._before_llm(agent, instructions, items)
@@ -364,15 +395,18 @@ class HookgateRunHooks(RunHooks[Any]):
         system_prompt: str | None,
         input_items: list[TResponseInputItem],
     ) -> None:
-        run = self._runs.setdefault(self._key(context), _Run(agent.name))
+        run, _ = self._run(context, agent)
         filtered = _FILTERED.get()
-        if filtered is not None and filtered[0]:
-            filtered[0] = False
-            run.prompted = True  # model_input_filter fired the prompt and before_llm already
+        if filtered is not None and filtered.pending:
+            # model_input_filter fired the prompt and before_llm for this call already.
+            filtered.pending = False
+            run.prompted = True
+            run.rewrites.update(filtered.rewrites)
+            _reapply(input_items, run.rewrites)
             return
         if not run.prompted:
             run.prompted = True
-            await self._prompt(agent, input_items, run.rewrites)
+            await self._prompt(agent, _last_user_message(input_items), run.rewrites)
         else:
             _reapply(input_items, run.rewrites)
         if not self.gate.wants("before_llm"):
