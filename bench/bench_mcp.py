@@ -8,8 +8,10 @@ by call (so machine noise hits them alike); the median per-call time is reported
   one matching callable ``pre_tool_use`` hook (it reads the arguments and allows), and makes
   the same call (goal: at most 1.3x the direct call).
 
-Afterwards the CPU time each process spends per call is read from ``/proc`` (Linux), to show
-where the time goes: the proxy does about the work of one more MCP client and server.
+Afterwards the CPU time each process spends per call is read from ``/proc`` (Linux), for the
+direct and the proxied path alike: on a shared machine the wall-clock ratio moves with the load
+(every process wake-up waits for a core), the CPU each process spends moves much less, so the
+CPU ratio of the two paths (all processes counted) is reported too.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import sys
 import tempfile
 from contextlib import AsyncExitStack
 from pathlib import Path
+from typing import Any
 
 from bench.harness import Row, interleaved_medians_us
 
@@ -56,10 +59,10 @@ def _cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-async def _cpu_per_call_us(client: object, pids: dict[str, int], calls: int) -> dict[str, float]:
+async def _cpu_per_call_us(client: Any, pids: dict[str, int], calls: int) -> dict[str, float]:
     before = {name: _cpu_s(pid) for name, pid in pids.items()}
     for _ in range(calls):
-        await client.call_tool("add", {"a": 2, "b": 3})  # type: ignore[attr-defined]
+        await client.call_tool("add", {"a": 2, "b": 3})
     return {name: (_cpu_s(pid) - before[name]) / calls * 1e6 for name, pid in pids.items()}
 
 
@@ -97,11 +100,18 @@ async def _measure(samples: int) -> dict[str, float]:
                     samples=samples,
                 )
                 if sys.platform == "linux":  # /proc
-                    proxy = next(pid for pid in _children(os.getpid())
-                                 if _children(pid))  # the one with a child of its own
-                    pids = {"proxy": proxy, "upstream": _children(proxy)[0],
-                            "client": os.getpid()}
-                    cpu = await _cpu_per_call_us(proxied, pids, samples)
+                    me = os.getpid()
+                    children = _children(me)
+                    proxy = next(pid for pid in children if _children(pid))  # has a child
+                    upstream = next(pid for pid in children if pid != proxy)
+                    cpu = await _cpu_per_call_us(
+                        direct, {"client": me, "upstream": upstream}, samples)
+                    times.update({f"direct cpu {name}": value for name, value in cpu.items()})
+                    cpu = await _cpu_per_call_us(
+                        proxied,
+                        {"proxy": proxy, "upstream": _children(proxy)[0], "client": me},
+                        samples,
+                    )
                     times.update({f"cpu {name}": value for name, value in cpu.items()})
                 return times
 
@@ -122,8 +132,24 @@ def run(quick: bool) -> list[Row]:
             passed=proxied <= 1.3 * direct,
         ),
         *(
+            Row("mcp", f"  CPU per direct call: {name[11:]} process", value, "µs")
+            for name, value in times.items()
+            if name.startswith("direct cpu ")
+        ),
+        *(
             Row("mcp", f"  CPU per proxied call: {name[4:]} process", value, "µs")
             for name, value in times.items()
             if name.startswith("cpu ")
         ),
+        *_cpu_total_rows(times),
     ]
+
+
+def _cpu_total_rows(times: dict[str, float]) -> list[Row]:
+    direct = sum(value for name, value in times.items() if name.startswith("direct cpu "))
+    proxied = sum(value for name, value in times.items() if name.startswith("cpu "))
+    if not direct or not proxied:
+        return []
+    return [Row("mcp", "  CPU per call, all processes: proxied vs direct", proxied, "µs",
+                baseline="client and upstream processes of the direct call",
+                baseline_value=direct)]

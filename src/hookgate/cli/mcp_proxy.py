@@ -23,7 +23,7 @@ import click
 from hookgate.settings import Settings
 
 if TYPE_CHECKING:
-    from hookgate.mcp_proxy import Evaluate
+    from hookgate.mcp_proxy import Evaluate, Wants
 
 
 def register(main: click.Group) -> None:
@@ -114,9 +114,9 @@ def mcp_proxy(
             "hookgate mcp-proxy: no --config or --gateway; forwarding without hooks")
 
     async def main() -> None:
-        async with _evaluator(config_path, gateway_url, api_key) as evaluate:
+        async with _evaluator(config_path, gateway_url, api_key) as (evaluate, wants):
             proxy = McpProxy(upstreams, evaluate, init_timeout_s=init_timeout,
-                             request_timeout_s=call_timeout)
+                             request_timeout_s=call_timeout, wants=wants)
             if address is None:
                 await serve_stdio(proxy)
             else:
@@ -169,7 +169,9 @@ def _default_label(command: tuple[str, ...], url: str | None) -> str:
 @asynccontextmanager
 async def _evaluator(
     config_path: str | None, gateway_url: str | None, api_key: str | None
-) -> AsyncIterator[Evaluate]:
+) -> AsyncIterator[tuple[Evaluate, Wants | None]]:
+    """How hooks are evaluated, and (for a local engine) which events have any hook: a
+    gateway's hooks can change at any time, so with one every event is asked."""
     from hookgate.config import ConfigError
     from hookgate.engine import Engine
     from hookgate.integrations.claude_code.contract import engine_evaluator, gateway_evaluator
@@ -178,7 +180,7 @@ async def _evaluator(
         from hookgate.client import AsyncGatewayClient
 
         async with AsyncGatewayClient(gateway_url, api_key or "") as client:
-            yield gateway_evaluator(client)
+            yield gateway_evaluator(client), None
         return
     engine = Engine(settings=Settings.from_env())
     try:
@@ -189,6 +191,6 @@ async def _evaluator(
                 raise click.ClickException(
                     f"hooks file {config_path} is invalid: {'; '.join(exc.problems)}"
                 ) from None
-        yield engine_evaluator(engine)
+        yield engine_evaluator(engine), engine.source.has_event
     finally:
         await engine.aclose()

@@ -3,7 +3,7 @@
 Needs the optional extra: ``pip install 'hookgate[mcp]'``.
 """
 
-from hookgate.mcp_proxy.proxy import Evaluate, McpProxy
+from hookgate.mcp_proxy.proxy import Evaluate, McpProxy, Wants
 from hookgate.mcp_proxy.upstream import Upstream, UpstreamError, UpstreamSpec
 
-__all__ = ["Evaluate", "McpProxy", "Upstream", "UpstreamError", "UpstreamSpec"]
+__all__ = ["Evaluate", "McpProxy", "Upstream", "UpstreamError", "UpstreamSpec", "Wants"]

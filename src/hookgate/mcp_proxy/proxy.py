@@ -44,12 +44,14 @@ from hookgate.mcp_proxy.tool_results import (
 from hookgate.mcp_proxy.upstream import ServerRequests, Upstream, UpstreamError, UpstreamSpec
 from hookgate.outcome import Outcome
 
-__all__ = ["PREFIX_SEPARATOR", "Evaluate", "McpProxy"]
+__all__ = ["PREFIX_SEPARATOR", "Evaluate", "McpProxy", "Wants"]
 
 log = logging.getLogger("hookgate.mcp_proxy")
 
 #: Decide one event: (canonical event name, payload) -> Outcome (an engine or a gateway).
 Evaluate = Callable[[str, dict[str, Any]], Awaitable[Outcome]]
+#: Whether an event could have any hook at all (False skips building and firing it).
+Wants = Callable[[str], bool]
 
 #: Requests forwarded as they are (``tools/*`` are hooked; ``ping`` is the proxy's own).
 FORWARDED_REQUESTS: tuple[str, ...] = (
@@ -119,10 +121,12 @@ class McpProxy:
         *,
         init_timeout_s: float = 30.0,
         request_timeout_s: float | None = 300.0,
+        wants: Wants | None = None,
     ) -> None:
         if not upstreams:
             raise ValueError("a proxy needs at least one upstream")
         self.evaluate = evaluate
+        self._wants = wants
         self.multi = len(upstreams) > 1
         self.backends: list[_Backend] = []
         for name, spec in upstreams.items():
@@ -268,7 +272,10 @@ class McpProxy:
             "session_id": session_id,
             "server": backend.name,
         }
-        pre = await self._decide("pre_tool_use", {**base, "tool_input": args})
+        pre = (
+            await self._decide("pre_tool_use", {**base, "tool_input": args})
+            if self._has_hooks("pre_tool_use") else Outcome()
+        )
         if pre is None:
             return block_result(f"hookgate could not evaluate the hooks for {name!r}; blocked")
         if pre.blocked or pre.abort is not None or not pre.continue_:
@@ -294,15 +301,17 @@ class McpProxy:
                 f"MCP server {backend.name} answered tools/call {name!r} without content"
             )
         result = raw
-        post = await self._decide(
-            "post_tool_use",
-            {
-                **base,
-                "tool_input": args,
-                "tool_response": result,
-                "duration_ms": round((time.perf_counter() - started) * 1000, 3),
-            },
-        )
+        post = None
+        if self._has_hooks("post_tool_use"):
+            post = await self._decide(
+                "post_tool_use",
+                {
+                    **base,
+                    "tool_input": args,
+                    "tool_response": result,
+                    "duration_ms": round((time.perf_counter() - started) * 1000, 3),
+                },
+            )
         context = list(pre.additional_context)
         if post is not None:
             context.extend(post.additional_context)
@@ -314,6 +323,15 @@ class McpProxy:
         return with_context(result, context)
 
     # -- hooks ----------------------------------------------------------------------------
+
+    def _has_hooks(self, event: str) -> bool:
+        """False only when no hook exists for ``event`` (firing it would allow, unchanged)."""
+        if self._wants is None:
+            return True
+        try:
+            return self._wants(event)
+        except Exception:
+            return True
 
     async def _decide(self, event: str, payload: dict[str, Any]) -> Outcome | None:
         """The hooks' outcome, or None when they could not be evaluated (the caller blocks)."""
