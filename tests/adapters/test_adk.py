@@ -3,6 +3,7 @@ scripted to call a tool."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -326,3 +327,58 @@ async def test_a_hook_added_after_the_agent_was_built_fires() -> None:
         "additional_context": ["policy: read-only host"],
     }
     assert [e.tool_use_id for e in seen] == [CALL_ID]
+
+
+class EchoLlm(BaseLlm):
+    """Calls ``shell`` with the user's text as ``cmd`` (always call id ``c1``), then says the
+    tool's result."""
+
+    model: str = "echo"
+
+    async def generate_content_async(self, llm_request: LlmRequest, stream: bool = False) -> Any:
+        last = llm_request.contents[-1].parts or []
+        if last and last[0].function_response is not None:
+            yield _say(repr(last[0].function_response.response))
+        else:
+            yield _call("shell", {"cmd": last[0].text if last else ""}, "c1")
+
+
+async def test_concurrent_invocations_with_the_same_call_id_keep_their_own_state() -> None:
+    # Models reuse call ids; what the plugin keeps for one invocation's call (context, "a
+    # hook answered it") must not reach another's.
+    engine = Engine()
+
+    @engine.hook("pre_tool_use")
+    def context_for_a(event: Any) -> dict[str, Any] | None:
+        return {"additional_context": "only for a"} if event.tool_input["cmd"] == "a" else None
+
+    a_in_tool, b_done = asyncio.Event(), asyncio.Event()
+
+    async def shell(cmd: str) -> dict[str, Any]:
+        """Run a shell command."""
+        if cmd == "a":  # a's call stays in flight while b runs from start to end
+            a_in_tool.set()
+            await b_done.wait()
+        return {"output": f"ran {cmd}"}
+
+    agent = LlmAgent(name="ops_agent", model=EchoLlm(), tools=[shell])
+    runner = InMemoryRunner(
+        app=App(name="ops_app", root_agent=agent, plugins=[HookgatePlugin(engine)])
+    )
+
+    async def run(text: str) -> str:
+        session = await runner.session_service.create_session(app_name="ops_app", user_id="u1")
+        message = types.Content(role="user", parts=[types.Part(text=text)])
+        events = [
+            e
+            async for e in runner.run_async(
+                user_id="u1", session_id=session.id, new_message=message
+            )
+        ]
+        return _final_text(events)
+
+    run_a = asyncio.create_task(run("a"))
+    await a_in_tool.wait()
+    assert await run("b") == repr({"output": "ran b"})
+    b_done.set()
+    assert await run_a == repr({"output": "ran a", "additional_context": ["only for a"]})

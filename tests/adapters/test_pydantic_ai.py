@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -226,3 +227,42 @@ async def test_a_hook_added_after_the_agent_was_built_fires() -> None:
     assert harness.received == ["rm -rf /"]
     assert harness.tool_result().content == "ran rm -rf /\n\npolicy: read-only host"
     assert [e.tool_use_id for e in seen] == [CALL_ID]
+
+
+async def test_concurrent_runs_with_the_same_call_id_keep_their_own_context() -> None:
+    # Models reuse call ids; context kept for one run's call must not reach another run's.
+    engine = Engine()
+
+    @engine.hook("pre_tool_use")
+    def context_for_a(event: Any) -> dict[str, Any] | None:
+        return {"additional_context": "only for a"} if event.tool_input["cmd"] == "a" else None
+
+    a_in_tool, b_done = asyncio.Event(), asyncio.Event()
+
+    def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        last = messages[-1]
+        assert isinstance(last, ModelRequest)
+        part = last.parts[0]
+        if isinstance(part, ToolReturnPart):
+            return ModelResponse(parts=[TextPart(str(part.content))])
+        assert isinstance(part, UserPromptPart)
+        return ModelResponse(
+            parts=[ToolCallPart("shell", {"cmd": part.content}, tool_call_id="c1")]
+        )
+
+    agent = Agent(FunctionModel(respond), capabilities=[HookgateCapability(engine)])
+
+    @agent.tool_plain
+    async def shell(cmd: str) -> str:
+        """Run a shell command."""
+        if cmd == "a":  # run a's call stays in flight while run b runs from start to end
+            a_in_tool.set()
+            await b_done.wait()
+        return f"ran {cmd}"
+
+    run_a = asyncio.create_task(agent.run("a"))
+    await a_in_tool.wait()
+    run_b = await agent.run("b")
+    b_done.set()
+    assert run_b.output == "ran b"
+    assert (await run_a).output == "ran a\n\nonly for a"

@@ -95,6 +95,12 @@ def _ids(invocation: InvocationContext, agent_name: str | None = None) -> dict[s
     )
 
 
+def _call_key(tool_context: ToolContext) -> tuple[str, str] | None:
+    """A tool call's key in the plugin's per-call state (None: the call has no id)."""
+    call_id = tool_context.function_call_id
+    return (tool_context.invocation_id, call_id) if call_id else None
+
+
 def _system_text(request: LlmRequest) -> str | None:
     system = request.config.system_instruction if request.config else None
     if system is None:
@@ -112,10 +118,11 @@ class HookgatePlugin(BasePlugin):
     def __init__(self, target: Target | Gate, *, name: str = "hookgate") -> None:
         super().__init__(name=name)
         self.gate = Gate(target)
-        # Context from pre_tool_use, added to the result once the tool ran (by call id).
-        self._contexts: dict[str, list[str]] = {}
-        # Calls a hook answered for: ADK still calls after_tool_callback for them.
-        self._answered: set[str] = set()
+        # Context from pre_tool_use, added to the result once the tool ran, and the calls a
+        # hook answered for (ADK still calls after_tool_callback for them), by invocation
+        # and call id: models reuse call ids, and one invocation must never get another's.
+        self._contexts: dict[tuple[str, str], list[str]] = {}
+        self._answered: set[tuple[str, str]] = set()
         # invocation id -> the root agent's name (sub-agents are the others).
         self._roots: dict[str, str] = {}
 
@@ -301,8 +308,9 @@ class HookgatePlugin(BasePlugin):
         if not self.gate.wants("pre_tool_use"):
             return None
         verdict = await before_tool(self.gate, self._tool_payload(tool, tool_args, tool_context))
-        if not verdict.runs and tool_context.function_call_id:
-            self._answered.add(tool_context.function_call_id)
+        key = _call_key(tool_context)
+        if not verdict.runs and key is not None:
+            self._answered.add(key)
         if verdict.action == "block":
             return {"error": verdict.text()}
         if verdict.action == "respond":
@@ -315,8 +323,8 @@ class HookgatePlugin(BasePlugin):
             # ADK calls the tool with this very dict: rewrite it in place.
             tool_args.clear()
             tool_args.update(verdict.args)
-        if verdict.context and tool_context.function_call_id:
-            self._contexts[tool_context.function_call_id] = verdict.context
+        if verdict.context and key is not None:
+            self._contexts[key] = verdict.context
         return None  # not {}: an empty dict would be the tool's answer
 
     async def on_tool_error_callback(
@@ -327,9 +335,10 @@ class HookgatePlugin(BasePlugin):
         tool_context: ToolContext,
         error: Exception,
     ) -> dict[str, Any] | None:
-        call_id = tool_context.function_call_id or ""
-        self._contexts.pop(call_id, None)
-        self._answered.discard(call_id)
+        key = _call_key(tool_context)
+        if key is not None:
+            self._contexts.pop(key, None)
+            self._answered.discard(key)
         if not self.gate.wants("post_tool_use_failure"):
             return None
         payload = self._tool_payload(tool, tool_args, tool_context)
@@ -344,19 +353,19 @@ class HookgatePlugin(BasePlugin):
         tool_context: ToolContext,
         result: dict[str, Any],
     ) -> dict[str, Any] | None:
-        call_id = tool_context.function_call_id or ""
-        if call_id in self._answered:
-            self._answered.discard(call_id)
+        key = _call_key(tool_context)
+        if key is not None and key in self._answered:
+            self._answered.discard(key)
             return None  # the tool did not run: nothing to report
         if not self.gate.wants("post_tool_use"):
-            context = self._contexts.pop(call_id, None) if self._contexts else None
+            context = self._contexts.pop(key, None) if key is not None and self._contexts else None
             if not context:
                 return None
             answer = dict(result) if isinstance(result, dict) else {"result": result}
             return {**answer, "additional_context": context}
         payload = self._tool_payload(tool, tool_args, tool_context)
         after = await after_tool(self.gate, payload, result)
-        context = self._contexts.pop(call_id, []) + after.context
+        context = (self._contexts.pop(key, []) if key is not None else []) + after.context
         if not after.rewritten and not context:
             return None
         output = after.output

@@ -114,8 +114,9 @@ class HookgateCapability(AbstractCapability[Any]):
         # Runs whose prompt is still to be fired (one instance serves every run: a per-run
         # copy through for_run would make Pydantic AI re-extract the agent's configuration).
         self._prompt_pending: set[str | None] = set()
-        # Context from pre_tool_use, appended to the result once the tool ran (by call id).
-        self._contexts: dict[str, list[str]] = {}
+        # Context from pre_tool_use, appended to the result once the tool ran, by run and
+        # call id (models reuse call ids across runs: a run must never get another's).
+        self._contexts: dict[tuple[str | None, str], list[str]] = {}
 
     # -- the run ----------------------------------------------------------------------------
 
@@ -243,7 +244,7 @@ class HookgateCapability(AbstractCapability[Any]):
         if verdict.action == "respond":
             raise SkipToolExecution(verdict.text() if verdict.context else verdict.result)
         if verdict.context:
-            self._contexts[call.tool_call_id] = verdict.context
+            self._contexts[ctx.run_id, call.tool_call_id] = verdict.context
         return verdict.args
 
     async def on_tool_execute_error(
@@ -255,7 +256,7 @@ class HookgateCapability(AbstractCapability[Any]):
         args: dict[str, Any],
         error: Exception,
     ) -> Any:
-        self._contexts.pop(call.tool_call_id, None)
+        self._contexts.pop((ctx.run_id, call.tool_call_id), None)
         if self.gate.wants("post_tool_use_failure"):
             await self.gate.fire(
                 "post_tool_use_failure",
@@ -273,10 +274,10 @@ class HookgateCapability(AbstractCapability[Any]):
         result: Any,
     ) -> Any:
         if not self.gate.wants("post_tool_use"):
-            context = self._contexts.pop(call.tool_call_id, None) if self._contexts else None
+            context = self._contexts.pop((ctx.run_id, call.tool_call_id), None)
             return with_context(as_text(result), context) if context else result
         after = await after_tool(self.gate, self._tool_payload(ctx, call, args), result)
-        context = self._contexts.pop(call.tool_call_id, []) + after.context
+        context = self._contexts.pop((ctx.run_id, call.tool_call_id), []) + after.context
         if not context:
             return after.output
         return with_context(as_text(after.output), context)
