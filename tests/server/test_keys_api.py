@@ -118,3 +118,16 @@ def test_master_mints_for_any_tenant_and_a_master_key(gateway: GatewayProcess, k
         made = ok(ws, "keys.create", {"role": "admin", "tenantId": "tenant-c", "master": True})
         assert made["key"]["tenant_id"] == "tenant-c" and made["key"]["master"] is True
         ok(ws, "keys.revoke", {"keyId": made["key"]["id"]})
+
+
+def test_an_open_socket_of_a_revoked_key_is_refused_at_its_next_call(
+    gateway: GatewayProcess, keys: Keys
+) -> None:
+    with open_ws(gateway.ws_url, keys.a_admin) as ws:
+        created = ok(ws, "keys.create", {"role": "operator", "name": "soon revoked"})
+    with open_ws(gateway.ws_url, created["secret"]) as victim:
+        assert ok(victim, "hooks.list", {})["hooks"] is not None
+        with open_ws(gateway.ws_url, keys.a_admin) as ws:
+            ok(ws, "keys.revoke", {"keyId": created["key"]["id"]})
+        error = fails(victim, "hooks.list", {}, "UNAUTHORIZED")
+        assert "revoked" in error["message"]
