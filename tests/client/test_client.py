@@ -57,6 +57,26 @@ class TestSyncClient:
                 gateway.get_hook(hook_id)
             assert missing.value.code == "NOT_FOUND"
 
+    def test_keys_and_hooks_files(self, served: GatewayProcess) -> None:
+        assert served.master_key is not None
+        with GatewayClient(served.url, served.master_key) as gateway:
+            made = gateway.create_key("viewer", name="client", tenant_id="files")
+            assert made["key"]["tenant_id"] == "files" and made["secret"].startswith("hg-")
+            listed = gateway.list_keys(tenant_id="files")["keys"]
+            assert [k["name"] for k in listed] == ["client"]
+            assert gateway.revoke_key(made["key"]["id"])["key"]["revoked_at"] is not None
+            text = (
+                "hooks:\n- {event: stop, handler_type: http, name: sink,\n"
+                "   config: {url: 'http://127.0.0.1:9/'}}\n"
+            )
+            checked = gateway.import_hooks(text, dry_run=True, tenant_id="files")
+            assert checked["applied"] is False and checked["hooks"][0]["action"] == "create"
+            applied = gateway.import_hooks(text, tenant_id="files")
+            hook_id = applied["hooks"][0]["hookId"]
+            assert "loopback" in gateway.check_hook(hook_id)["warnings"][0]["message"]
+            exported = gateway.export_hooks(format="json", tenant_id="files")
+            assert exported["count"] == 1 and '"sink"' in exported["content"]
+
     def test_validation_error_carries_problems(self, served: GatewayProcess) -> None:
         assert served.master_key is not None
         with GatewayClient(served.url, served.master_key) as gateway:

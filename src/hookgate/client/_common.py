@@ -103,6 +103,43 @@ class HooksApi:
             params["hookId"] = hook_id
         return self._call("hooks.test", params)
 
+    def check_hook(self, hook_id: str) -> Any:
+        """``hooks.check``: ``{hookId, warnings}`` for a saved hook (a webhook URL the SSRF
+        guard will refuse)."""
+        return self._call("hooks.check", {"hookId": hook_id})
+
+    def export_hooks(self, *, format: str = "yaml", tenant_id: str | None = None) -> Any:
+        """``hooks.export``: ``{filename, format, content, count}``, secrets left out."""
+        return self._call("hooks.export", _drop_none({"format": format, "tenantId": tenant_id}))
+
+    def import_hooks(
+        self, content: str, *, dry_run: bool = False, tenant_id: str | None = None
+    ) -> Any:
+        """``hooks.import``: one report entry per hook; nothing is written when any is
+        invalid (or with ``dry_run``)."""
+        params = {"content": content, "dryRun": dry_run, "tenantId": tenant_id}
+        return self._call("hooks.import", _drop_none(params))
+
+    def list_keys(self, *, tenant_id: str | None = None, include_revoked: bool = False) -> Any:
+        return self._call(
+            "keys.list", _drop_none({"tenantId": tenant_id, "includeRevoked": include_revoked})
+        )
+
+    def create_key(
+        self,
+        role: str,
+        *,
+        name: str = "",
+        tenant_id: str | None = None,
+        master: bool = False,
+    ) -> Any:
+        """``keys.create``: ``{key, secret}``; the secret is in this answer only."""
+        params = {"role": role, "name": name, "tenantId": tenant_id, "master": master}
+        return self._call("keys.create", _drop_none(params))
+
+    def revoke_key(self, key_id: str) -> Any:
+        return self._call("keys.revoke", {"keyId": key_id})
+
     def history(self, **query: Any) -> Any:
         """``hooks.history``: ``hookId``, ``sessionId``, ``decision``, ``cursor``, ``limit``…"""
         return self._call("hooks.history", _drop_none(query))
