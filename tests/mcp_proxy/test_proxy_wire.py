@@ -203,5 +203,9 @@ async def test_requests_the_fast_path_leaves_alone_get_the_sdks_answers(tmp_path
         assert nameless["error"]["code"] == -32602  # INVALID_PARAMS
         enveloped = await wire.call(22, "tools/call", {**call("add", a=1, b=1), "_meta": ENVELOPE})
         assert enveloped["error"]["code"] == -32600  # INVALID_REQUEST: the other era
+        # Ids and cancellations no JSON-RPC peer should send neither end the connection.
+        await wire.send({"method": "notifications/cancelled", "params": {"requestId": [23]}})
+        await wire.send({"id": [24], "method": "tools/call", "params": call("add", a=1, b=1)})
+        await wire.send({"id": True, "method": "tools/call", "params": call("add", a=1, b=1)})
         assert text(await wire.call(23, "tools/call", call("add", a=2, b=2))) == "4"
     assert read_calls(tmp_path) == ["add"]

@@ -90,7 +90,9 @@ class RawChannel:
         timer = None if timeout_s is None else loop.call_later(timeout_s, _expire, answer)
         try:
             try:
-                await self._writer.write_line(to_json(message))
+                # Not waiting for the pipe to drain: an upstream that stops reading must
+                # still meet the request's timeout, which only the answer's wait is under.
+                self._writer.write_now(to_json(message))
             except (anyio.ClosedResourceError, OSError):
                 raise ChannelClosed from None
             response = await answer
@@ -117,9 +119,10 @@ class RawChannel:
         if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
             return False
         if "method" not in message:
-            answer = self._pending.get(message.get("id"))  # type: ignore[arg-type]
+            request_id = message.get("id")
+            answer = self._pending.get(request_id) if isinstance(request_id, str) else None
             if answer is None or not _well_formed_response(message):
-                return False
+                return False  # the SDK's, or garbage its validation closes the connection for
             if not answer.done():
                 answer.set_result(message)
             return True

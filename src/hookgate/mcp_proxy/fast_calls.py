@@ -74,6 +74,13 @@ class FastToolCalls:
 
     def tap(self, line: bytes) -> bool:
         """True when ``line`` was taken here; False hands it to the SDK as it is."""
+        try:
+            return self._take(line)
+        except Exception:  # a bug here must not end the connection: the SDK answers instead
+            log.exception("the tools/call fast path failed on a message; left to the SDK")
+            return False
+
+    def _take(self, line: bytes) -> bool:
         hot = b"tools/call" in line or b"notifications/cancelled" in line
         if not hot and self._era is not None:
             return False
@@ -123,7 +130,10 @@ class FastToolCalls:
         return self._proxy.handshake_version  # None until initialize was answered
 
     def _cancel(self, params: Mapping[str, Any] | None) -> bool:
-        call = self._calls.get((params or {}).get("requestId"))
+        request_id = (params or {}).get("requestId")
+        if isinstance(request_id, bool) or not isinstance(request_id, str | int):
+            return False
+        call = self._calls.get(request_id)
         if call is None:
             return False  # not one of ours: the SDK applies it
         call.cancel()
