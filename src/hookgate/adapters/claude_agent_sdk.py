@@ -262,8 +262,9 @@ class HookgateMatchers(dict[HookEvent, list[HookMatcher]]):
         ``query(prompt=await matchers.submit(text), options=...)``. A block, an abort or a
         failure raises :class:`~hookgate.adapters.HookgateAbort` (nothing is sent). When
         the returned prompt reaches Claude Code's ``UserPromptSubmit``, it is let through
-        without firing again. Claude Code has not given the session and prompt ids yet, so
-        this payload carries ``agent_id`` only.
+        without firing again (so give each session its own ``hook_matchers``: the pass is
+        for that text, whichever session sends it). Claude Code has not given the session
+        and prompt ids yet, so this payload carries ``agent_id`` only.
         """
         payload: dict[str, Any] = {"prompt": prompt}
         if self._agent_name is not None:
