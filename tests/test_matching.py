@@ -1,6 +1,9 @@
 import time
 
 import pytest
+import re2
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from hookgate.matching import FilterError, cel_activation, compile_if_expr, compile_matcher
 
@@ -65,3 +68,52 @@ def test_fast_path_agrees_with_the_public_search(pattern: str, subjects: list[st
     assert matcher is not None
     for subject in subjects:
         assert matcher.matches(subject) == (matcher._search(subject) is not None), subject
+
+
+# -- matchers that only name tools are answered without RE2, with RE2's answers ---------------
+
+_WORD = st.text(alphabet="abcAB_-:/ 0", min_size=1, max_size=5)
+_SUBJECT = st.text(alphabet="abcAB_-:/ 0.|^$()x\n", max_size=12)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    words=st.lists(_WORD, min_size=1, max_size=3),
+    shape=st.sampled_from(["^({})$", "^{}$", "{}"]),
+    subject=_SUBJECT,
+    pick=st.integers(min_value=0, max_value=2),
+)
+def test_literal_matchers_answer_as_re2_does(
+    words: list[str], shape: str, subject: str, pick: int
+) -> None:
+    body = "|".join(words)
+    pattern = shape.format(body)
+    matcher = compile_matcher(pattern)
+    assert matcher is not None
+    reference = re2.compile(pattern)
+    for candidate in (subject, words[pick % len(words)], f"x{words[0]}x"):
+        assert matcher.matches(candidate) == (reference.search(candidate) is not None), (
+            pattern,
+            candidate,
+        )
+
+
+@pytest.mark.parametrize(
+    ("pattern", "literal"),
+    [
+        ("^Bash$", True),
+        ("^(Bash|Write)$", True),
+        ("Edit|Write", True),
+        ("mcp__github__create_issue", True),
+        ("^mcp__.*$", False),
+        ("(?i)bash", False),
+        ("^(a|b)", False),
+        ("a|b$", False),
+        ("a||b", False),
+        ("^a|b$", False),
+    ],
+)
+def test_which_matchers_skip_re2(pattern: str, literal: bool) -> None:
+    matcher = compile_matcher(pattern)
+    assert matcher is not None
+    assert (matcher._whole is not None or matcher._contains is not None) is literal

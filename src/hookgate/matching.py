@@ -79,14 +79,47 @@ _RE2_OPTIONS = re2.Options()
 _RE2_OPTIONS.log_errors = False  # errors are reported to the user, not to stderr
 
 
-class Matcher:
-    """An unanchored RE2 search over one event field (the tool name for tool events)."""
+# Characters that stand for themselves in a pattern (no RE2 meaning anywhere).
+_LITERAL = re.compile(r"[A-Za-z0-9_\-:/@ ]+")
+_ALTERNATIVES = re.compile(r"\^\(([^()]*)\)\$|\^([^()|]*)\$|([^()^$]*)")
 
-    __slots__ = ("_anchor", "_native", "_search", "pattern")
+
+def _literal_form(pattern: str) -> tuple[bool, tuple[str, ...]] | None:
+    """``(whole, words)`` when the pattern is only literal alternatives: ``^(a|b)$`` or
+    ``^a$`` (the subject must be one of the words) or ``a|b`` (it must contain one)."""
+    shape = _ALTERNATIVES.fullmatch(pattern)
+    if shape is None:
+        return None
+    anchored, single, unanchored = shape.groups()
+    body = anchored if anchored is not None else single if single is not None else unanchored
+    words = tuple(body.split("|"))
+    if not all(_LITERAL.fullmatch(word) for word in words):
+        return None
+    return unanchored is None, words
+
+
+class Matcher:
+    """An unanchored RE2 search over one event field (the tool name for tool events).
+
+    Most matchers name tools (``^(Bash|Write)$``, ``Edit|Write``): those are answered with
+    string comparisons, which give the same answer without entering RE2 (whose first search
+    on each new thread costs tens of µs, and some frameworks run each tool on a new thread).
+    """
+
+    __slots__ = ("_anchor", "_contains", "_native", "_search", "_whole", "pattern")
 
     def __init__(self, pattern: str) -> None:
         if len(pattern) > MAX_PATTERN_LENGTH:
             raise FilterError(f"matcher is longer than {MAX_PATTERN_LENGTH} characters")
+        literal = _literal_form(pattern)
+        self._whole: frozenset[str] | None = None
+        self._contains: tuple[str, ...] | None = None
+        if literal is not None:
+            whole, words = literal
+            if whole:
+                self._whole = frozenset(words)
+            else:
+                self._contains = words
         try:
             compiled = re2.compile(pattern, _RE2_OPTIONS)
         except re2.error as exc:
@@ -104,6 +137,10 @@ class Matcher:
         self._anchor = anchor
 
     def matches(self, subject: str) -> bool:
+        if self._whole is not None:
+            return subject in self._whole
+        if self._contains is not None:
+            return any(word in subject for word in self._contains)
         if self._native is not None:
             encoded = subject.encode()
             spans = self._native(self._anchor, encoded, 0, len(encoded))
