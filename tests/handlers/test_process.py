@@ -314,11 +314,15 @@ async def test_concurrent_calls_are_matched_by_id_when_answered_out_of_order() -
 
 async def test_a_timed_out_call_leaves_the_process_usable() -> None:
     async with Engine([process_hook(timeout_ms=200)]) as engine:
+        # Started first (the start goes on after a call's timeout): on a loaded machine the
+        # start alone can take the 200 ms, and the slow call would time out before it was sent.
+        warm = await engine.fire("pre_tool_use", {**TOOL, "tool_input": {"_echo": 0}})
+        handler = handler_of(engine)
+        hook_id = warm.trace[0].hook_id
+        assert await eventually(lambda: handler.status(hook_id)["state"] == "running", within=30)  # type: ignore[index]
         slow = await engine.fire("pre_tool_use", {**TOOL, "tool_input": {"_sleep": 0.5}})
         assert slow.decision == "block"
         assert slow.trace[0].decision == "timeout"
-        handler = handler_of(engine)
-        hook_id = slow.trace[0].hook_id
         # The slow call's answer still arrives (0.5 s in) and is counted, not mistaken for
         # the next call's.
         assert await eventually(lambda: handler.status(hook_id)["late_replies"] == 1)  # type: ignore[index]
