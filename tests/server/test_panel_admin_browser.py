@@ -291,3 +291,26 @@ def test_form_sets_human_approval(page: Any, admin_gateway: dict[str, Any]) -> N
     expect(page.locator(".facts, dl").first).to_contain_text("always asks a person")
     stored = rest_json(served, "GET", f"/hooks/{hook_id}", master)["hook"]
     assert stored["approval"] == {"required": True, "timeout_ms": 120000, "on_timeout": "allow"}
+
+
+def test_admin_views_fit_a_phone(browser: Any, admin_gateway: dict[str, Any]) -> None:
+    from playwright.sync_api import expect
+
+    served: GatewayProcess = admin_gateway["gateway"]
+    context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True)
+    try:
+        tab = context.new_page()
+        sign_in(tab, served.url, admin_gateway["keys"]["master"])
+        for route, ready in (("#/keys", ".key-table"), ("#/hooks/import", "#import-file"),
+                             ("#/hooks", ".hook-table")):
+            tab.goto(f"{served.url}/{route}")
+            expect(tab.locator(ready)).to_be_visible()  # the page, loaded
+            sideways = tab.evaluate(
+                "document.documentElement.scrollWidth - document.documentElement.clientWidth"
+            )
+            assert sideways <= 0, f"{route} scrolls sideways by {sideways}px on a phone"
+        tab.goto(f"{served.url}/#/keys")
+        expect(tab.locator(".key-table")).to_be_visible()
+        shot(tab, "phone-keys")
+    finally:
+        context.close()
