@@ -59,11 +59,22 @@ def _cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-async def _cpu_per_call_us(client: Any, pids: dict[str, int], calls: int) -> dict[str, float]:
-    before = {name: _cpu_s(pid) for name, pid in pids.items()}
-    for _ in range(calls):
-        await client.call_tool("add", {"a": 2, "b": 3})
-    return {name: (_cpu_s(pid) - before[name]) / calls * 1e6 for name, pid in pids.items()}
+async def _cpu_per_call_us(
+    paths: dict[str, tuple[Any, dict[str, int]]], calls: int, *, block: int = 50
+) -> dict[str, float]:
+    """CPU µs per call of each process, per path; the paths take turns in blocks of calls,
+    so a change in the machine's load falls on both alike."""
+    spent = {(path, name): 0.0 for path, (_, pids) in paths.items() for name in pids}
+    done = 0
+    while done < calls:
+        for path, (client, pids) in paths.items():
+            before = {name: _cpu_s(pid) for name, pid in pids.items()}
+            for _ in range(block):
+                await client.call_tool("add", {"a": 2, "b": 3})
+            for name, pid in pids.items():
+                spent[(path, name)] += _cpu_s(pid) - before[name]
+        done += block
+    return {f"{path}cpu {name}": value / done * 1e6 for (path, name), value in spent.items()}
 
 
 async def _measure(samples: int) -> dict[str, float]:
@@ -104,15 +115,12 @@ async def _measure(samples: int) -> dict[str, float]:
                     children = _children(me)
                     proxy = next(pid for pid in children if _children(pid))  # has a child
                     upstream = next(pid for pid in children if pid != proxy)
-                    cpu = await _cpu_per_call_us(
-                        direct, {"client": me, "upstream": upstream}, samples)
-                    times.update({f"direct cpu {name}": value for name, value in cpu.items()})
-                    cpu = await _cpu_per_call_us(
-                        proxied,
-                        {"proxy": proxy, "upstream": _children(proxy)[0], "client": me},
-                        samples,
-                    )
-                    times.update({f"cpu {name}": value for name, value in cpu.items()})
+                    paths = {
+                        "direct ": (direct, {"client": me, "upstream": upstream}),
+                        "": (proxied, {"proxy": proxy, "upstream": _children(proxy)[0],
+                                       "client": me}),
+                    }
+                    times.update(await _cpu_per_call_us(paths, samples))
                 return times
 
 
