@@ -111,7 +111,12 @@ class LoopThread:
 
     def _main(self) -> None:
         asyncio.set_event_loop(self.loop)
-        self.loop.run_forever()
+        try:
+            self.loop.run_forever()
+        finally:
+            # Closed here, on its own thread, once stop() ended it: an unclosed loop leaks
+            # its self-pipe sockets.
+            self.loop.close()
 
     def run(self, coro: Coroutine[Any, Any, T]) -> T:
         return asyncio.run_coroutine_threadsafe(coro, self.loop).result()

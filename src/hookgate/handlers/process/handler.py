@@ -52,6 +52,8 @@ class ProcessHandler(Handler):
         self._last: dict[tuple[str, int], HookProcess] = {}
         #: First notifications to processes still starting.
         self._later: set[asyncio.Task[None]] = set()
+        #: Processes of replaced or removed hooks, closing; aclose waits for them.
+        self._retired: set[HookProcess] = set()
 
     @classmethod
     def validate_config(cls, config: Mapping[str, Any]) -> list[str]:
@@ -180,7 +182,7 @@ class ProcessHandler(Handler):
                 del self._last[stale]
         child = self._children.get(key)
         if child is not None and (child.closed or child.loop is not asyncio.get_running_loop()):
-            child.close_soon()
+            self._retire(child)
             for stale in [k for k, c in self._last.items() if c is child]:
                 del self._last[stale]
             child = None
@@ -208,7 +210,13 @@ class ProcessHandler(Handler):
         if child is not None:
             for stale in [k for k, c in self._last.items() if c is child]:
                 del self._last[stale]
-            child.close_soon()
+            self._retire(child)
+
+    def _retire(self, child: HookProcess) -> None:
+        # Those already closed are forgotten, so a long-lived gateway keeps no history.
+        self._retired = {c for c in self._retired if c.state != "closed"}
+        self._retired.add(child)
+        child.close_soon()
 
     def forget(self, hook_id: str) -> None:
         for key in [k for k in self._specs if k[0] == hook_id]:
@@ -227,6 +235,8 @@ class ProcessHandler(Handler):
         self._users.clear()
         self._hook_child.clear()
         self._last.clear()
+        children += [c for c in self._retired if c not in children]
+        self._retired.clear()
         mine = [c for c in children if c.loop is asyncio.get_running_loop()]
         for child in children:
             if child not in mine:

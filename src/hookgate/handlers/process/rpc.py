@@ -89,6 +89,7 @@ class HookProcess:
         self._line = bytearray()
         self._skipping = False  # inside a stdout line that went over MAX_LINE
         self._stdout_done: asyncio.Future[None] | None = None
+        self._shutdown: asyncio.Task[None] | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._starting: asyncio.Task[None] | None = None
         self._restart: asyncio.Task[None] | None = None
@@ -138,9 +139,17 @@ class HookProcess:
         }
 
     async def aclose(self) -> None:
-        """Close stdin, give the child ``SHUTDOWN_GRACE_S`` to exit, then kill its group."""
+        """Close stdin, give the child ``SHUTDOWN_GRACE_S`` to exit, then kill its group.
+
+        Callers at the same time (the handler's own close and a retired version's
+        ``close_soon``) share one shutdown and all return when it is done."""
         if self.state == "closed":
             return
+        if self._shutdown is None:
+            self._shutdown = asyncio.ensure_future(self._close())
+        await asyncio.shield(self._shutdown)
+
+    async def _close(self) -> None:
         self.state = "closing"
         for task in (self._restart, self._starting):
             if task is not None:
