@@ -77,24 +77,25 @@ class GatewayProcess:
             if self.database_url
             else ["--data-dir", str(self.data_dir)]
         )
-        log = open(self.log_path, "w")  # noqa: SIM115 - lives as long as the process
-        self.proc = subprocess.Popen(
-            [
-                *HOOKGATE,
-                "serve",
-                "--port",
-                str(self.port),
-                *where,
-                "--log-format",
-                "json",
-                *self.args,
-            ],
-            stdout=subprocess.PIPE,
-            stderr=log,
-            text=True,
-            cwd=REPO,
-            env=gateway_env(**self.env),
-        )
+        # The child writes to its own copy of the file; ours is closed once it started.
+        with open(self.log_path, "w") as log:
+            self.proc = subprocess.Popen(
+                [
+                    *HOOKGATE,
+                    "serve",
+                    "--port",
+                    str(self.port),
+                    *where,
+                    "--log-format",
+                    "json",
+                    *self.args,
+                ],
+                stdout=subprocess.PIPE,
+                stderr=log,
+                text=True,
+                cwd=REPO,
+                env=gateway_env(**self.env),
+            )
         assert self.proc.stdout is not None
         deadline = time.monotonic() + timeout
         # The banner: optional master key lines, then "listening on".

@@ -49,6 +49,8 @@ class LoopbackServer:
             asyncio.run_coroutine_threadsafe(self._runner.cleanup(), self._loop).result(10)
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(5)
+        if not self._thread.is_alive():  # an unclosed loop leaks its self-pipe sockets
+            self._loop.close()
 
     def __enter__(self) -> Self:
         return self.start()

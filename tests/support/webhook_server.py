@@ -120,6 +120,8 @@ class WebhookServer:
         asyncio.run_coroutine_threadsafe(self._stop(), self._loop).result(10)
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(5)
+        if not self._thread.is_alive():  # an unclosed loop leaks its self-pipe sockets
+            self._loop.close()
 
     def __enter__(self) -> WebhookServer:
         return self.start()
