@@ -1,4 +1,3 @@
-import time
 
 import pytest
 import re2
@@ -23,11 +22,11 @@ def test_matcher_is_an_unanchored_search() -> None:
 
 
 def test_catastrophic_pattern_runs_in_linear_time() -> None:
+    """Python's re would backtrack for longer than the universe on this input (the test's
+    timeout would fail it); RE2 answers in linear time."""
     matcher = compile_matcher("^(a+)+$")
     assert matcher is not None
-    started = time.perf_counter()
     assert not matcher.matches("a" * 200_000 + "b")
-    assert time.perf_counter() - started < 1.0  # Python's re would take longer than the universe
 
 
 def test_cel_filter_over_event_fields() -> None:

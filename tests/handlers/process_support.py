@@ -30,10 +30,20 @@ def process_hook(
     return {"event": event, "handler_type": "process", "name": name, "config": config, **fields}
 
 
-def read_log(log: Path) -> list[dict[str, Any]]:
+def _log_lines(log: Path) -> list[dict[str, Any]]:
     if not log.exists():
         return []
     return [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+
+
+def read_log(log: Path) -> list[dict[str, Any]]:
+    """The messages the scripted hook received, in order."""
+    return [line for line in _log_lines(log) if "eof" not in line]
+
+
+def saw_eof(log: Path) -> bool:
+    """Whether the scripted hook read the end of its stdin (and so left on its own)."""
+    return {"eof": True} in _log_lines(log)
 
 
 def wait_for(predicate: Any, within: float = 5.0) -> bool:

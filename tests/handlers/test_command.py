@@ -224,12 +224,10 @@ async def test_missing_cwd_is_a_clear_error(tmp_path: Path) -> None:
 
 
 async def test_ten_megabytes_of_stdout_neither_hangs_nor_is_kept() -> None:
-    started = time.monotonic()
     outcome = await fire(command_hook("head -c 10000000 /dev/zero | tr '\\0' x", timeout_ms=8000))
-    elapsed = time.monotonic() - started
-    assert elapsed < 5
     assert outcome.decision == "block"
     entry = outcome.trace[0]
+    assert entry.decision == "error"  # stopped at the cap, not at the timeout
     assert f"more than {STDOUT_CAP} bytes" in (entry.error or "")
     assert entry.details["stdout_len"] > STDOUT_CAP
     assert len(entry.details["stdout"]) < 10_000
@@ -243,11 +241,10 @@ async def test_large_stderr_is_capped() -> None:
 
 
 async def test_timeout_kills_the_whole_process_group(tmp_path: Path) -> None:
+    """The command would outlive the test's own timeout: only the hook's timeout ends it."""
     pids = tmp_path / "pids"
-    command = f"sleep 30 & echo $! >> {pids}; echo $$ >> {pids}; sleep 30"
-    started = time.monotonic()
+    command = f"sleep 600 & echo $! >> {pids}; echo $$ >> {pids}; sleep 600"
     outcome = await fire(command_hook(command, timeout_ms=400))
-    assert time.monotonic() - started < 3
     assert outcome.decision == "block"
     assert outcome.trace[0].decision == "timeout"
     recorded = [int(p) for p in pids.read_text().split()]
@@ -257,10 +254,10 @@ async def test_timeout_kills_the_whole_process_group(tmp_path: Path) -> None:
 
 
 async def test_background_children_do_not_outlive_the_command(tmp_path: Path) -> None:
+    """The background child holds stdout open for longer than the test may run: the hook
+    answers when the command exits, not when the pipe closes."""
     pid_file = tmp_path / "pid"
-    started = time.monotonic()
-    outcome = await fire(command_hook(f"sleep 30 & echo $! > {pid_file}; echo done"))
-    assert time.monotonic() - started < 3
+    outcome = await fire(command_hook(f"sleep 600 & echo $! > {pid_file}; echo done"))
     assert outcome.decision == "allow"
     assert wait_dead(int(pid_file.read_text()))
 

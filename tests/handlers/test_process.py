@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import time
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +12,7 @@ from tests.handlers.process_support import (
     pid_alive,
     process_hook,
     read_log,
+    saw_eof,
     wait_for,
 )
 
@@ -223,10 +223,9 @@ async def test_crash_fails_pending_at_once_and_restarts_with_backoff() -> None:
         handler = handler_of(engine)
         hook_id = first.trace[0].hook_id
         pid = handler.status(hook_id)["pid"]  # type: ignore[index]
-        started = time.monotonic()
         crashed = await engine.fire("pre_tool_use", {**TOOL, "tool_input": {"_crash": 3}})
-        assert time.monotonic() - started < 2  # failed at once, not at the 5 s timeout
         assert crashed.decision == "block"
+        assert crashed.trace[0].decision == "error"  # failed at the crash, not at the timeout
         assert "exited with status 3" in (crashed.trace[0].error or "")
         assert "crashing as asked" in (crashed.trace[0].error or "")
         status = handler.status(hook_id)
@@ -299,17 +298,14 @@ async def test_noise_on_stdout_and_stderr_never_wedges_the_reader() -> None:
 
 
 async def test_concurrent_calls_are_matched_by_id_when_answered_out_of_order() -> None:
-    async with Engine([process_hook()]) as engine:
+    """The script answers only once all 20 calls are in flight, last one first: calls sent
+    one at a time would never be answered, and ids matched by arrival would be swapped."""
+    async with Engine([process_hook(timeout_ms=10_000)]) as engine:
         await engine.fire("pre_tool_use", TOOL)  # start it
-        payloads = [
-            {**TOOL, "tool_input": {"_echo": n, "_sleep": (20 - n) * 0.01}} for n in range(1, 21)
-        ]
-        started = time.monotonic()
+        payloads = [{**TOOL, "tool_input": {"_echo": n, "_gather": 20}} for n in range(1, 21)]
         outcomes = await asyncio.gather(*(engine.fire("pre_tool_use", p) for p in payloads))
-        elapsed = time.monotonic() - started
     for n, outcome in enumerate(outcomes, start=1):
-        assert outcome.updated_input == {"_echo": n, "_sleep": (20 - n) * 0.01, "echoed": True}
-    assert elapsed < 1.5  # concurrent, not 20 sleeps one after another (~2 s)
+        assert outcome.updated_input == {"_echo": n, "_gather": 20, "echoed": True}
 
 
 async def test_a_timed_out_call_leaves_the_process_usable() -> None:
@@ -337,15 +333,15 @@ async def test_a_timed_out_call_leaves_the_process_usable() -> None:
 # -- lifecycle ----------------------------------------------------------------------------
 
 
-async def test_shutdown_closes_stdin_and_leaves_nothing_running() -> None:
-    engine = Engine([process_hook()])
+async def test_shutdown_closes_stdin_and_leaves_nothing_running(tmp_path: Path) -> None:
+    log = tmp_path / "log.jsonl"
+    engine = Engine([process_hook(log=log)])
     outcome = await engine.fire("pre_tool_use", TOOL)
     pid = handler_of(engine).status(outcome.trace[0].hook_id)["pid"]  # type: ignore[index]
     assert pid_alive(pid)
-    started = time.monotonic()
     await engine.aclose()
-    assert time.monotonic() - started < 1.5  # the script exits on EOF, no 2 s kill needed
     assert wait_for(lambda: not pid_alive(pid))
+    assert saw_eof(log)  # it read EOF and left; nothing had to kill it
 
 
 async def test_removing_the_hook_stops_its_process() -> None:

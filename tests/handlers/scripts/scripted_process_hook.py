@@ -7,8 +7,12 @@ Behaviour comes from the environment and from directives in the tool arguments:
   error object instead). Defaults: ``{"action": "continue"}``, approve ``{"approved": true}``.
 * HOOK_HELLO: JSON result for hook.hello (default ``{"ok": true, "name": "scripted"}``);
   HOOK_HELLO_SLEEP: seconds to wait before answering it; HOOK_EXIT_ON_START: exit code.
-* HOOK_LOG: file that gets one JSON line per message received (with HOOK_TAG as "tag").
+* HOOK_LOG: file that gets one JSON line per message received (with HOOK_TAG as "tag"),
+  and ``{"eof": true}`` when stdin closes.
 * arguments._sleep: answer after that many seconds (answers may come out of order).
+* arguments._gather: N: wait until N such calls have arrived, then answer them in the
+  reverse order of their arrival (so a caller that sends one call at a time never gets
+  its first answer).
 * arguments._crash: exit with that status at once, without answering.
 * arguments._noise: before answering, write a non-JSON line, a 2 MiB line, a JSON array,
   an answer for an unknown id, and stderr chatter.
@@ -24,6 +28,9 @@ import threading
 import time
 
 LOCK = threading.Lock()
+GATHER = threading.Condition()
+ARRIVED: list[object] = []  # ids of _gather calls, in arrival order
+ANSWERED: set[object] = set()
 ANSWERS = json.loads(os.environ.get("HOOK_ANSWERS") or "{}")
 LOG = os.environ.get("HOOK_LOG")
 TAG = os.environ.get("HOOK_TAG")
@@ -47,6 +54,13 @@ def answer(message: dict) -> None:
     arguments = params.get("arguments") if isinstance(params.get("arguments"), dict) else {}
     if arguments.get("_sleep"):
         time.sleep(float(arguments["_sleep"]))
+    if arguments.get("_gather"):
+        with GATHER:
+            ARRIVED.append(message["id"])
+            GATHER.notify_all()
+            GATHER.wait_for(lambda: len(ARRIVED) >= int(arguments["_gather"]))
+            later = ARRIVED[ARRIVED.index(message["id"]) + 1 :]
+            GATHER.wait_for(lambda: ANSWERED.issuperset(later))
     if arguments.get("_noise"):
         with LOCK:
             sys.stdout.write("this is not json\n")
@@ -72,6 +86,10 @@ def answer(message: dict) -> None:
                                                                 "message": result["__error__"]}})
         return
     write({"jsonrpc": "2.0", "id": message["id"], "result": result})
+    if arguments.get("_gather"):
+        with GATHER:
+            ANSWERED.add(message["id"])
+            GATHER.notify_all()
 
 
 def main() -> int:
@@ -98,6 +116,7 @@ def main() -> int:
             sys.stderr.flush()
             os._exit(int(arguments["_crash"]))
         threading.Thread(target=answer, args=(message,), daemon=True).start()
+    log({"eof": True})
     return 0
 
 

@@ -101,10 +101,9 @@ async def test_non_blocking_failure_is_logged_and_the_next_gate_runs(
 
 async def test_timeout_kills_the_whole_process_group(tmp_path: Path) -> None:
     pid_file = tmp_path / "child.pid"
-    slow = command(f"sleep 30 & echo $! > {pid_file}; wait", timeout_seconds=0.3)
-    started = time.monotonic()
+    # It would outlive the test's own timeout: only the gate's timeout ends it.
+    slow = command(f"sleep 600 & echo $! > {pid_file}; wait", timeout_seconds=0.3)
     report = await gates(slow).evaluate(DELEGATION)
-    assert time.monotonic() - started < 2
     assert report.failure is not None and report.failure.error
     assert "timed out after 0.3 s" in report.failure.feedback
     child = int(await asyncio.to_thread(pid_file.read_text))
