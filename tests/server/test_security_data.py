@@ -137,20 +137,16 @@ class TestSignInDeadline:
     def test_an_unauthenticated_socket_is_closed_whatever_it_sends(
         self, gateway: GatewayProcess
     ) -> None:
-        started = time.monotonic()
         with open_ws(gateway.ws_url, None) as ws:
-            closed = False
-            # Keep sending frames (each answered with an error) until the gateway hangs up.
-            while time.monotonic() - started < SIGN_IN_S * 10:
+            # Keep sending frames (each answered with an error) until the gateway hangs up:
+            # only its sign-in deadline ends this loop (else the test's timeout fails it).
+            while True:
                 try:
                     answer = request(ws, "hooks.list", {})
                 except Exception:  # the close arrives as the next read
-                    closed = True
                     break
                 assert answer["ok"] is False
-            assert closed
             assert ws.close_code == 4401
-        assert time.monotonic() - started < SIGN_IN_S * 5
 
 
 class TestCommandAnswers:
@@ -242,23 +238,20 @@ class TestNothingFreezesTheLoop:
 
         def dispatch() -> None:
             with open_ws(gateway.ws_url, keys.a_operator) as ws:
-                started = time.monotonic()
                 answered["outcome"] = ok(ws, "hooks.dispatch", {"event": "pre_tool_use",
-                    "input": {"tool_name": "stall", "tool_input": {"seconds": 8}}})
-                answered["seconds"] = time.monotonic() - started
+                    "input": {"tool_name": "stall", "tool_input": {"seconds": 60}}})
 
         caller = threading.Thread(target=dispatch)
         caller.start()
         try:
-            # While the function sleeps (8 s), the gateway answers other requests at once.
-            health_started = time.monotonic()
+            # While the function sleeps (60 s), the gateway answers other requests.
             assert httpx.get(gateway.url + "/healthz", timeout=10).status_code == 200
-            assert time.monotonic() - health_started < 2.0
         finally:
             caller.join(30)
         outcome = answered["outcome"]
         assert outcome["decision"] == "block" and "timed out" in outcome["reason"], outcome
-        assert answered["seconds"] < 4.0, answered  # the 300 ms timeout held, not 8 s
+        # The function is still running (stuck) after the answer: the 300 ms timeout held,
+        # the gateway did not wait for it.
         metrics = gateway.rest("GET", "/metrics", keys.master).text
         assert "hookgate_hook_threads_stuck 1.0" in metrics
         assert "hookgate_hook_threads_abandoned_total 1.0" in metrics
