@@ -17,7 +17,7 @@ import aiohttp
 
 from bench.harness import Row, interleaved_medians_us
 from hookgate import Engine, Settings
-from hookgate.definition import validate_definition
+from hookgate.definition_model import validate_definition
 from hookgate.events import get_event
 from hookgate.handlers.base import Invocation, Services
 from hookgate.handlers.http import HttpHandler
@@ -45,7 +45,7 @@ async def _measure(port: int, quick: bool) -> dict[str, float]:
     url = f"http://127.0.0.1:{port}/hook"
     settings = Settings(ssrf_allowlist=("127.0.0.1/32",))
     keyring = Keyring.from_text(generate_key_text())
-    services = Services(settings, {"keyring": keyring})
+    services = Services(settings, keyring=keyring)
     config = seal_headers(
         {"url": url, "headers": {"Authorization": "Bearer bench-token-123456"}}, "bench", keyring
     )
@@ -56,7 +56,7 @@ async def _measure(port: int, quick: bool) -> dict[str, float]:
     handler = HttpHandler(services)
     spec = get_event("pre_tool_use")
     invocation = Invocation(definition, spec, PAYLOAD, 5.0, services)
-    engine = Engine(settings=settings, services=Services(settings, {"keyring": keyring}))
+    engine = Engine(settings=settings, services=Services(settings, keyring=keyring))
     engine.add(definition)
 
     body = json.dumps({**PAYLOAD, "event": "pre_tool_use"}).encode()

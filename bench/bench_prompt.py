@@ -17,7 +17,7 @@ from tests.support.llm_server import ScriptedLLM, decide
 
 from bench.harness import Row, interleaved_medians_us
 from hookgate import Engine, Settings
-from hookgate.definition import validate_definition
+from hookgate.definition_model import validate_definition
 from hookgate.events import get_event
 from hookgate.handlers.base import Invocation, Services
 from hookgate.handlers.prompt.budget import MemoryBudgetStore
@@ -28,7 +28,7 @@ KEY_ENV = "HOOKGATE_BENCH_LLM_KEY"
 
 async def _measure(llm: ScriptedLLM, quick: bool) -> dict[str, float]:
     settings = Settings(ssrf_allowlist=("127.0.0.1/32",))
-    services = Services(settings, {"budget_store": MemoryBudgetStore(default_total=10**15)})
+    services = Services(settings, budget_store=MemoryBudgetStore(default_total=10**15))
     hook: dict[str, Any] = {
         "event": "pre_tool_use",
         "handler_type": "prompt",

@@ -26,7 +26,7 @@ import asyncpg
 
 from bench.harness import Row
 from hookgate.audit import ExecutionRecord
-from hookgate.definition import validate_definition
+from hookgate.definition_model import validate_definition
 from hookgate.engine import Engine
 from hookgate.store.audit_writer import AuditMode, AuditWriter
 from hookgate.store.base import Caller, Store

@@ -17,12 +17,8 @@ from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
     from hookgate.audit import AuditSink, ExecutionRecord, MemoryAudit
-    from hookgate.definition import (
-        DefinitionError,
-        HookDefinition,
-        Problem,
-        validate_definition,
-    )
+    from hookgate.definition import DefinitionError, HookDefinition, Problem
+    from hookgate.definition_model import validate_definition
     from hookgate.engine import Engine
     from hookgate.errors import BudgetError, HookgateError
     from hookgate.events import CATALOGUE, EventSpec, UnknownEventError, get_event
@@ -64,7 +60,7 @@ _HOMES: Final[dict[str, str]] = {
     "DefinitionError": "hookgate.definition",
     "HookDefinition": "hookgate.definition",
     "Problem": "hookgate.definition",
-    "validate_definition": "hookgate.definition",
+    "validate_definition": "hookgate.definition_model",
     "Engine": "hookgate.engine",
     "BudgetError": "hookgate.errors",
     "HookgateError": "hookgate.errors",

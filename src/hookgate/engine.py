@@ -22,7 +22,7 @@ from hookgate import hook_alarm
 from hookgate.audit import AuditSink, ExecutionRecord, input_hash, summarize_input
 from hookgate.background import BackgroundQueue
 from hookgate.chain import Batch, Call, ChainSettings, Reply, run_chain
-from hookgate.definition import DefinitionError, HookDefinition, Problem, validate_definition
+from hookgate.definition import DefinitionError, HookDefinition, Problem
 from hookgate.drivers import LoopThread, SyncCaller, drive_async, drive_sync
 from hookgate.events import CATALOGUE, KNOWN_FIELDS, EventSpec, get_event, normalize_payload
 from hookgate.handlers import Handler, Invocation, Services, handler_class
@@ -149,10 +149,9 @@ class Engine:
     ) -> None:
         self.settings = settings or Settings()
         self.services = services or Services(settings=self.settings)
-        self.services.extras.setdefault("engine", self)
         if approver is not None:
-            self.services.extras["approver"] = approver
-        self.approver: Approver | None = self.services.extras.get("approver")
+            self.services.approver = approver
+        self.approver: Approver | None = self.services.approver
         if source is None:
             source = HookRegistry()
         # Hooks added from code go where fire reads them; a source that is not a registry
@@ -163,7 +162,8 @@ class Engine:
         self.listeners: list[Callable[[Sequence[ExecutionRecord]], None]] = []
         #: Plain-function hooks run here, so their timeouts hold (unless inline_sync_hooks).
         self.threads = HookThreads()
-        self.services.extras.setdefault("hook_threads", self.threads)
+        if self.services.hook_threads is None:
+            self.services.hook_threads = self.threads
         self._inline = self.settings.inline_sync_hooks
         self._interrupt = self.settings.interrupt_plain_hooks
         self._background = BackgroundQueue(
@@ -241,6 +241,9 @@ class Engine:
             if refusal is not None:
                 raise DefinitionError([Problem("handler_type", refusal)], name=definition.name)
         else:
+            # The schema imports pydantic: only when something is validated.
+            from hookgate.definition_model import validate_definition
+
             raw = dict(hook)
             raw.setdefault("order", self.registry.next_order())
             definition = validate_definition(
@@ -418,6 +421,8 @@ class Engine:
     ) -> Outcome:
         """Dry-run one hook: matcher, if_expr and handler run; no breaker, no audit row."""
         if not isinstance(definition, HookDefinition):
+            from hookgate.definition_model import validate_definition
+
             definition = validate_definition(
                 definition, edition=self.settings.edition, default_scope="tenant"
             )
@@ -662,7 +667,7 @@ class Engine:
         timer = asyncio.get_running_loop().call_later(timeout_s, expiry.fire)
         try:
             if definition.config.get("state"):
-                state_store = store_for(self.services.extras)
+                state_store = store_for(self.services)
                 payload, pending = await prepare_state(state_store, definition, payload)
             answer = await handler.run(
                 Invocation(definition, spec, payload, timeout_s, self.services, dry_run)

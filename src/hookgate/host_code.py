@@ -1,9 +1,9 @@
 """The host-code boundary: which hooks run code on the machine hookgate runs on, and who
 may define, test and run them.
 
-A handler says whether it runs code on the host with one attribute,
-:attr:`hookgate.handlers.Handler.host_code` (``command``, ``process`` and ``callable`` do;
-``quality_gate`` does when a gate is a command, see ``Handler.runs_on_host``).
+A handler class says whether it runs code on the host in its capabilities,
+``capabilities = Capabilities(host_code=True)`` (``command``, ``process`` and ``callable``
+do; ``quality_gate`` does when a gate is a command, see ``Handler.runs_on_host``).
 :func:`runs_host_code` is the one place that reads it. The rules built on it:
 
 * the **standard** edition refuses every such hook: when defined (validation), when tested
@@ -16,7 +16,9 @@ A handler says whether it runs code on the host with one attribute,
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Final, Literal
+from typing import TYPE_CHECKING, Final
+
+from hookgate.settings import EDITIONS, LITE, STANDARD, Edition
 
 if TYPE_CHECKING:
     from hookgate.definition import HookDefinition
@@ -32,11 +34,6 @@ __all__ = [
     "runs_host_code",
 ]
 
-Edition = Literal["lite", "standard"]
-LITE: Final = "lite"
-#: The edition that runs no program of a hook author's on the host.
-STANDARD: Final = "standard"
-EDITIONS: Final = (LITE, STANDARD)
 TENANT_FLAG: Final = "--tenant-host-code"
 
 
@@ -61,7 +58,7 @@ def host_code_types() -> list[str]:
     types = []
     for name in available_handler_types():
         try:
-            if handler_class(name).host_code:
+            if handler_class(name).capabilities.host_code:
                 types.append(name)
         except ImportError:
             continue

@@ -5,14 +5,19 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
-
-from hookgate.host_code import EDITIONS, Edition
+from typing import TYPE_CHECKING, Final, Literal
 
 if TYPE_CHECKING:
     from hookgate.handlers.subprocess.sandbox import Sandbox
 
-__all__ = ["Settings"]
+__all__ = ["EDITIONS", "LITE", "STANDARD", "Edition", "Settings"]
+
+Edition = Literal["lite", "standard"]
+LITE: Final = "lite"
+#: The edition that runs no program of a hook author's on the host (see
+#: :mod:`hookgate.host_code`).
+STANDARD: Final = "standard"
+EDITIONS: Final = (LITE, STANDARD)
 
 
 @dataclass(slots=True)

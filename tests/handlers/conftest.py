@@ -42,6 +42,6 @@ def budget() -> MemoryBudgetStore:
 @pytest.fixture
 async def engine(budget: MemoryBudgetStore) -> AsyncIterator[Engine]:
     """An engine on ``LOOPBACK`` settings whose model hooks meter against ``budget``."""
-    engine = Engine(settings=LOOPBACK, services=Services(LOOPBACK, {"budget_store": budget}))
+    engine = Engine(settings=LOOPBACK, services=Services(LOOPBACK, budget_store=budget))
     yield engine
     await engine.aclose()

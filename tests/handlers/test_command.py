@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 from hookgate import Engine
-from hookgate.definition import DefinitionError, validate_definition
+from hookgate.definition import DefinitionError
+from hookgate.definition_model import validate_definition
 from hookgate.events import get_event
 from hookgate.handlers import Invocation, Services
 from hookgate.handlers.command import STDERR_CAP, STDOUT_CAP, CommandHandler

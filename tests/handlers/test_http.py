@@ -156,7 +156,7 @@ async def test_ask_passes_on_when_an_approver_exists(server: WebhookServer) -> N
         return False
 
     approver = CallbackApprover(deny, name="ops")
-    engine = Engine(settings=LOOPBACK, services=Services(LOOPBACK, {"approver": approver}))
+    engine = Engine(settings=LOOPBACK, services=Services(LOOPBACK, approver=approver))
     server.script(Reply(200, {"decision": "ask", "reason": "needs a human"}))
     engine.add(webhook(server.url()))
     outcome = await fire(engine)
@@ -303,7 +303,7 @@ async def test_loopback_without_allowlist_is_refused(server: WebhookServer) -> N
 
 async def test_resolved_private_address_is_refused_before_connecting() -> None:
     resolver = StaticResolver({"hooks.example.com": ["10.20.30.40"]})
-    engine = Engine(services=Services(Settings(), {"ssrf_resolver": resolver}))
+    engine = Engine(services=Services(Settings(), ssrf_resolver=resolver))
     engine.add(webhook("https://hooks.example.com/check"))
     outcome = await fire(engine)
     await engine.aclose()
@@ -318,7 +318,7 @@ async def test_unguarded_http_client_is_refused(server: WebhookServer) -> None:
     import aiohttp
 
     async with aiohttp.ClientSession() as session:
-        engine = Engine(settings=LOOPBACK, services=Services(LOOPBACK, {"http_client": session}))
+        engine = Engine(settings=LOOPBACK, services=Services(LOOPBACK, http_client=session))
         engine.add(webhook(server.url()))
         outcome = await fire(engine)
     assert outcome.decision == "block"
@@ -346,7 +346,7 @@ def sealed_hook(url: str, keyring: Keyring, hook_id: str = "hook-1") -> dict[str
 
 async def test_sealed_headers_are_decrypted_only_at_dispatch(server: WebhookServer) -> None:
     keyring = Keyring.from_text(generate_key_text())
-    engine = Engine(settings=LOOPBACK, services=Services(LOOPBACK, {"keyring": keyring}))
+    engine = Engine(settings=LOOPBACK, services=Services(LOOPBACK, keyring=keyring))
     definition = engine.add(sealed_hook(server.url(), keyring))
     stored = definition.config["headers"]
     assert stored["Authorization"].startswith("enc:v1:")
@@ -360,7 +360,7 @@ async def test_sealed_headers_are_decrypted_only_at_dispatch(server: WebhookServ
 
 async def test_ciphertext_bound_to_another_hook_does_not_open(server: WebhookServer) -> None:
     keyring = Keyring.from_text(generate_key_text())
-    engine = Engine(settings=LOOPBACK, services=Services(LOOPBACK, {"keyring": keyring}))
+    engine = Engine(settings=LOOPBACK, services=Services(LOOPBACK, keyring=keyring))
     stolen = sealed_hook(server.url(), keyring, hook_id="hook-A")
     stolen["id"] = "hook-B"
     engine.add(stolen)
@@ -405,7 +405,7 @@ async def test_no_secret_in_reads_traces_audit_or_logs(
     keyring = Keyring.from_text(generate_key_text())
     audit = MemoryAudit()
     engine = Engine(
-        settings=LOOPBACK, audit=audit, services=Services(LOOPBACK, {"keyring": keyring})
+        settings=LOOPBACK, audit=audit, services=Services(LOOPBACK, keyring=keyring)
     )
     # The server echoes the credential back in an error body: it must be scrubbed.
     server.respond = lambda seen: Reply(401, f"bad token {seen.headers['Authorization']}")

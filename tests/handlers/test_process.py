@@ -17,7 +17,8 @@ from tests.handlers.process_support import (
 )
 
 from hookgate import Engine
-from hookgate.definition import DefinitionError, validate_definition
+from hookgate.definition import DefinitionError
+from hookgate.definition_model import validate_definition
 from hookgate.handlers.process.handler import ProcessHandler
 
 TOOL = {"tool_name": "exec", "tool_input": {"cmd": "ls"}, "session_id": "s-1", "turn_id": "t-9"}

@@ -18,7 +18,8 @@ from tests.handlers.process_support import SCRIPT
 
 from hookgate import Engine
 from hookgate.config import ConfigError, load_hooks
-from hookgate.definition import DefinitionError, validate_definition
+from hookgate.definition import DefinitionError
+from hookgate.definition_model import validate_definition
 
 SEED = Path(__file__).resolve().parents[1] / "fixtures" / "seeds" / "002_picoclaw"
 SEED_TEXT = Path("/work/shared/seeds/002_10598f98991de148.txt")

@@ -181,7 +181,7 @@ def test_builtin_hooks_are_read_only_except_enabled(gateway: GatewayProcess, key
     toggling it works."""
     import asyncio
 
-    from hookgate.definition import validate_definition
+    from hookgate.definition_model import validate_definition
     from hookgate.store import open_store
 
     builtin = validate_definition({

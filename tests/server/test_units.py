@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from hookgate.definition_model import DefinitionFields
 from hookgate.server.auth import KEY_CACHE_TTL_S, Authenticator, bearer_token
 from hookgate.server.errors import ApiError
 from hookgate.server.method_table import METHODS
@@ -82,3 +83,28 @@ def test_openapi_covers_every_method() -> None:
     assert "201" in create["responses"] and create["requestBody"]["required"] is True
     assert document["components"]["securitySchemes"]["bearer"]["scheme"] == "bearer"
     assert document["paths"]["/healthz"]["get"]["security"] == []
+
+
+def test_openapi_hook_definitions_come_from_the_definition_schema() -> None:
+    """Create, update and dry run describe a hook with the schema that validates it, so the
+    document cannot drift from what the gateway accepts."""
+    document = openapi_document()
+    schemas = document["components"]["schemas"]
+    definition = schemas["HookDefinition"]
+    assert set(definition["properties"]) == set(DefinitionFields.model_fields)
+    assert set(definition["required"]) == {"event", "handler_type", "scope"}
+    assert definition["additionalProperties"] is False
+    assert set(schemas["HookDefinitionPatch"]["properties"]) == set(definition["properties"])
+    assert "required" not in schemas["HookDefinitionPatch"]
+    body = {verb: document["paths"][path][verb]["requestBody"]["content"]["application/json"]
+            ["schema"] for path, verb in (("/api/v1/hooks", "post"),
+                                          ("/api/v1/hooks/{hookId}", "patch"))}
+    assert body == {"post": {"$ref": "#/components/schemas/HookDefinition"},
+                    "patch": {"$ref": "#/components/schemas/HookDefinitionPatch"}}
+    test_config = schemas["TestParams"]["properties"]["config"]["anyOf"]
+    assert {"$ref": "#/components/schemas/HookDefinition"} in test_config
+    # A stored hook shows every field of a definition (the ones an author may only write,
+    # such as GoClaw's single agent_id, are folded into the others).
+    written_only = {"agent_id", "description", "metadata"}
+    stored = set(schemas["Hook"]["properties"])
+    assert set(DefinitionFields.model_fields) - written_only <= stored

@@ -19,7 +19,8 @@ import asyncpg
 import pytest
 from tests.conftest import require_service
 
-from hookgate.definition import HookDefinition, validate_definition
+from hookgate.definition import HookDefinition
+from hookgate.definition_model import validate_definition
 from hookgate.store.base import Store
 from hookgate.store.postgres import PostgresStore
 from hookgate.store.sqlite import SqliteStore

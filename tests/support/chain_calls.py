@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hookgate.chain import Batch, ChainSettings, Reply, matters, run_chain
-from hookgate.definition import validate_definition
+from hookgate.definition_model import validate_definition
 from hookgate.events import get_event
 from hookgate.outcome import Outcome
 from hookgate.registry import CompiledHook, compile_hook

@@ -31,7 +31,8 @@ import click
 import yaml
 
 from hookgate.config import ConfigError, read_document
-from hookgate.definition import DefinitionError, validate_definition
+from hookgate.definition import DefinitionError
+from hookgate.definition_model import validate_definition
 from hookgate.events import get_event
 from hookgate.host_code import EDITIONS, edition_refusal
 from hookgate.integrations.goclaw.config import extract_gates

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from hookgate.definition import DefinitionError, HookDefinition, validate_definition
+from hookgate.definition import DefinitionError, HookDefinition
 from hookgate.errors import HookgateError
 
 __all__ = [
@@ -109,6 +109,9 @@ def _is_native(document: Any) -> bool:
 
 
 def load_native(document: Any, *, edition: str, base_dir: Path) -> list[HookDefinition]:
+    # The schema imports pydantic: only when a file is validated, never just to run hooks.
+    from hookgate.definition_model import validate_definition
+
     problems: list[str] = []
     definitions: list[HookDefinition] = []
     seen_names: dict[str, int] = {}

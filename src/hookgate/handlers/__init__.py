@@ -1,9 +1,11 @@
 """Handlers: what runs a hook. One module per handler type, one small protocol for all.
 
-A handler class is constructed once per engine with the engine's :class:`Services`, and its
-``run`` is called for every matched event with an :class:`Invocation`. It answers a
-:class:`~hookgate.outcome.HookResult` (or a dict with the outcome keys, or ``None`` to
-abstain) and raises :class:`~hookgate.outcome.HookError` /
+A handler class declares what it does and needs in its :class:`Capabilities` (runs host
+code, editions, needs a filter, calls a model); :mod:`hookgate.handlers.checks` applies them
+when a hook is defined. It is constructed once per engine with the engine's
+:class:`Services`, and its ``run`` is called for every matched event with an
+:class:`Invocation`. It answers a :class:`~hookgate.outcome.HookResult` (or a dict with the
+outcome keys, or ``None`` to abstain) and raises :class:`~hookgate.outcome.HookError` /
 :class:`~hookgate.outcome.MalformedAnswer` when it fails. Timeouts are enforced by the engine.
 """
 
@@ -12,9 +14,10 @@ from __future__ import annotations
 import importlib
 from typing import Final
 
-from hookgate.handlers.base import Handler, Invocation, Services
+from hookgate.handlers.base import Capabilities, Handler, Invocation, Services
 
 __all__ = [
+    "Capabilities",
     "Handler",
     "Invocation",
     "Services",

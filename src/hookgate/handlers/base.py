@@ -3,33 +3,83 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from hookgate.settings import Settings
+from hookgate.settings import EDITIONS, Edition, Settings
 
 if TYPE_CHECKING:
+    # Types only: a handler that needs none of these never imports them.
+    from hookgate.approvals import Approver
     from hookgate.definition import HookDefinition
     from hookgate.events import EventSpec
+    from hookgate.handlers.prompt.budget import BudgetStore
+    from hookgate.handlers.prompt.review import ReviewerRunner
+    from hookgate.handlers.prompt.state import DecisionCache, TurnCounter
     from hookgate.hook_event import HookEvent
+    from hookgate.hook_threads import HookThreads
+    from hookgate.llm.providers import ProviderRegistry
+    from hookgate.net.outbound import OutboundClient
+    from hookgate.net.ssrf import Resolver
     from hookgate.outcome import HookResult
+    from hookgate.secrets.keyring import Keyring
+    from hookgate.state.stores import StateStore
 
-__all__ = ["Handler", "Invocation", "Services"]
+__all__ = ["Capabilities", "Handler", "Invocation", "Services"]
+
+
+@dataclass(frozen=True, slots=True)
+class Capabilities:
+    """What a handler type does and needs, declared once on its class and checked in one
+    place when a hook is defined (:func:`hookgate.handlers.checks.handler_problems`)."""
+
+    #: Every hook of this type runs code on the host (a program, a Python function): the
+    #: host-code boundary applies (:mod:`hookgate.host_code`), so it is refused on the
+    #: standard edition whatever ``editions`` says. A handler whose config decides overrides
+    #: :meth:`Handler.runs_on_host` instead.
+    host_code: bool = False
+    #: The editions that offer this handler type.
+    editions: tuple[Edition, ...] = EDITIONS
+    #: A hook of this type needs a ``matcher`` or an ``if_expr`` (a model is not asked about
+    #: every event).
+    needs_filter: bool = False
+    #: Calls a model provider: the gateway vets the credentials a hook names before saving it
+    #: (:func:`hookgate.llm.providers.credential_problems`).
+    model_credentials: bool = False
 
 
 @dataclass(slots=True)
 class Services:
-    """Engine-wide things handlers share: settings and long-lived helpers.
-
-    ``extras`` holds optional collaborators other parts plug in (a budget store, a
-    secrets keyring, an HTTP client, the runtime event bus), looked up by name.
-    """
+    """Engine-wide things handlers share: settings and the collaborators other parts plug
+    in. Every collaborator is optional: ``None`` means the default (made on first use where
+    one exists, see each field)."""
 
     settings: Settings = field(default_factory=Settings)
-    extras: dict[str, Any] = field(default_factory=dict)
-
-    def get(self, name: str, default: Any = None) -> Any:
-        return self.extras.get(name, default)
+    _: KW_ONLY
+    #: Opens sealed http-hook headers and hooks' own model API keys (the gateway's keyring).
+    keyring: Keyring | None = None
+    #: Where a person decides a hook's ``ask``; without one an ``ask`` blocks.
+    approver: Approver | None = None
+    #: Plain-function hooks' worker threads (the engine sets its own).
+    hook_threads: HookThreads | None = None
+    #: Hook state (``config.state``); default: a file store at ``$HOOKGATE_STATE_FILE``, else
+    #: one in memory.
+    hook_state: StateStore | None = None
+    #: The SSRF-guarded client of http hooks and gates; default: one made on first use.
+    http_client: OutboundClient | None = None
+    #: The DNS answers that client's SSRF guard gets (tests inject them); default: the system.
+    ssrf_resolver: Resolver | None = None
+    #: Monthly token budgets of prompt and agent hooks; default: one in memory.
+    budget_store: BudgetStore | None = None
+    #: The operator's model providers (the gateway's); default: chosen from the settings.
+    llm_providers: ProviderRegistry | None = None
+    #: Prompt hooks' decision cache and per-turn counters; default: in memory.
+    decision_cache: DecisionCache | None = None
+    turn_counter: TurnCounter | None = None
+    #: Defaults per reviewer name for agent hooks and agent quality gates (``model``, ...).
+    reviewer_agents: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    #: Hands an agent review to the agent runtime instead of a model call.
+    reviewer_runner: ReviewerRunner | None = None
 
 
 @dataclass(slots=True)
@@ -48,15 +98,23 @@ class Invocation:
 class Handler:
     """Base class and protocol for handlers.
 
-    Subclasses set ``handler_type``, implement ``run`` and, when their config has rules,
-    ``validate_config``. ``sync_function`` lets handlers that can answer without an event
-    loop (the callable handler) skip the loop in ``Engine.fire_sync``.
+    Subclasses set ``handler_type`` and ``capabilities``, implement ``run`` and, when their
+    config has rules, ``validate_config``. ``sync_function`` lets handlers that can answer
+    without an event loop (the callable handler) skip the loop in ``Engine.fire_sync``.
     """
 
     handler_type: ClassVar[str] = ""
-    #: Runs code on the host (a program, a Python function): the host-code boundary
-    #: (:mod:`hookgate.host_code`) applies to every hook of this type.
-    host_code: ClassVar[bool] = False
+    capabilities: ClassVar[Capabilities] = Capabilities()
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        # The attribute that used to mark host code: a handler still setting it would pass
+        # the host-code boundary unnoticed, so it fails at class creation instead.
+        if "host_code" in cls.__dict__:
+            raise TypeError(
+                f"{cls.__name__}: declare capabilities = Capabilities(host_code=True) "
+                "instead of host_code"
+            )
 
     def __init__(self, services: Services) -> None:
         self.services = services
@@ -68,9 +126,9 @@ class Handler:
 
     @classmethod
     def runs_on_host(cls, config: Mapping[str, Any]) -> bool:
-        """Does a hook with this ``config`` run code on the host? ``host_code`` unless a
-        handler's config decides (a quality gate list with a command gate)."""
-        return cls.host_code
+        """Does a hook with this ``config`` run code on the host? ``capabilities.host_code``
+        unless a handler's config decides (a quality gate list with a command gate)."""
+        return cls.capabilities.host_code
 
     async def run(self, call: Invocation) -> HookResult | Mapping[str, Any] | None:
         raise NotImplementedError(f"{type(self).__name__}.run must be implemented")

@@ -15,9 +15,10 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
 from hookgate.definition import HookDefinition
-from hookgate.handlers.base import Handler, Invocation
+from hookgate.handlers.base import Capabilities, Handler, Invocation
 from hookgate.hook_event import HookEvent
 from hookgate.outcome import HookError, HookResult
+from hookgate.settings import LITE
 
 __all__ = ["CallableHandler", "module_allowed", "resolve_callable"]
 
@@ -60,7 +61,7 @@ def resolve_callable(target: Any) -> HookFunction:
 
 class CallableHandler(Handler):
     handler_type: ClassVar[str] = "callable"
-    host_code: ClassVar[bool] = True
+    capabilities: ClassVar[Capabilities] = Capabilities(host_code=True, editions=(LITE,))
 
     def __init__(self, services: Any) -> None:
         super().__init__(services)
@@ -113,7 +114,7 @@ class CallableHandler(Handler):
     async def run(self, call: Invocation) -> HookResult | Mapping[str, Any] | None:
         fn, is_async = self._function(call.hook)
         event = HookEvent(call.event.name, call.payload)
-        threads = self.services.extras.get("hook_threads")
+        threads = self.services.hook_threads
         if is_async or threads is None or self.services.settings.inline_sync_hooks:
             answer = fn(event)
         else:

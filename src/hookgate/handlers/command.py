@@ -33,10 +33,11 @@ import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, Final
 
-from hookgate.handlers.base import Handler, Invocation
+from hookgate.handlers.base import Capabilities, Handler, Invocation
 from hookgate.handlers.subprocess.output import failure_message, json_object
 from hookgate.handlers.subprocess.runner import base_environment, run_shell, shorten
 from hookgate.outcome import HookError, HookResult, coerce_result
+from hookgate.settings import LITE
 
 if TYPE_CHECKING:
     from hookgate.definition import HookDefinition
@@ -76,7 +77,7 @@ _ANSWER_KEYS: Final = frozenset(
 
 class CommandHandler(Handler):
     handler_type: ClassVar[str] = "command"
-    host_code: ClassVar[bool] = True
+    capabilities: ClassVar[Capabilities] = Capabilities(host_code=True, editions=(LITE,))
 
     @classmethod
     def validate_config(cls, config: Mapping[str, Any]) -> list[str]:

@@ -22,9 +22,10 @@ Answer:
 * 3xx: error (redirects are not followed). 4xx: error at once. 5xx and connection errors:
   one retry after 1 s, then error. A body over 1 MiB: error.
 
-``Services.extras`` names used: ``http_client`` (an :class:`~hookgate.net.outbound.OutboundClient`,
-created on first use), ``ssrf_resolver``, ``keyring`` (a :class:`~hookgate.secrets.keyring.Keyring`;
-falls back to ``Keyring.from_env()``) and ``approver`` (when set, ``ask``/``defer`` pass on).
+:class:`~hookgate.handlers.base.Services` used: ``http_client`` (an
+:class:`~hookgate.net.outbound.OutboundClient`, created on first use), ``ssrf_resolver``,
+``keyring`` (a :class:`~hookgate.secrets.keyring.Keyring`; falls back to
+``Keyring.from_env()``) and ``approver`` (when set, ``ask``/``defer`` pass on).
 """
 
 from __future__ import annotations
@@ -98,9 +99,9 @@ class HttpHandler(Handler):
         return problems
 
     def _keyring(self) -> Keyring | None:
-        keyring = self.services.extras.get("keyring")
+        keyring = self.services.keyring
         if keyring is not None:
-            return keyring  # type: ignore[no-any-return]
+            return keyring
         if self._env_keyring is None:
             try:
                 self._env_keyring = Keyring.from_env()
@@ -195,7 +196,7 @@ class HttpHandler(Handler):
             )
         decision = answer.get("decision")
         if decision not in (None, "allow", "block") and not (
-            decision in ("ask", "defer") and self.services.extras.get("approver") is not None
+            decision in ("ask", "defer") and self.services.approver is not None
         ):
             raise MalformedAnswer(
                 f"webhook decision must be 'allow' or 'block', got {decision!r}"

@@ -5,7 +5,7 @@ Prompt and agent hooks both call :func:`metered_completion`. It picks the provid
 request through the SSRF-guarded client, deducts the reply's real token usage and reports
 model and tokens as execution details (``prompt_model``, ``prompt_tokens``, …).
 
-``Services.extras`` names used: ``budget_store`` (a
+:class:`~hookgate.handlers.base.Services` used: ``budget_store`` (a
 :class:`~hookgate.handlers.prompt.budget.BudgetStore`; an in-memory one is created and
 shared on first use), ``http_client``, ``keyring`` (opens a hook's sealed ``api_key``) and
 ``llm_providers`` (a gateway's :class:`~hookgate.llm.providers.ProviderRegistry`: when
@@ -21,7 +21,7 @@ from typing import Any, Final
 from hookgate.handlers.base import Services
 from hookgate.handlers.prompt.budget import BudgetStore, MemoryBudgetStore
 from hookgate.llm.base import ChatReply, ChatRequest, ProviderError, ToolSpec
-from hookgate.llm.providers import ProviderRegistry, open_api_key
+from hookgate.llm.providers import open_api_key
 from hookgate.llm.select import ProviderChoice, choose_for_tenant, choose_provider, make_provider
 from hookgate.log import log_event
 from hookgate.net.outbound import shared_client
@@ -42,21 +42,15 @@ class MeteredReply:
 
 
 def budget_store(services: Services) -> BudgetStore:
-    store = services.extras.get("budget_store")
-    if store is None:
-        store = services.extras.setdefault("budget_store", MemoryBudgetStore())
-    if not isinstance(store, BudgetStore):
-        raise HookError(
-            "services.extras['budget_store'] is not a "
-            "hookgate.handlers.prompt.budget.BudgetStore"
-        )
-    return store
+    if services.budget_store is None:
+        services.budget_store = MemoryBudgetStore()
+    return services.budget_store
 
 
 def _choose(services: Services, config: Mapping[str, Any], hook_id: str) -> ProviderChoice:
-    own_key = open_api_key(config, hook_id, services.extras.get("keyring"))
-    registry = services.extras.get("llm_providers")
-    if isinstance(registry, ProviderRegistry):
+    own_key = open_api_key(config, hook_id, services.keyring)
+    registry = services.llm_providers
+    if registry is not None:
         return choose_for_tenant(config, registry, services.settings, own_key=own_key)
     choice = choose_provider(config, services.settings)
     if own_key is None:

@@ -7,7 +7,7 @@ resolver for IP-literal hosts, so :meth:`OutboundClient.post` vets those itself 
 request. Redirects are never followed, proxies from the environment are ignored
 (``trust_env=False``) and no cookies are kept, so nothing leaks between hooks or tenants.
 
-Handlers find a shared client in ``Services.extras["http_client"]``; it must be an
+Handlers find a shared client in ``Services.http_client``; it must be an
 :class:`OutboundClient` (an unguarded session is refused rather than trusted).
 """
 
@@ -18,7 +18,7 @@ import ipaddress
 import socket
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Final, Protocol
 
 import aiohttp
 from aiohttp.abc import AbstractResolver, ResolveResult
@@ -26,11 +26,12 @@ from multidict import CIMultiDict
 from yarl import URL
 
 from hookgate.errors import HookgateError
-from hookgate.handlers.base import Services
-from hookgate.net.ssrf import Allowlist, IPAddress, SsrfGuard, SsrfRefused
+from hookgate.net.ssrf import Allowlist, IPAddress, Resolver, SsrfGuard, SsrfRefused
+from hookgate.settings import Settings
 
 __all__ = [
     "MAX_RESPONSE_BYTES",
+    "ClientHolder",
     "OutboundClient",
     "OutboundError",
     "OutboundResponse",
@@ -38,6 +39,15 @@ __all__ = [
     "close_shared_client",
     "shared_client",
 ]
+
+class ClientHolder(Protocol):
+    """Where the shared client lives: :class:`hookgate.handlers.Services` (named by its
+    shape, so that the services, which name this module's client, are not imported here)."""
+
+    settings: Settings
+    http_client: OutboundClient | None
+    ssrf_resolver: Resolver | None
+
 
 #: Response headers handlers look at; the rest are not kept.
 _KEPT_HEADERS: Final = ("Location", "Content-Type", "Content-Encoding")
@@ -243,33 +253,32 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}"
 
 
-def shared_client(services: Services) -> OutboundClient:
-    """The engine's client: ``services.extras["http_client"]``, created on first use.
+def shared_client(services: ClientHolder) -> OutboundClient:
+    """The engine's client: ``services.http_client``, created on first use.
 
     A client created here is guarded by the settings' allowlist (plus
-    ``HOOKGATE_SSRF_ALLOWLIST``) and ``extras["ssrf_resolver"]`` if one is set (tests inject
+    ``HOOKGATE_SSRF_ALLOWLIST``) and ``services.ssrf_resolver`` if one is set (tests inject
     DNS answers that way), and is closed by the handlers' ``aclose``. Anything other than an
-    :class:`OutboundClient` is refused: an unguarded session would bypass the SSRF guard.
+    :class:`OutboundClient` is refused, typed or not: an unguarded session would bypass the
+    SSRF guard.
     """
-    client = services.extras.get("http_client")
+    client: object = services.http_client
     if client is None:
         guard = SsrfGuard(
-            Allowlist.from_settings(services.settings),
-            resolver=services.extras.get("ssrf_resolver"),
+            Allowlist.from_settings(services.settings), resolver=services.ssrf_resolver
         )
-        client = OutboundClient(guard)
-        client.engine_owned = True
-        services.extras["http_client"] = client
+        client = services.http_client = OutboundClient(guard)
+        services.http_client.engine_owned = True
     elif not isinstance(client, OutboundClient):
         raise TypeError(
-            "services.extras['http_client'] must be a hookgate.net.outbound.OutboundClient "
+            "services.http_client must be a hookgate.net.outbound.OutboundClient "
             f"(an SSRF-guarded client), not {type(client).__name__}"
         )
     return client
 
 
-async def close_shared_client(services: Services) -> None:
+async def close_shared_client(services: ClientHolder) -> None:
     """Close the engine's client if hookgate created it (a handler's ``aclose``)."""
-    client = services.extras.get("http_client")
+    client = services.http_client
     if isinstance(client, OutboundClient) and client.engine_owned:
         await client.aclose()

@@ -21,6 +21,7 @@ from hookgate.definition import HookDefinition
 from hookgate.engine import Engine
 from hookgate.handlers import Services, available_handler_types
 from hookgate.handlers.callable import module_allowed
+from hookgate.handlers.checks import calls_models, offered
 from hookgate.host_code import (
     HostCodePolicy,
     edition_refusal,
@@ -111,13 +112,17 @@ class Gateway:
             mode="sync" if self.options.audit_mode == "sync" else "async",
         )
         services = services or Services(settings=self.settings)
-        if keyring is not None:
-            services.extras.setdefault("keyring", keyring)  # http hooks open sealed headers
-        services.extras.setdefault("budget_store", SqlBudgetStore(store))
+        # Collaborators the caller passed in stay; the gateway fills in the others.
+        if services.keyring is None:
+            services.keyring = keyring  # http hooks open sealed headers
+        if services.budget_store is None:
+            services.budget_store = SqlBudgetStore(store)
         # Tenants' hooks use the operator's providers, never a URL or key variable of their own.
-        self.providers: ProviderRegistry = services.extras.setdefault(
-            "llm_providers", operator_registry(list(self.options.llm_providers), self.settings)
-        )
+        if services.llm_providers is None:
+            services.llm_providers = operator_registry(
+                list(self.options.llm_providers), self.settings
+            )
+        self.providers: ProviderRegistry = services.llm_providers
         if self.options.redis_url:
             from hookgate.handlers.prompt.redis_state import (
                 RedisDecisionCache,
@@ -127,11 +132,14 @@ class Gateway:
             from hookgate.state.shared import RedisStateStore
 
             redis = connect(self.options.redis_url)
-            services.extras.setdefault("decision_cache", RedisDecisionCache(redis))
-            services.extras.setdefault("turn_counter", RedisTurnCounter(redis))
-            services.extras.setdefault("hook_state", RedisStateStore(redis))
-        elif isinstance(store, SqlStore):  # shared by replicas on one database
-            services.extras.setdefault("hook_state", SqlStateStore(store))
+            if services.decision_cache is None:
+                services.decision_cache = RedisDecisionCache(redis)
+            if services.turn_counter is None:
+                services.turn_counter = RedisTurnCounter(redis)
+            if services.hook_state is None:
+                services.hook_state = RedisStateStore(redis)
+        elif isinstance(store, SqlStore) and services.hook_state is None:
+            services.hook_state = SqlStateStore(store)  # shared by replicas on one database
         # Hooks that ask wait for a person: approvals live in the store (every SQL store).
         self.approvals: GatewayApprovals | None = None
         if isinstance(store, ApprovalStoreMixin):
@@ -142,7 +150,7 @@ class Gateway:
                 webhook_url=self.options.approval_webhook_url,
                 panel_url=self.options.public_url,
             )
-            services.extras["approver"] = self.approvals
+            services.approver = self.approvals
         self.engine = Engine(
             settings=self.settings, source=self.source, audit=self.audit, services=services
         )
@@ -259,7 +267,7 @@ class Gateway:
         """The handler types this gateway accepts (host-code ones are gone on standard)."""
         types = []
         for name in available_handler_types():
-            if edition_refusal(self.edition, name) is not None and name in host_code_types():
+            if not offered(name, self.edition):
                 continue
             if name == "callable" and not self.options.callable_modules:
                 continue
@@ -316,7 +324,7 @@ class Gateway:
     def check_credentials(self, definition: HookDefinition) -> None:
         """A model hook may only spend credentials its author supplied: no ``api_key_env``,
         no ``base_url`` without its own ``api_key``, only providers this gateway has."""
-        if definition.handler_type not in ("prompt", "agent", "quality_gate"):
+        if not calls_models(definition.handler_type):
             return
         problems = credential_problems(definition.config, self.providers)
         if problems:

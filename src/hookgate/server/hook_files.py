@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING, Any, Final
 
 import yaml
 
-from hookgate.definition import DefinitionError, HookDefinition, validate_definition
+from hookgate.definition import DefinitionError, HookDefinition
+from hookgate.definition_model import validate_definition
 from hookgate.server import schemas
 from hookgate.server.auth import Principal
 from hookgate.server.errors import ApiError

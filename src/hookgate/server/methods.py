@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any, Final
 
 from pydantic import BaseModel, ValidationError
 
-from hookgate.definition import DefinitionError, HookDefinition, validate_definition
+from hookgate.definition import DefinitionError, HookDefinition
+from hookgate.definition_model import REQUIRED_MESSAGE, validate_definition
 from hookgate.events import CATALOGUE, UnknownEventError, get_event, normalize_payload
 from hookgate.payload_limits import payload_problem
 from hookgate.secrets.keyring import is_sealed_text
@@ -46,8 +47,6 @@ if TYPE_CHECKING:
 
 __all__ = ["Method", "call_method", "definition_error", "parse_params", "store_error"]
 
-#: The seed's message for a definition without handler_type, event or scope.
-REQUIRED_MESSAGE: Final = "handler_type, event, and scope are required"
 MASTER_MESSAGE: Final = "this action requires master tenant scope"
 #: Fields a client may not set: the server owns a hook's identity and bookkeeping.
 _SERVER_FIELDS: Final = frozenset(

@@ -2,7 +2,9 @@
 
 Each :class:`~hookgate.server.methods.Method` contributes one operation: its params model
 becomes the query parameters (GET, DELETE) or the request body (POST, PATCH), its payload
-model the success response, and every operation documents the error envelope.
+model the success response, and every operation documents the error envelope. Hook
+definitions (a create's body, an update's patch, a dry run's ``config``) are described by
+the definition schema, :class:`hookgate.definition_model.DefinitionFields`.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from typing import Any, Final
 from pydantic import BaseModel
 
 from hookgate import __version__
+from hookgate.definition_model import DefinitionFields
 from hookgate.server.errors import HTTP_STATUS
 from hookgate.server.method_table import METHODS
 from hookgate.server.methods import Method
@@ -44,6 +47,21 @@ def _schema(model: type[BaseModel], components: dict[str, Any]) -> dict[str, Any
         components[name] = definition
     components[model.__name__] = schema
     return {"$ref": _REF.format(model=model.__name__)}
+
+
+def _definition_schemas(components: dict[str, Any]) -> None:
+    """``HookDefinition`` (what a create sends) and ``HookDefinitionPatch`` (an update: any
+    of the same fields), both from the definition schema."""
+    schema = DefinitionFields.model_json_schema(by_alias=True, ref_template=_REF)
+    for name, definition in schema.pop("$defs", {}).items():
+        components[name] = definition
+    components["HookDefinition"] = schema
+    patch = {k: v for k, v in schema.items() if k not in ("required", "title", "description")}
+    components["HookDefinitionPatch"] = {
+        **patch,
+        "title": "HookDefinitionPatch",
+        "description": "The fields to change: any of HookDefinition's.",
+    }
 
 
 def _without_null(schema: dict[str, Any]) -> dict[str, Any]:
@@ -99,10 +117,18 @@ def _parameters(method: Method, query: bool) -> list[dict[str, Any]]:
 def _body_schema(method: Method, components: dict[str, Any]) -> dict[str, Any]:
     in_path = set(_path_names(method.http[1]))
     if method.name == "hooks.update":
-        return {"type": "object", "description": "The fields to change (a partial HookConfig)."}
+        return {"$ref": _REF.format(model="HookDefinitionPatch")}
+    if issubclass(method.params, DefinitionFields):
+        return {"$ref": _REF.format(model="HookDefinition")}
     schema = method.params.model_json_schema(by_alias=True, ref_template=_REF)
     for name, definition in schema.pop("$defs", {}).items():
         components[name] = definition
+    if method.name == "hooks.test":
+        # An unsaved hook: validated as a definition by the method, documented as one here.
+        schema["properties"]["config"] = {
+            "anyOf": [{"$ref": _REF.format(model="HookDefinition")}, {"type": "null"}],
+            "default": None,
+        }
     if in_path:
         schema["properties"] = {
             k: v for k, v in schema.get("properties", {}).items() if k not in in_path
@@ -153,6 +179,7 @@ def _operation(method: Method, components: dict[str, Any]) -> dict[str, Any]:
 
 def openapi_document() -> dict[str, Any]:
     components: dict[str, Any] = {"Error": _ERROR_SCHEMA}
+    _definition_schemas(components)
     paths: dict[str, dict[str, Any]] = {}
     for method in METHODS.values():
         verb, path = method.http

@@ -3,8 +3,10 @@
 The request models validate ``params`` (both the snake_case and the camelCase spelling of a
 field are accepted; the camelCase one is what the seed's frames use). The response models
 exist to describe payloads in the generated OpenAPI document; the hot path builds plain dicts.
-Hook definitions themselves are validated by :func:`hookgate.definition.validate_definition`,
-whose messages name each bad field; :class:`HookConfig` only documents their shape.
+Hook definitions have one schema, :class:`hookgate.definition_model.DefinitionModel`:
+``hooks.create`` validates its params with it (through
+:func:`hookgate.definition_model.validate_definition`, whose messages name each bad field) and the
+OpenAPI document describes them with it.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from hookgate.definition_model import ApprovalModel, DefinitionFields, Policy, Scope
 from hookgate.host_code import Edition
 
 __all__ = [
@@ -32,7 +35,6 @@ __all__ = [
     "HistoryParams",
     "HistoryPayload",
     "Hook",
-    "HookConfig",
     "HookIdParams",
     "HookIdPayload",
     "HookPayload",
@@ -47,8 +49,6 @@ __all__ = [
     "UpdateParams",
 ]
 
-Scope = Literal["global", "tenant", "agent"]
-Policy = Literal["block", "allow"]
 _HOOK_ID = Field(alias="hookId", min_length=1, max_length=200)
 
 
@@ -78,33 +78,8 @@ class HookIdParams(_Params):
     hook_id: str = _HOOK_ID
 
 
-class HookConfig(BaseModel):
-    """A hook definition as the seed spells it (snake_case). ``event``, ``handler_type`` and
-    ``scope`` are required; ``enabled`` defaults to true."""
-
-    model_config = ConfigDict(extra="forbid")
-    event: str
-    handler_type: str
-    scope: Scope
-    name: str | None = None
-    matcher: str | None = None
-    if_expr: str | None = None
-    timeout_ms: int | None = None
-    on_timeout: Policy | None = None
-    on_error: Policy | None = None
-    priority: int | None = None
-    enabled: bool | None = None
-    config: dict[str, Any] | None = None
-    agent_ids: list[str] | None = None
-    agent_id: str | None = None
-    #: Master scope only: create the hook for this tenant.
-    tenant_id: str | None = None
-    description: str | None = None
-    metadata: dict[str, Any] | None = None
-
-
-class CreateParams(HookConfig):
-    pass
+class CreateParams(DefinitionFields):
+    """``hooks.create``: a hook definition, validated by the definition schema itself."""
 
 
 class UpdateParams(_Params):
@@ -219,6 +194,9 @@ class Breaker(_Open):
 
 
 class Hook(_Open):
+    """A stored hook: the definition schema's fields as the store keeps them (defaults
+    applied), its identity and bookkeeping."""
+
     id: str
     tenant_id: str | None
     event: str
@@ -236,6 +214,7 @@ class Hook(_Open):
     agent_ids: list[str]
     version: int
     source: Literal["builtin", "user"]
+    approval: ApprovalModel | None = None
     created_at: str | None = None
     updated_at: str | None = None
     #: Who created / last changed the hook: an API key's name and id prefix, "system" for

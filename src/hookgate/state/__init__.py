@@ -50,4 +50,4 @@ def __getattr__(name: str) -> Any:
 
 def use_state_store(engine: Any, store: StateStore) -> None:
     """Keep ``engine``'s hook state in ``store`` (set before the first event)."""
-    engine.services.extras["hook_state"] = store
+    engine.services.hook_state = store

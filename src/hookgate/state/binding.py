@@ -12,7 +12,7 @@ import logging
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hookgate.definition import HookDefinition
 from hookgate.log import log_event
@@ -31,22 +31,22 @@ from hookgate.state.model import (
 )
 from hookgate.state.stores import FileStateStore, MemoryStateStore, StateStore
 
+if TYPE_CHECKING:
+    from hookgate.handlers.base import Services
+
 __all__ = ["STATE_CHANGES_DETAIL", "PendingState", "commit_state", "prepare_state", "store_for"]
 
 #: Where a handler that coerces its own answer leaves the ``state`` it was given.
 STATE_CHANGES_DETAIL = "state_changes"
-_STORE_EXTRA = "hook_state"
 
 
-def store_for(extras: dict[str, Any]) -> StateStore:
-    """The configured state store (``services.extras['hook_state']``); else a file store at
+def store_for(services: Services) -> StateStore:
+    """The configured state store (``services.hook_state``); else a file store at
     ``$HOOKGATE_STATE_FILE``, else one in memory."""
-    store: StateStore | None = extras.get(_STORE_EXTRA)
-    if store is None:
+    if services.hook_state is None:
         path = os.environ.get("HOOKGATE_STATE_FILE")
-        store = FileStateStore(path) if path else MemoryStateStore()
-        extras[_STORE_EXTRA] = store
-    return store
+        services.hook_state = FileStateStore(path) if path else MemoryStateStore()
+    return services.hook_state
 
 
 @dataclass(slots=True)

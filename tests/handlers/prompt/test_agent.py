@@ -134,7 +134,7 @@ async def test_reviewer_agents_supply_defaults(llm: ScriptedLLM) -> None:
             "api_key_env": KEY_ENV,
         }
     }
-    engine = Engine(settings=LOOPBACK, services=Services(LOOPBACK, {"reviewer_agents": agents}))
+    engine = Engine(settings=LOOPBACK, services=Services(LOOPBACK, reviewer_agents=agents))
     engine.add(
         {"event": "subagent_stop", "handler_type": "agent", "config": {"agent": "code-reviewer"}}
     )
@@ -156,7 +156,7 @@ async def test_reviews_never_recurse() -> None:
         inner.append(await engine.fire("subagent_stop", {**DELEGATION, "output": "sub"}, wait=True))
         return "APPROVED"
 
-    engine = Engine(services=Services(Settings(), {"reviewer_runner": runner}))
+    engine = Engine(services=Services(Settings(), reviewer_runner=runner))
     engine.add(
         {"event": "subagent_stop", "handler_type": "agent", "config": {"agent": "self-reviewer"}}
     )

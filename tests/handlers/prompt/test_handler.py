@@ -11,7 +11,7 @@ from tests.support.budget_contract import MonthClock
 from tests.support.llm_server import ScriptedLLM, decide, failure, raw, text, tool_call
 
 from hookgate import DefinitionError, Engine, MemoryAudit
-from hookgate.definition import validate_definition
+from hookgate.definition_model import validate_definition
 from hookgate.handlers.base import Services
 from hookgate.handlers.prompt.budget import MemoryBudgetStore
 from hookgate.handlers.prompt.handler import PREAMBLE, PromptHandler
@@ -274,7 +274,7 @@ async def test_cache_hit_and_version_bust(engine: Engine, llm: ScriptedLLM) -> N
 
 async def test_cache_entries_expire_after_sixty_seconds(llm: ScriptedLLM) -> None:
     clock = FakeClock()
-    services = Services(LOOPBACK, {"decision_cache": MemoryDecisionCache(clock=clock)})
+    services = Services(LOOPBACK, decision_cache=MemoryDecisionCache(clock=clock))
     engine = Engine(settings=LOOPBACK, services=services)
     llm.script(decide("allow", "a"), decide("allow", "b"))
     engine.add(prompt_hook(llm))
@@ -334,7 +334,7 @@ async def test_exhausted_budget_refuses_before_calling_and_rollover_refills(
     clock = MonthClock()
     budget = MemoryBudgetStore(clock=clock)
     await budget.set_total("tenant-a", 1000)
-    engine = Engine(settings=LOOPBACK, services=Services(LOOPBACK, {"budget_store": budget}))
+    engine = Engine(settings=LOOPBACK, services=Services(LOOPBACK, budget_store=budget))
     engine.add(prompt_hook(llm))
     llm.script(decide("allow", "ok", usage=(700, 101)), decide("allow", "ok", usage=(400, 50)))
     assert (await fire(engine, "a")).decision == "allow"

@@ -80,11 +80,12 @@ async def test_turn_counter_expires_after_its_last_use(prefix: str) -> None:
 
 def replica(prefix: str) -> Engine:
     """One gateway replica's engine: its own process state, Redis for what is shared."""
-    shared: dict[str, Any] = {
-        "decision_cache": RedisDecisionCache(connect(REDIS_URL), prefix=prefix),
-        "turn_counter": RedisTurnCounter(connect(REDIS_URL), prefix=prefix),
-    }
-    return Engine(settings=LOOPBACK, services=Services(LOOPBACK, shared))
+    services = Services(
+        LOOPBACK,
+        decision_cache=RedisDecisionCache(connect(REDIS_URL), prefix=prefix),
+        turn_counter=RedisTurnCounter(connect(REDIS_URL), prefix=prefix),
+    )
+    return Engine(settings=LOOPBACK, services=services)
 
 
 def prompt_hook(llm: ScriptedLLM, **config: Any) -> dict[str, Any]:

@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from hookgate.definition import HookDefinition, validate_definition
+from hookgate.definition import HookDefinition
+from hookgate.definition_model import validate_definition
 from hookgate.engine import Engine
 from hookgate.events import get_event
 from hookgate.integrations.claude_code.local_run import run_blocking

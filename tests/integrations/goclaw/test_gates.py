@@ -184,7 +184,7 @@ def llm(monkeypatch: pytest.MonkeyPatch) -> Iterator[ScriptedLLM]:
 async def test_agent_gate_rejection_becomes_the_retry_prompt(llm: ScriptedLLM) -> None:
     llm.script(text("REJECTED: cover the backoff delay"), text("APPROVED"))
     settings = Settings(ssrf_allowlist=("127.0.0.1/32",))
-    services = Services(settings, {})
+    services = Services(settings)
     agent_gate = {
         "event": "delegation.completed",
         "type": "agent",
@@ -200,12 +200,13 @@ async def test_agent_gate_rejection_becomes_the_retry_prompt(llm: ScriptedLLM) -
     assert "<<<OUTPUT" in llm.requests[0].user and "v1" in llm.requests[0].user
     second = await loop.check("v2 with backoff")
     assert second.passed
-    await services.extras["http_client"].aclose()
+    assert services.http_client is not None
+    await services.http_client.aclose()
 
 
 async def test_agent_gate_garbage_fails_without_retry(llm: ScriptedLLM) -> None:
     llm.script(text("Hmm, mostly fine?"))
-    services = Services(Settings(ssrf_allowlist=("127.0.0.1/32",)), {})
+    services = Services(Settings(ssrf_allowlist=("127.0.0.1/32",)))
     agent_gate = {
         "type": "agent",
         "agent": "r",
@@ -216,7 +217,8 @@ async def test_agent_gate_garbage_fails_without_retry(llm: ScriptedLLM) -> None:
     }
     decision = await gates(agent_gate, services=services).retry_loop(DELEGATION).check("x")
     assert decision.status == "failed" and "APPROVED" in (decision.feedback or "")
-    await services.extras["http_client"].aclose()
+    assert services.http_client is not None
+    await services.http_client.aclose()
 
 
 @pytest.mark.parametrize(

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from hookgate.definition import HookDefinition
-from hookgate.handlers.base import Handler, Invocation, Services
+from hookgate.handlers.base import Capabilities, Handler, Invocation, Services
 from hookgate.handlers.process.protocol import (
     METHODS,
     RUNTIME_EVENT_METHOD,
@@ -32,6 +32,7 @@ from hookgate.handlers.process.spec import ProcessSpec, config_problems, parse_s
 from hookgate.integrations.picoclaw.runtime_events import observes
 from hookgate.log import log_event
 from hookgate.outcome import HookError, HookResult
+from hookgate.settings import LITE
 
 __all__ = ["ProcessHandler"]
 
@@ -40,7 +41,7 @@ _ChildKey = tuple[Any, ...]
 
 class ProcessHandler(Handler):
     handler_type: ClassVar[str] = "process"
-    host_code: ClassVar[bool] = True
+    capabilities: ClassVar[Capabilities] = Capabilities(host_code=True, editions=(LITE,))
 
     def __init__(self, services: Services) -> None:
         super().__init__(services)

@@ -13,9 +13,9 @@ or ``REJECTED: <feedback>``, which blocks with the feedback as the reason (and a
 prompt, see :mod:`hookgate.integrations.goclaw.gates`). Anything else is a malformed answer.
 
 Where the reviewer runs: by default one model call through the hook's provider (metered
-against the tenant budget, like prompt hooks). ``Services.extras["reviewer_agents"]`` may map
+against the tenant budget, like prompt hooks). ``Services.reviewer_agents`` may map
 agent names to config defaults (``model``, ``prompt``, …), and
-``Services.extras["reviewer_runner"]`` may hand the review to the agent runtime instead:
+``Services.reviewer_runner`` may hand the review to the agent runtime instead:
 ``async runner(ReviewRequest) -> str``. While a review runs, agent hooks abstain, so a
 reviewer whose own run fires events cannot recurse into another review.
 """
@@ -23,24 +23,25 @@ reviewer whose own run fires events cannot recurse into another review.
 from __future__ import annotations
 
 import contextvars
-import json
 import re
 import secrets
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Final
 
-from hookgate.handlers.base import Handler, Invocation, Services
+from hookgate.handlers.base import Capabilities, Handler, Invocation, Services
+from hookgate.handlers.prompt.review import Delegation, ReviewerRunner, ReviewRequest
 from hookgate.llm.metered import metered_completion
 from hookgate.log import log_event
 from hookgate.net.outbound import close_shared_client
-from hookgate.outcome import HookError, HookResult, MalformedAnswer
+from hookgate.outcome import HookResult, MalformedAnswer
 
 __all__ = [
     "AgentHandler",
     "Delegation",
     "Review",
     "ReviewRequest",
+    "ReviewerRunner",
     "in_review",
     "parse_review",
     "review",
@@ -67,58 +68,12 @@ def in_review() -> bool:
     return _reviewing.get()
 
 
-@dataclass(frozen=True, slots=True)
-class Delegation:
-    """A delegated result and where it came from (``subagent_stop`` / ``delegation.completed``)."""
-
-    output: Any
-    task: str = ""
-    source_agent: str = ""
-    target_agent: str = ""
-    user_id: str = ""
-    event: str = "delegation.completed"
-    tenant_id: str | None = None
-
-    @classmethod
-    def from_payload(cls, payload: Mapping[str, Any], event: str) -> Delegation:
-        if payload.get("output") is None:
-            raise HookError(
-                "a quality review needs the delegated result in the event's 'output' field"
-            )
-        return cls(
-            output=payload["output"],
-            task=str(payload.get("task") or ""),
-            source_agent=str(payload.get("source_agent") or ""),
-            target_agent=str(payload.get("target_agent") or ""),
-            user_id=str(payload.get("user_id") or ""),
-            event=event,
-            tenant_id=payload.get("tenant_id"),
-        )
-
-    @property
-    def output_text(self) -> str:
-        if isinstance(self.output, str):
-            return self.output
-        return json.dumps(self.output, indent=2, ensure_ascii=False, default=str)
-
-
-@dataclass(frozen=True, slots=True)
-class ReviewRequest:
-    agent: str
-    system: str
-    prompt: str
-    delegation: Delegation
-
-
 @dataclass(slots=True)
 class Review:
     approved: bool
     #: The rejection feedback, or the comments after APPROVED.
     feedback: str
     details: dict[str, Any] = field(default_factory=dict)
-
-
-ReviewerRunner = Callable[[ReviewRequest], Awaitable[str]]
 
 
 def review_prompt(delegation: Delegation, nonce: str | None = None) -> str:
@@ -154,8 +109,7 @@ def parse_review(text: str) -> Review:
 
 
 def _reviewer_config(services: Services, config: Mapping[str, Any]) -> dict[str, Any]:
-    agents = services.extras.get("reviewer_agents") or {}
-    defaults = agents.get(config.get("agent")) if isinstance(agents, Mapping) else None
+    defaults = services.reviewer_agents.get(str(config.get("agent")))
     merged = dict(defaults) if isinstance(defaults, Mapping) else {}
     merged.update({k: v for k, v in config.items() if v is not None})
     return merged
@@ -174,7 +128,7 @@ async def review(
     agent = str(merged.get("agent") or "reviewer")
     system = str(merged.get("prompt") or DEFAULT_REVIEWER)
     request = ReviewRequest(agent, system, review_prompt(delegation), delegation)
-    runner: ReviewerRunner | None = services.extras.get("reviewer_runner")
+    runner = services.reviewer_runner
     token = _reviewing.set(True)
     try:
         if runner is not None:
@@ -212,6 +166,7 @@ async def review(
 
 class AgentHandler(Handler):
     handler_type: ClassVar[str] = "agent"
+    capabilities: ClassVar[Capabilities] = Capabilities(model_credentials=True)
 
     @classmethod
     def validate_config(cls, config: Mapping[str, Any]) -> list[str]:

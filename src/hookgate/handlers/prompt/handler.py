@@ -29,8 +29,8 @@ the tenant's monthly token budget (checked before, real usage deducted after, se
 :mod:`hookgate.llm.metered`). Dry runs (``hooks.test``) skip the cache and the cap but
 spend real tokens.
 
-``Services.extras`` names used: ``decision_cache``, ``turn_counter``, ``budget_store``,
-``http_client``.
+:class:`~hookgate.handlers.base.Services` used: ``decision_cache``, ``turn_counter``,
+``budget_store``, ``http_client``.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ from typing import Any, ClassVar, Final
 
 from hookgate.audit import canonical_json
 from hookgate.events import EventSpec
-from hookgate.handlers.base import Handler, Invocation
+from hookgate.handlers.base import Capabilities, Handler, Invocation
 from hookgate.handlers.prompt.state import (
     DECISION_TTL_S,
     TURN_TTL_S,
@@ -210,6 +210,9 @@ def _result(decided: Mapping[str, Any], details: dict[str, Any]) -> HookResult:
 
 class PromptHandler(Handler):
     handler_type: ClassVar[str] = "prompt"
+    capabilities: ClassVar[Capabilities] = Capabilities(
+        needs_filter=True, model_credentials=True
+    )
 
     @classmethod
     def validate_config(cls, config: Mapping[str, Any]) -> list[str]:
@@ -227,16 +230,16 @@ class PromptHandler(Handler):
         return problems
 
     def _cache(self) -> DecisionCache:
-        cache = self.services.extras.get("decision_cache")
+        cache = self.services.decision_cache
         if cache is None:
-            cache = self.services.extras.setdefault("decision_cache", MemoryDecisionCache())
-        return cache  # type: ignore[no-any-return]
+            cache = self.services.decision_cache = MemoryDecisionCache()
+        return cache
 
     def _counter(self) -> TurnCounter:
-        counter = self.services.extras.get("turn_counter")
+        counter = self.services.turn_counter
         if counter is None:
-            counter = self.services.extras.setdefault("turn_counter", MemoryTurnCounter())
-        return counter  # type: ignore[no-any-return]
+            counter = self.services.turn_counter = MemoryTurnCounter()
+        return counter
 
     async def run(self, call: Invocation) -> HookResult:
         hook, payload = call.hook, call.payload

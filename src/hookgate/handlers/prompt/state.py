@@ -1,7 +1,7 @@
 """State prompt hooks keep between calls: the decision cache and the per-turn counters.
 
 Both are small protocols so a gateway with several replicas can keep them in Redis or
-PostgreSQL (``Services.extras["decision_cache"]`` / ``["turn_counter"]``); the in-memory
+PostgreSQL (``Services.decision_cache`` / ``Services.turn_counter``); the in-memory
 versions here serve one process.
 """
 

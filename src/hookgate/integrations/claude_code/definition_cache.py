@@ -54,11 +54,14 @@ CACHED_HANDLERS: Final = frozenset({"command", "callable"})
 #: Modules whose code decides what a hooks file validates to (relative to the package).
 _VALIDATING_MODULES: Final = (
     "definition.py",
+    "definition_model.py",
     "events.py",
     "host_code.py",
     "matching.py",
     "config/__init__.py",
     "config/formats.py",
+    "handlers/base.py",
+    "handlers/checks.py",
     "handlers/command.py",
     "handlers/callable.py",
     "state/model.py",

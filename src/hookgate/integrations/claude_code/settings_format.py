@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from hookgate.config.formats import ConfigError, ConfigFormat, register_format
-from hookgate.definition import MAX_TIMEOUT_MS, DefinitionError, HookDefinition, validate_definition
+from hookgate.definition import MAX_TIMEOUT_MS, DefinitionError, HookDefinition
 from hookgate.events import UnknownEventError, get_event
 from hookgate.integrations.claude_code.settings_file import is_hookgate_hook
 
@@ -180,6 +180,8 @@ def _convert_hook(where: str, hook: Any, out: Conversion) -> dict[str, Any] | No
 
 
 def load_claude_settings(document: Any, *, edition: str, base_dir: Path) -> list[HookDefinition]:
+    from hookgate.definition_model import validate_definition
+
     conversion = convert_settings(document)
     problems = list(conversion.problems)
     definitions = []

@@ -26,7 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from hookgate.config.formats import ConfigError, ConfigFormat, register_format
-from hookgate.definition import DefinitionError, HookDefinition, validate_definition
+from hookgate.definition import DefinitionError, HookDefinition
+from hookgate.definition_model import validate_definition
 from hookgate.events import get_event
 from hookgate.host_code import edition_refusal
 from hookgate.integrations.goclaw.gates import GateConfigError, parse_gates

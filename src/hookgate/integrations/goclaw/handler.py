@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from hookgate.handlers.base import Handler, Invocation
+from hookgate.handlers.base import Capabilities, Handler, Invocation
 from hookgate.handlers.prompt.agent import Delegation
 from hookgate.integrations.goclaw.gates import (
     GATE_EVENT,
@@ -37,6 +37,8 @@ __all__ = ["QualityGateHandler"]
 
 class QualityGateHandler(Handler):
     handler_type: ClassVar[str] = "quality_gate"
+    #: Agent gates call a model; command gates run on the host (see ``runs_on_host``).
+    capabilities: ClassVar[Capabilities] = Capabilities(model_credentials=True)
 
     @classmethod
     def validate_config(cls, config: Mapping[str, Any]) -> list[str]:

@@ -42,7 +42,8 @@ from pathlib import Path
 from typing import Any, Final
 
 from hookgate.config.formats import ConfigError, ConfigFormat, register_format
-from hookgate.definition import DefinitionError, HookDefinition, validate_definition
+from hookgate.definition import DefinitionError, HookDefinition
+from hookgate.definition_model import validate_definition
 from hookgate.events import get_event
 from hookgate.handlers.process.spec import INTERCEPT_STAGES, missing_program, parse_spec
 from hookgate.integrations.picoclaw.runtime_events import normalize_observe

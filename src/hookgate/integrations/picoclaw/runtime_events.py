@@ -233,8 +233,7 @@ class RuntimeEventBus:
     """Bounded, drop-newest, in-order delivery of runtime events to observers.
 
     :param engine: hooks on its ``runtime_event`` event (process hooks with ``observe``,
-        callable observers) receive every event; the bus registers itself in
-        ``engine.services.extras["runtime_events"]``.
+        callable observers) receive every event.
     :param queue_size: events waiting for delivery; a full queue drops the new event.
     :param observer_timeout_s: the bound on each in-process observer call.
     """
@@ -258,8 +257,6 @@ class RuntimeEventBus:
         self._ids = itertools.count(1)
         self._dispatch: _Dispatch | None = None
         self._closed = False
-        if engine is not None:
-            engine.services.extras["runtime_events"] = self
 
     # -- observers ------------------------------------------------------------------------
 
@@ -440,8 +437,6 @@ class RuntimeEventBus:
             dispatch.task.cancel()
             await asyncio.gather(dispatch.task, return_exceptions=True)
         self._closed = True
-        if self.engine is not None and self.engine.services.extras.get("runtime_events") is self:
-            del self.engine.services.extras["runtime_events"]
 
     async def __aenter__(self) -> RuntimeEventBus:
         return self

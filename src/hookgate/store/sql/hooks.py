@@ -13,8 +13,8 @@ from hookgate.definition import (
     GLOBAL_TENANT,
     ApprovalPolicy,
     HookDefinition,
-    validate_definition,
 )
+from hookgate.definition_model import validate_definition
 from hookgate.registry import applies_to, sort_key
 from hookgate.store.base import (
     SYSTEM_ACTOR,
