@@ -91,13 +91,15 @@ def _peek_event(raw: bytes) -> str | None:
 
 
 def _nothing_to_run(text: str, config: str | None, env: Mapping[str, str]) -> bool:
-    """The cached hooks file has no hook for this event: the engine would answer nothing
+    """No hook of the cached hooks file applies to this event, so the engine would answer
+    nothing: the file has no hook for the event, or none whose matcher names this tool
     (Claude Code fires several events per turn; most files have hooks for one or two).
 
     Decided from the cache entry of this exact file alone (see :mod:`.definition_cache`),
-    importing nothing of the engine. Anything unusual (no entry, input the engine would
+    importing nothing of the engine. Anything unusual (no entry, input the engine could
     refuse, a ``depth``, ``callable`` hooks, whose modules are re-checked on every run, an
-    event name hookgate does not know) says no, and the event takes the full path.
+    event name hookgate does not know, a matcher that is not a list of names) says no, and
+    the event takes the full path.
     """
     import json
 
