@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
@@ -40,6 +40,20 @@ async def prefix() -> AsyncIterator[str]:
     await client.aclose()
 
 
+@pytest.fixture
+async def clients(prefix: str) -> AsyncIterator[Callable[[], Redis]]:
+    """Makes Redis clients for a test and closes them after it."""
+    made: list[Redis] = []
+
+    def new() -> Redis:
+        made.append(connect(REDIS_URL))
+        return made[-1]
+
+    yield new
+    for client in made:
+        await client.aclose()
+
+
 async def _expired(client: Redis, name: str) -> None:
     """Wait until Redis has dropped ``name`` because its TTL ran out (polled)."""
     deadline = time.monotonic() + 10
@@ -48,8 +62,10 @@ async def _expired(client: Redis, name: str) -> None:
         await asyncio.sleep(0.02)
 
 
-async def test_decisions_round_trip_and_expire(prefix: str) -> None:
-    client = connect(REDIS_URL)
+async def test_decisions_round_trip_and_expire(
+    prefix: str, clients: Callable[[], Redis]
+) -> None:
+    client = clients()
     cache = RedisDecisionCache(client, prefix=prefix)
     await cache.put("k", {"decision": "block", "reason": "no"}, ttl_s=0.3)
     assert await cache.get("k") == {"decision": "block", "reason": "no"}
@@ -59,8 +75,10 @@ async def test_decisions_round_trip_and_expire(prefix: str) -> None:
     assert await cache.get("k") is None
 
 
-async def test_turn_counter_is_atomic_across_clients(prefix: str) -> None:
-    counters = [RedisTurnCounter(connect(REDIS_URL), prefix=prefix) for _ in range(4)]
+async def test_turn_counter_is_atomic_across_clients(
+    prefix: str, clients: Callable[[], Redis]
+) -> None:
+    counters = [RedisTurnCounter(clients(), prefix=prefix) for _ in range(4)]
     counts = await asyncio.gather(
         *(counters[i % 4].increment("turn-1", ttl_s=30) for i in range(100))
     )
@@ -68,8 +86,10 @@ async def test_turn_counter_is_atomic_across_clients(prefix: str) -> None:
     assert await counters[0].increment("turn-2", ttl_s=30) == 1
 
 
-async def test_turn_counter_expires_after_its_last_use(prefix: str) -> None:
-    client = connect(REDIS_URL)
+async def test_turn_counter_expires_after_its_last_use(
+    prefix: str, clients: Callable[[], Redis]
+) -> None:
+    client = clients()
     counter = RedisTurnCounter(client, prefix=prefix)
     assert await counter.increment("t", ttl_s=30) == 1
     assert await counter.increment("t", ttl_s=0.3) == 2
@@ -78,12 +98,12 @@ async def test_turn_counter_expires_after_its_last_use(prefix: str) -> None:
     assert await counter.increment("t", ttl_s=0.3) == 1
 
 
-def replica(prefix: str) -> Engine:
+def replica(prefix: str, clients: Callable[[], Redis]) -> Engine:
     """One gateway replica's engine: its own process state, Redis for what is shared."""
     services = Services(
         LOOPBACK,
-        decision_cache=RedisDecisionCache(connect(REDIS_URL), prefix=prefix),
-        turn_counter=RedisTurnCounter(connect(REDIS_URL), prefix=prefix),
+        decision_cache=RedisDecisionCache(clients(), prefix=prefix),
+        turn_counter=RedisTurnCounter(clients(), prefix=prefix),
     )
     return Engine(settings=LOOPBACK, services=services)
 
@@ -100,9 +120,9 @@ def prompt_hook(llm: ScriptedLLM, **config: Any) -> dict[str, Any]:
 
 
 async def test_replicas_share_decisions_and_the_per_turn_cap(
-    prefix: str, llm: ScriptedLLM
+    prefix: str, llm: ScriptedLLM, clients: Callable[[], Redis]
 ) -> None:
-    first, second = replica(prefix), replica(prefix)
+    first, second = replica(prefix, clients), replica(prefix, clients)
     for engine in (first, second):
         engine.add(prompt_hook(llm, max_invocations_per_turn=2))
     llm.script(decide("block", "rm is destructive"), decide("allow", "fine"), decide("allow"))
