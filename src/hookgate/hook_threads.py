@@ -153,6 +153,23 @@ class HookThreads:
             job.notify = notify
             return True
 
+    def _start(
+        self,
+        calls: Sequence[Call],
+        functions: Functions,
+        view: Any,
+        deadline: float | None,
+        clock: Callable[[], float],
+    ) -> tuple[PlainCalls, threading.Lock]:
+        """Hand a batch to a worker: the job, and a lock that is released when it is done."""
+        job = PlainCalls(calls, functions, view, deadline, clock)
+        done = threading.Lock()
+        done.acquire()
+        job.notify = done.release
+        job.current = (0, time.perf_counter(), calls[0][1])
+        self._worker().start(job)
+        return job, done
+
     # -- sync callers ---------------------------------------------------------------------
 
     def run_batch(
@@ -167,13 +184,8 @@ class HookThreads:
         replies: list[Reply] = []
         perf = time.perf_counter
         while calls:
-            job = PlainCalls(calls, functions, view, deadline, clock)
-            done = threading.Lock()
-            done.acquire()
-            job.notify = done.release
-            job.current = (0, perf(), calls[0][1])
             try:
-                self._worker().start(job)
+                job, done = self._start(calls, functions, view, deadline, clock)
             except TooManyStuck as exc:
                 return [*replies, (None, exc, False, 0.0)]
             timed_out: tuple[Reply, int] | None = None
@@ -211,13 +223,8 @@ class HookThreads:
         replies: list[Reply] = []
         perf = time.perf_counter
         while calls:
-            job = PlainCalls(calls, functions, view, deadline, clock)
-            done = threading.Lock()
-            done.acquire()
-            job.notify = done.release
-            job.current = (0, perf(), calls[0][1])
             try:
-                self._worker().start(job)
+                job, done = self._start(calls, functions, view, deadline, clock)
             except TooManyStuck as exc:
                 return [*replies, (None, exc, False, 0.0)]
             # Most hooks answer within microseconds: waiting that long here (the interpreter

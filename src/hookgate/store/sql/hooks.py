@@ -70,10 +70,9 @@ _BOOKKEEPING_FIELDS: Final = (
 
 
 
-def _hook_params(d: HookDefinition, now: float, actor: str | None) -> tuple[Any, ...]:
+def _definition_params(d: HookDefinition) -> tuple[Any, ...]:
+    """The columns an insert and an update both write, in their order in both statements."""
     return (
-        d.id,
-        d.tenant_id,
         to_json(list(d.agent_ids), "agent_ids"),
         d.event,
         d.handler_type,
@@ -88,6 +87,14 @@ def _hook_params(d: HookDefinition, now: float, actor: str | None) -> tuple[Any,
         d.priority,
         d.enabled,
         d.version,
+    )
+
+
+def _hook_params(d: HookDefinition, now: float, actor: str | None) -> tuple[Any, ...]:
+    return (
+        d.id,
+        d.tenant_id,
+        *_definition_params(d),
         d.source,
         d.order,
         now,
@@ -116,20 +123,7 @@ def _approval_from(value: Any) -> ApprovalPolicy | None:
 
 def _update_params(d: HookDefinition, now: float, actor: str | None) -> tuple[Any, ...]:
     return (
-        to_json(list(d.agent_ids), "agent_ids"),
-        d.event,
-        d.handler_type,
-        d.scope,
-        to_json(dict(d.config), "config"),
-        d.name,
-        d.matcher,
-        d.if_expr,
-        d.timeout_ms,
-        d.on_timeout,
-        d.on_error,
-        d.priority,
-        d.enabled,
-        d.version,
+        *_definition_params(d),
         now,
         actor,
         _approval_json(d),
