@@ -11,7 +11,11 @@ still runs, so a hook that swallows the interruption cannot keep the caller eith
 The alarm is only borrowed when nobody else uses it: if an interval timer is already armed or
 the application installed a ``SIGALRM`` handler of its own, :func:`run_batch` answers ``None``
 and the caller falls back to the worker threads; so do calls from other threads and chains
-fired from inside a hook (the alarm serves one batch at a time).
+fired from inside a hook (the alarm serves one batch at a time). Once borrowed, the handler
+stays installed (putting the default back after every event would cost two more system
+calls), so an alarm the application arms later with ``signal.alarm`` and no handler of its
+own no longer ends the process: such an application installs its own handler first (the
+engine then leaves ``SIGALRM`` alone) or sets ``Settings(interrupt_plain_hooks=False)``.
 """
 
 from __future__ import annotations
