@@ -20,13 +20,19 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import logging
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, runtime_checkable
 
+from hookgate.definition import MAX_APPROVAL_TIMEOUT_MS
+from hookgate.log import log_event
 from hookgate.outcome import Outcome
+
+if TYPE_CHECKING:
+    from hookgate.events import EventSpec
 
 __all__ = [
     "ApprovalDecision",
@@ -35,6 +41,7 @@ __all__ = [
     "CallbackApprover",
     "apply_decision",
     "new_approval_id",
+    "seek_approval",
 ]
 
 DecisionStatus = Literal["approved", "denied", "expired", "pending"]
@@ -218,3 +225,55 @@ def apply_decision(
         + "); wait on it with approvals.wait"
     )
     return outcome
+
+
+async def seek_approval(
+    approver: Approver,
+    spec: EventSpec,
+    data: Mapping[str, Any],
+    outcome: Outcome,
+    event_id: Callable[[Mapping[str, Any]], str],
+) -> Outcome:
+    """A hook in the chain asked for a person (``outcome._ask``): ask ``approver`` and fold
+    the decision into the outcome. A chain a later hook blocked asks nobody."""
+    assert outcome._ask is not None
+    definition, kind, reason, override = outcome._ask
+    if outcome.decision == "block":
+        outcome._ask = None
+        return outcome
+    policy = definition.approval_policy
+    timeout_ms, on_timeout = policy.timeout_ms, policy.on_timeout
+    if override:  # the answer's own settings (OpenClaw's requireApproval), within bounds
+        timeout_ms = min(int(override.get("timeout_ms", timeout_ms)), MAX_APPROVAL_TIMEOUT_MS)
+        on_timeout = override.get("on_timeout", on_timeout)
+    tool_input = outcome.updated_input
+    if tool_input is None and spec.input_field:
+        tool_input = data.get(spec.input_field)
+    match_value = data.get(spec.match_field) if spec.match_field else None
+    request = ApprovalRequest(
+        id=new_approval_id(),
+        event=spec.name,
+        kind=kind,
+        hook_id=definition.id,
+        hook_name=definition.label,
+        reason=reason,
+        tool_name=match_value if isinstance(match_value, str) else None,
+        tool_input=tool_input,
+        tenant_id=data.get("tenant_id"),
+        agent_id=data.get("agent_id"),
+        session_id=data.get("session_id"),
+        event_id=event_id(data),
+        timeout_s=timeout_ms / 1000,
+        on_timeout=on_timeout,
+        outcome=outcome,
+    )
+    decision = await ask_approver(approver, request)
+    log_event(
+        "hookgate.approval.outcome",
+        level=logging.INFO,
+        approval_id=decision.approval_id or request.id,
+        status=decision.status,
+        hook=definition.label,
+        event=spec.name,
+    )
+    return apply_decision(outcome, request, decision)

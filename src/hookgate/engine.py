@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import logging
 import os
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -19,28 +18,24 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from hookgate import hook_alarm
-from hookgate.audit import AuditSink, ExecutionRecord, input_hash, summarize_input
+from hookgate.audit import AuditSink, ExecutionRecord
 from hookgate.background import BackgroundQueue
 from hookgate.chain import Batch, Call, ChainSettings, Reply, run_chain
 from hookgate.definition import DefinitionError, HookDefinition, Problem
 from hookgate.drivers import LoopThread, SyncCaller, drive_async, drive_sync
+from hookgate.engine_audit import (
+    INPUT_GUARD_ID,
+    chain_records,
+    hand_off,
+    input_refusal_record,
+)
 from hookgate.events import CATALOGUE, KNOWN_FIELDS, EventSpec, get_event, normalize_payload
 from hookgate.handlers import Handler, Invocation, Services, handler_class
 from hookgate.hook_event import HookEvent
 from hookgate.hook_threads import HookThreads
 from hookgate.host_code import HostCodePolicy
 from hookgate.log import log_event
-from hookgate.outcome import (
-    ROW_DECISION,
-    ROW_DETAILS,
-    ROW_DURATION,
-    ROW_ERROR,
-    ROW_HOOK,
-    ROW_MATCHED,
-    HookError,
-    HookResult,
-    Outcome,
-)
+from hookgate.outcome import HookError, HookResult, Outcome
 from hookgate.payload_limits import payload_problem
 from hookgate.registry import CompiledHook, HookRegistry, HookSource, compile_hook
 from hookgate.safeguards import BreakerBoard
@@ -57,9 +52,6 @@ if TYPE_CHECKING:
     from hookgate.approvals import Approver
 
 __all__ = ["INPUT_GUARD_ID", "Engine", "EngineStats"]
-
-#: The hook id audit rows carry when the engine refused an event's input before any hook ran.
-INPUT_GUARD_ID = "hookgate:input-limits"
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -404,11 +396,11 @@ class Engine:
         if functions is not None:
             outcome = self._run_plain(spec, data, hooks, functions)
             if outcome._rows and (self.audit is not None or self.listeners):
-                self._record(spec, data, outcome)
+                self._emit(chain_records(spec, data, outcome, self._event_id))
                 if self.audit is not None:
                     self._loop_thread().run(self.audit.wait_durable())
             if outcome._ask is not None:
-                return self._loop_thread().run(self._approve(spec, data, outcome))
+                return self._loop_thread().run(self._ask_person(spec, data, outcome))
             return outcome
         return self._loop_thread().run(self._run(spec, data, hooks))
 
@@ -468,26 +460,9 @@ class Engine:
         spec = _SPECS.get(event) or get_event(event)
         blocking = spec.run_as(event, wait).blocking  # a waited-for result check blocks too
 
-        def text(name: str) -> str | None:
-            value = data.get(name)
-            return value[:256] if isinstance(value, str) and value else None
-
         log_event("security.hook.invalid_input", hook_event=spec.name, error=problem)
-        record = ExecutionRecord(
-            hook_id=INPUT_GUARD_ID,
-            hook_version=0,
-            hook_name="input limits",
-            handler_type="engine",
-            event=spec.name,
-            event_id=text("event_id") or self.new_event_id(),
-            decision="block" if blocking else "error",
-            duration_ms=0.0,
-            tenant_id=text("tenant_id"),
-            agent_id=text("agent_id"),
-            session_id=text("session_id"),
-            error=problem,
-            metadata={"invalid_input": True},
-            tool_name=text("tool_name"),
+        record = input_refusal_record(
+            spec, data, problem, blocking=blocking, new_event_id=self.new_event_id
         )
         self._emit([record])
         if not blocking:
@@ -529,67 +504,12 @@ class Engine:
                 self._clock,
             )
         if outcome._rows and (self.audit is not None or self.listeners):
-            self._record(spec, data, outcome)
+            self._emit(chain_records(spec, data, outcome, self._event_id))
             if self.audit is not None:
                 await self.audit.wait_durable()
         if outcome._ask is not None:
-            return await self._approve(spec, data, outcome)
+            return await self._ask_person(spec, data, outcome)
         return outcome
-
-    async def _approve(self, spec: EventSpec, data: Mapping[str, Any], outcome: Outcome) -> Outcome:
-        """A hook asked for a person: ask the approver and fold in the decision."""
-        # Imported here: only engines with an approver need it (the Claude Code bridge's
-        # start-up path stays small).
-        from hookgate.approvals import (
-            ApprovalRequest,
-            apply_decision,
-            ask_approver,
-            new_approval_id,
-        )
-
-        assert outcome._ask is not None and self.approver is not None
-        definition, kind, reason, override = outcome._ask
-        if outcome.decision == "block":  # a later hook blocked: nobody needs to be asked
-            outcome._ask = None
-            return outcome
-        policy = definition.approval_policy
-        timeout_ms, on_timeout = policy.timeout_ms, policy.on_timeout
-        if override:  # the answer's own settings (OpenClaw's requireApproval), within bounds
-            from hookgate.definition import MAX_APPROVAL_TIMEOUT_MS
-
-            timeout_ms = min(int(override.get("timeout_ms", timeout_ms)), MAX_APPROVAL_TIMEOUT_MS)
-            on_timeout = override.get("on_timeout", on_timeout)
-        tool_input = outcome.updated_input
-        if tool_input is None and spec.input_field:
-            tool_input = data.get(spec.input_field)
-        match_value = data.get(spec.match_field) if spec.match_field else None
-        request = ApprovalRequest(
-            id=new_approval_id(),
-            event=spec.name,
-            kind=kind,
-            hook_id=definition.id,
-            hook_name=definition.label,
-            reason=reason,
-            tool_name=match_value if isinstance(match_value, str) else None,
-            tool_input=tool_input,
-            tenant_id=data.get("tenant_id"),
-            agent_id=data.get("agent_id"),
-            session_id=data.get("session_id"),
-            event_id=self._event_id(data),
-            timeout_s=timeout_ms / 1000,
-            on_timeout=on_timeout,
-            outcome=outcome,
-        )
-        decision = await ask_approver(self.approver, request)
-        log_event(
-            "hookgate.approval.outcome",
-            level=logging.INFO,
-            approval_id=decision.approval_id or request.id,
-            status=decision.status,
-            hook=definition.label,
-            event=spec.name,
-        )
-        return apply_decision(outcome, request, decision)
 
     def _run_plain(
         self,
@@ -739,65 +659,21 @@ class Engine:
         self._sync_cache[key] = (hooks, functions)
         return functions
 
-    def _record(self, spec: EventSpec, data: Mapping[str, Any], outcome: Outcome) -> None:
-        # Built from the chain's rows, so the trace need not be materialised for the audit.
-        executed = [row for row in outcome._rows or () if row[ROW_MATCHED] and row[ROW_DECISION]]
-        if not executed:
-            return
-        digest = input_hash(spec.name, data, spec.input_field)
-        event_id = self._event_id(data)
-        trace_id = data.get("trace_id")
-        tenant_id, agent_id = data.get("tenant_id"), data.get("agent_id")
-        session_id = data.get("session_id")
-        tool_name = data.get("tool_name")
-        tool_name = tool_name[:256] if isinstance(tool_name, str) and tool_name else None
-        summary = summarize_input(data.get(spec.input_field)) if spec.input_field else None
-        records = []
-        for row in executed:
-            definition = row[ROW_HOOK].definition
-            details = row[ROW_DETAILS]
-            reason = None
-            metadata: dict[str, Any] = {}
-            if details:
-                metadata = {k: v for k, v in details.items() if k != "reason"}
-                reason = details.get("reason")
-            if trace_id:
-                metadata.setdefault("trace_id", trace_id)
-            records.append(
-                ExecutionRecord(
-                    hook_id=definition.id,
-                    hook_version=definition.version,
-                    hook_name=definition.name,
-                    handler_type=definition.handler_type,
-                    event=spec.name,
-                    event_id=event_id,
-                    decision=row[ROW_DECISION],
-                    duration_ms=round(row[ROW_DURATION], 3),
-                    tenant_id=tenant_id,
-                    agent_id=agent_id,
-                    session_id=session_id,
-                    input_hash=digest,
-                    error=row[ROW_ERROR],
-                    metadata=metadata,
-                    tool_name=tool_name,
-                    input_summary=summary,
-                    reason=str(reason) if reason else None,
-                )
-            )
-        self._emit(records)
-
     def _emit(self, records: list[ExecutionRecord]) -> None:
+        if not records:  # no hook ran (none matched): nothing to hand off
+            return
         self.stats.audit_records += len(records)
-        if self.audit is not None:
-            try:
-                self.audit.record(records)
-            except Exception as exc:  # the agent must not fail because the audit log did
-                log_event("security.hook.audit_write_failed", error=str(exc))
-        for listener in self.listeners:
-            try:
-                listener(records)
-            except Exception as exc:
-                log_event("hookgate.listener_failed", error=str(exc))
+        hand_off(records, self.audit, self.listeners)
+
+    async def _ask_person(
+        self, spec: EventSpec, data: Mapping[str, Any], outcome: Outcome
+    ) -> Outcome:
+        # Imported here: only engines with an approver need it (the Claude Code bridge's
+        # start-up path stays small).
+        from hookgate.approvals import seek_approval
+
+        assert self.approver is not None
+        return await seek_approval(self.approver, spec, data, outcome, self._event_id)
 
     # -- background queue -----------------------------------------------------------------
 

@@ -1,0 +1,133 @@
+"""The engine's audit hand-off: execution records built from a chain's rows (or from the
+input guard's refusal) and handed to the audit sink and the engine's listeners.
+
+Records are built from the outcome's rows, so the trace is never materialised for the audit.
+Handing them off never fails the agent: a sink or listener that raises is logged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+from hookgate.audit import AuditSink, ExecutionRecord, input_hash, summarize_input
+from hookgate.events import EventSpec
+from hookgate.log import log_event
+from hookgate.outcome import (
+    ROW_DECISION,
+    ROW_DETAILS,
+    ROW_DURATION,
+    ROW_ERROR,
+    ROW_HOOK,
+    ROW_MATCHED,
+    Outcome,
+)
+
+__all__ = ["INPUT_GUARD_ID", "chain_records", "hand_off", "input_refusal_record"]
+
+#: The hook id audit rows carry when the engine refused an event's input before any hook ran.
+INPUT_GUARD_ID = "hookgate:input-limits"
+
+
+def chain_records(
+    spec: EventSpec,
+    data: Mapping[str, Any],
+    outcome: Outcome,
+    event_id: Callable[[Mapping[str, Any]], str],
+) -> list[ExecutionRecord]:
+    """One record per hook that ran in the chain (matched and decided); ``event_id`` is
+    asked for the event's id only when there is a record to carry it."""
+    executed = [row for row in outcome._rows or () if row[ROW_MATCHED] and row[ROW_DECISION]]
+    if not executed:
+        return []
+    digest = input_hash(spec.name, data, spec.input_field)
+    shared_id = event_id(data)
+    trace_id = data.get("trace_id")
+    tenant_id, agent_id = data.get("tenant_id"), data.get("agent_id")
+    session_id = data.get("session_id")
+    tool_name = data.get("tool_name")
+    tool_name = tool_name[:256] if isinstance(tool_name, str) and tool_name else None
+    summary = summarize_input(data.get(spec.input_field)) if spec.input_field else None
+    records = []
+    for row in executed:
+        definition = row[ROW_HOOK].definition
+        details = row[ROW_DETAILS]
+        reason = None
+        metadata: dict[str, Any] = {}
+        if details:
+            metadata = {k: v for k, v in details.items() if k != "reason"}
+            reason = details.get("reason")
+        if trace_id:
+            metadata.setdefault("trace_id", trace_id)
+        records.append(
+            ExecutionRecord(
+                hook_id=definition.id,
+                hook_version=definition.version,
+                hook_name=definition.name,
+                handler_type=definition.handler_type,
+                event=spec.name,
+                event_id=shared_id,
+                decision=row[ROW_DECISION],
+                duration_ms=round(row[ROW_DURATION], 3),
+                tenant_id=tenant_id,
+                agent_id=agent_id,
+                session_id=session_id,
+                input_hash=digest,
+                error=row[ROW_ERROR],
+                metadata=metadata,
+                tool_name=tool_name,
+                input_summary=summary,
+                reason=str(reason) if reason else None,
+            )
+        )
+    return records
+
+
+def input_refusal_record(
+    spec: EventSpec,
+    data: Mapping[str, Any],
+    problem: str,
+    *,
+    blocking: bool,
+    new_event_id: Callable[[], str],
+) -> ExecutionRecord:
+    """The one record for an event whose input the payload limits refused (no hook ran)."""
+
+    def text(name: str) -> str | None:
+        value = data.get(name)
+        return value[:256] if isinstance(value, str) and value else None
+
+    return ExecutionRecord(
+        hook_id=INPUT_GUARD_ID,
+        hook_version=0,
+        hook_name="input limits",
+        handler_type="engine",
+        event=spec.name,
+        event_id=text("event_id") or new_event_id(),
+        decision="block" if blocking else "error",
+        duration_ms=0.0,
+        tenant_id=text("tenant_id"),
+        agent_id=text("agent_id"),
+        session_id=text("session_id"),
+        error=problem,
+        metadata={"invalid_input": True},
+        tool_name=text("tool_name"),
+    )
+
+
+def hand_off(
+    records: list[ExecutionRecord],
+    audit: AuditSink | None,
+    listeners: Iterable[Callable[[Sequence[ExecutionRecord]], None]],
+) -> None:
+    """Give ``records`` to the sink (which batches them off the hot path) and each listener."""
+    if audit is not None:
+        try:
+            audit.record(records)
+        except Exception as exc:  # the agent must not fail because the audit log did
+            log_event("security.hook.audit_write_failed", error=str(exc))
+    for listener in listeners:
+        try:
+            listener(records)
+        except Exception as exc:
+            log_event("hookgate.listener_failed", error=str(exc))
