@@ -3,8 +3,8 @@
 Compared with calling the same functions directly, and with pluggy calling them (sync).
 Goals: an event with no matching hook under 2 µs; 10 callable hooks at most 1.5x pluggy.
 
-On the main thread plain functions run in place under an alarm that interrupts one past its
-timeout (hookgate.hook_alarm: three timer system calls per event). The
+On the main thread plain functions run in place under a watchdog thread that interrupts one
+past its timeout (hookgate.hook_alarm: no system call per event in the steady state). The
 ``interrupt_plain_hooks=False`` rows send them to a worker thread instead (the gateway's way,
 and any other thread's): one thread hop per event, whatever the number of hooks. The
 ``inline_sync_hooks`` rows run them in place with no timeout at all, which is what pluggy does.

@@ -1,10 +1,13 @@
-"""Plain-function hooks on the main thread run right there, and an alarm interrupts one that
-overruns its timeout: no thread hop, and the timeout still holds whatever the hook does."""
+"""Plain-function hooks on the main thread run right there, and a watchdog interrupts one that
+overruns its timeout: no thread hop, no system call per event, and the timeout still holds
+whatever the hook does."""
 
 from __future__ import annotations
 
+import os
 import signal
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -12,6 +15,15 @@ import pytest
 
 from hookgate import Engine, hook_alarm
 from hookgate.settings import Settings
+
+WATCHDOG = hook_alarm._WATCHDOG
+
+
+def wait_until(condition: Any, seconds: float = 10.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "condition not reached"
+        time.sleep(0.005)
 
 
 @pytest.fixture()
@@ -77,22 +89,152 @@ def test_a_hook_that_swallows_the_interruption_is_interrupted_again(
     engine.close()
 
 
-def test_each_call_gets_its_own_deadline(release: threading.Event) -> None:
-    # The first hook's long timeout arms the timer far ahead; the second, shorter one must
-    # move it earlier, or the stall would run on to the first hook's limit. The stall reads
-    # the timer as it starts: what is left on it is what it was allowed.
+def test_a_sleep_is_cut_short_at_a_short_timeout() -> None:
     engine = Engine()
-    engine.hook("pre_tool_use", name="patient", timeout_ms=10_000, priority=2)(lambda e: None)
-    left_on_timer: list[float] = []
+    slept: list[bool] = []
+
+    @engine.hook("pre_tool_use", timeout_ms=50)
+    def nap(event: Any) -> None:
+        time.sleep(5)
+        slept.append(True)
+
+    started = time.perf_counter()
+    outcome = engine.fire_sync("pre_tool_use", {"tool_name": "x"})
+    took = time.perf_counter() - started
+    assert outcome.decision == "block" and "timed out" in str(outcome.reason)
+    assert slept == []  # interrupted inside the sleep, not after it
+    assert took < 2.5  # the property is the bound: 50 ms and a loaded machine's delays
+    engine.close()
+
+
+def test_a_short_call_after_a_long_one_wakes_the_watchdog(
+    release: threading.Event, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The watchdog looks at the patient hook and sleeps until its due time, far ahead; the
+    # stall that follows is due sooner, so it rings the bell and is interrupted on time,
+    # before the watchdog would have looked again by itself.
+    monkeypatch.setattr(hook_alarm, "HORIZON_S", 60.0)
+    monkeypatch.setattr(WATCHDOG, "horizon", 60.0)
+    engine = Engine()
+
+    @engine.hook("pre_tool_use", name="patient", timeout_ms=10_000, priority=2)
+    def patient(event: Any) -> None:
+        wait_until(lambda: WATCHDOG.wake_at - time.perf_counter() > 5)
+
+    planned: list[float] = []
+    interrupted_at: list[float] = []
 
     @engine.hook("pre_tool_use", name="stall", timeout_ms=150, priority=1)
     def stall(event: Any) -> None:
-        left_on_timer.append(signal.getitimer(signal.ITIMER_REAL)[0])
-        release.wait(30)
+        planned.append(WATCHDOG.wake_at)
+        try:
+            release.wait(20)
+        except BaseException:
+            interrupted_at.append(time.perf_counter())
+            raise
 
     outcome = engine.fire_sync("pre_tool_use", {"tool_name": "x"})
     assert outcome.decision == "block" and "'stall'" in str(outcome.reason)
-    assert 0 < left_on_timer[0] <= 0.15
+    assert interrupted_at and interrupted_at[0] < planned[0]
+    engine.close()
+
+
+def test_the_watchdog_parks_when_idle_and_a_call_wakes_it(
+    release: threading.Event, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(hook_alarm, "PARK_AFTER_S", 0.05)
+    engine = Engine()
+    engine.hook("pre_tool_use", name="quick")(lambda event: None)
+    engine.fire_sync("pre_tool_use", {"tool_name": "x"})  # the watchdog runs
+    wait_until(lambda: WATCHDOG.wake_at == float("inf"))  # and parks, waiting for its bell
+    rings = WATCHDOG.rings
+    interrupted = threading.Event()
+    stalling = Engine()
+
+    @stalling.hook("pre_tool_use", name="stall", timeout_ms=100)
+    def stall(event: Any) -> None:
+        try:
+            release.wait(30)
+        except BaseException:
+            interrupted.set()
+            raise
+
+    outcome = stalling.fire_sync("pre_tool_use", {"tool_name": "x"})
+    assert outcome.decision == "block" and "'stall'" in str(outcome.reason)
+    assert interrupted.is_set() and not release.is_set()
+    assert WATCHDOG.rings == rings + 1  # one system call woke it
+    engine.close()
+    stalling.close()
+
+
+def test_events_in_a_row_do_not_ring_the_watchdog() -> None:
+    # The bell is the only system call of the watch: in the steady state nothing rings it.
+    engine = Engine()
+    for index in range(10):
+        engine.hook("pre_tool_use", name=f"h{index}")(lambda event: None)
+    engine.fire_sync("pre_tool_use", {"tool_name": "x"})  # wakes a parked watchdog
+    rings = WATCHDOG.rings
+    for _ in range(300):
+        engine.fire_sync("pre_tool_use", {"tool_name": "x"})
+    assert WATCHDOG.rings == rings
+    engine.close()
+
+
+def _in_child(body: Any) -> int:
+    """Run body in a forked child; its exit code (0: body answered True)."""
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        code = 1
+        try:
+            code = 0 if body() else 2
+        finally:
+            os._exit(code)
+    return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="POSIX fork")
+def test_a_forked_child_gets_a_watchdog_of_its_own() -> None:
+    engine = Engine()
+    engine.hook("pre_tool_use")(lambda event: None)
+    engine.fire_sync("pre_tool_use", {"tool_name": "x"})  # the parent's watchdog runs
+
+    def child() -> bool:
+        slept: list[bool] = []
+
+        @engine.hook("pre_tool_use", name="nap", timeout_ms=100)
+        def nap(event: Any) -> None:
+            time.sleep(5)
+            slept.append(True)
+
+        outcome = engine.fire_sync("pre_tool_use", {"tool_name": "x"})
+        assert WATCHDOG.thread is not None and WATCHDOG.thread.is_alive()
+        return outcome.decision == "block" and not slept
+
+    assert _in_child(child) == 0
+    engine.close()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="POSIX fork")
+def test_a_hook_that_forks_is_still_interrupted_in_the_child() -> None:
+    engine = Engine()
+    children: list[int] = []
+
+    @engine.hook("pre_tool_use", timeout_ms=200)
+    def forker(event: Any) -> None:
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - the child, inside the hook
+            code = 1
+            try:
+                time.sleep(5)
+                code = 2
+            except BaseException:
+                code = 0  # the child's own watchdog interrupted the hook's call
+            finally:
+                os._exit(code)
+        children.append(pid)
+
+    engine.fire_sync("pre_tool_use", {"tool_name": "x"})
+    assert os.waitstatus_to_exitcode(os.waitpid(children[0], 0)[1]) == 0
     engine.close()
 
 
@@ -149,16 +291,23 @@ def test_the_applications_own_alarm_handler_is_left_alone(release: threading.Eve
 
 
 def test_a_running_timer_of_someone_else_is_left_running() -> None:
+    # An interval timer with the default action is meant to end the process: the engine does
+    # not borrow SIGALRM then (its handler would catch that alarm) and uses a worker.
+    previous = signal.signal(signal.SIGALRM, signal.SIG_DFL)
     engine = Engine()
-    engine.hook("pre_tool_use")(lambda event: {"additional_context": "ran"})
+    engine.hook("pre_tool_use")(
+        lambda event: {"additional_context": threading.current_thread().name}
+    )
     signal.setitimer(signal.ITIMER_REAL, 1000.0)
     try:
         outcome = engine.fire_sync("pre_tool_use", {"tool_name": "x"})
         remaining = signal.getitimer(signal.ITIMER_REAL)[0]
+        handler = signal.getsignal(signal.SIGALRM)
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
-    assert outcome.additional_context == ["ran"]
-    assert 900 < remaining <= 1000  # not disarmed, not re-armed for the hook
+        signal.signal(signal.SIGALRM, previous)
+    assert outcome.additional_context[0].startswith("hookgate-hook-")
+    assert 900 < remaining <= 1000 and handler == signal.SIG_DFL  # untouched
     engine.close()
 
 

@@ -1,27 +1,48 @@
-"""Plain-function hooks on the caller's own thread, interrupted by an alarm at their timeout.
+"""Plain-function hooks on the caller's own thread, interrupted at their timeout by a watchdog.
 
 Handing a batch to a worker thread (:mod:`hookgate.hook_threads`) costs a thread hop per
 event, some tens of µs: several times what ten small functions cost. On the main thread of a
 POSIX process a timeout can hold without the hop: the functions run right here while a
-real-time interval timer (``SIGALRM``) is armed for the current call. When it fires past the
-call's allowance, the handler raises inside the hook's own code; that interrupts Python code,
-sleeps, socket and lock waits alike, and it fires again every :data:`REPEAT_S` while the hook
-still runs, so a hook that swallows the interruption cannot keep the caller either.
+watchdog thread keeps an eye on the current call (``PlainCalls.current``: which call, when it
+started, how long it may take). When the call overruns, the watchdog sends ``SIGALRM`` to the
+main thread (``signal.pthread_kill``) and the handler raises inside the hook's own code; that
+interrupts Python code, sleeps, socket and lock waits alike, and the watchdog sends it again
+every :data:`REPEAT_S` while the hook still runs, so a hook that swallows the interruption
+cannot keep the caller either. The handler never raises in hookgate's own batch loop: between
+two calls the loop reports an overrun itself from the call's elapsed time, and raising there
+would lose replies.
 
-The alarm is only borrowed when nobody else uses it: if an interval timer is already armed or
-the application installed a ``SIGALRM`` handler of its own, :func:`run_batch` answers ``None``
-and the caller falls back to the worker threads; so do calls from other threads and chains
-fired from inside a hook (the alarm serves one batch at a time). Once borrowed, the handler
-stays installed (putting the default back after every event would cost two more system
-calls), so an alarm the application arms later with ``signal.alarm`` and no handler of its
-own no longer ends the process: such an application installs its own handler first (the
-engine then leaves ``SIGALRM`` alone) or sets ``Settings(interrupt_plain_hooks=False)``.
+No system call per event: the main thread only assigns Python attributes per call. The
+watchdog sleeps until the current call is due, but never longer than its *horizon* (the
+shortest allowance it has been told of, at most :data:`HORIZON_S`), so a call that starts
+later is due after the watchdog next looks. Only a call due before that rings the watchdog's
+bell (one system call): after it parked (no batch for :data:`PARK_AFTER_S`; an idle process
+pays nothing) or when a shorter allowance than any before comes along. An allowance under
+:data:`REPEAT_S` does not lower the horizon, so such calls may ring each time. The watchdog
+needs the GIL to act: behind a hook that runs Python code it waits up to the interpreter's
+switch interval (5 ms by default), so an overrun is interrupted that much late at most, plus
+the scheduler's delay on a loaded machine.
+
+The signal is only borrowed when nobody else uses it: if the application installed a
+``SIGALRM`` handler of its own (or ignores the signal), or an interval timer with the default
+action is running when the engine would borrow it, :func:`available` answers ``False`` and
+the caller uses the worker threads; so do calls from other threads (a thread other than the
+main one cannot be interrupted inside ``time.sleep``) and chains fired from inside a hook
+(one batch is watched at a time). Once borrowed, the handler stays installed (putting the
+default back after every event would cost system calls), so an alarm the application arms
+later with ``signal.alarm`` and no handler of its own no longer ends the process: such an
+application installs its own handler first (the engine then leaves ``SIGALRM`` alone) or sets
+``Settings(interrupt_plain_hooks=False)``. A forked child has no watchdog thread: it starts
+again in the child at its first batch, or at once when the fork came from inside a hook.
 """
 
 from __future__ import annotations
 
 import _signal  # type: ignore[import-not-found]  # CPython: the C side of signal
+import math
+import os
 import signal
+import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -31,19 +52,19 @@ from typing import Any, Final
 from hookgate.chain import Call, Reply
 from hookgate.plain_calls import Functions, PlainCalls
 
-__all__ = ["REPEAT_S", "available", "run_batch"]
+__all__ = ["HORIZON_S", "PARK_AFTER_S", "REPEAT_S", "available", "run_batch"]
 
-#: How often the alarm fires again while an interrupted hook still runs.
+#: How often the watchdog interrupts again while an overrunning hook still runs.
 REPEAT_S: Final = 0.01
+#: The longest the watchdog sleeps while batches run (read at each wake-up).
+HORIZON_S = 1.0
+#: With no batch for this long the watchdog parks until a call rings (read at each wake-up).
+PARK_AFTER_S = 2.0
 
-_SUPPORTED: Final = hasattr(signal, "setitimer") and hasattr(signal, "SIGALRM")
+_SUPPORTED: Final = hasattr(signal, "pthread_kill") and hasattr(signal, "SIGALRM")
 # signal.getsignal turns its answer into an enum member, which costs more than the rest of
-# an event's alarm; the C function underneath answers the handler as installed.
+# an event's watch; the C function underneath answers the handler as installed.
 _handler_of: Final[Callable[[int], object]] = _signal.getsignal
-_MAIN_THREAD: Final = threading.main_thread().ident
-
-#: The batch the alarm watches (main thread only, one at a time).
-_watched: PlainCalls | None = None
 
 
 class _Interrupted(BaseException):
@@ -51,40 +72,128 @@ class _Interrupted(BaseException):
     ``except Exception`` does not swallow it; it never leaves this module."""
 
 
-#: The longest the timer is set for (a hook without a timeout still gets a finite one).
-_LONGEST_S: Final = 365 * 86400.0
+class _Watchdog:
+    """The process's watchdog thread and what it shares with the main thread.
+
+    The main thread writes :attr:`job` (per batch), ``job.current`` (per call) and rings;
+    the watchdog writes :attr:`wake_at` after each look, then checks that nothing started
+    meanwhile, so a call either is seen by that look or compares its due time with the new
+    :attr:`wake_at`. :attr:`rung` spares the system call of a second ring before the
+    watchdog has looked; a ring the watchdog did not wait for only wakes it once more."""
+
+    __slots__ = ("batches", "bell", "horizon", "job", "main", "rings", "rung", "thread", "wake_at")
+
+    def __init__(self) -> None:
+        #: The batch running under watch on the main thread, if any.
+        self.job: PlainCalls | None = None
+        #: Batches started: how the watchdog tells a busy process from an idle one.
+        self.batches = 0
+        #: Bell rings (system calls), for tests and benchmarks.
+        self.rings = 0
+        self.main = threading.main_thread().ident or 0
+        self.thread: threading.Thread | None = None
+        self._reset()
+
+    def _reset(self) -> None:
+        self.bell = threading.Lock()
+        self.bell.acquire()  # held: the watchdog's acquire waits until a ring releases it
+        self.rung = False
+        #: The watchdog looks again by then (inf: parked); a call due sooner rings the bell.
+        self.wake_at = math.inf
+        self.horizon = HORIZON_S
+
+    def ring(self, allowed: float) -> None:
+        """Wake the watchdog for a call due before it would look (main thread)."""
+        if REPEAT_S <= allowed < self.horizon:
+            self.horizon = allowed
+        if not self.rung:
+            self.rung = True
+            self.rings += 1
+            # Only this thread releases: a bell still unlocked was rung before and the
+            # watchdog has not waited on it since.
+            if self.bell.locked():
+                self.bell.release()
+
+    def start(self) -> None:
+        self.thread = threading.Thread(target=self._watch, name="hookgate-alarm", daemon=True)
+        self.thread.start()
+
+    def after_fork(self) -> None:
+        """In a forked child, whose only thread is the one that forked."""
+        if threading.get_ident() != self.main:
+            self.job = None  # its batch runs on a thread the child does not have
+        self.main = threading.get_ident()
+        self.thread = None
+        self._reset()
+        if self.job is not None:  # forked from inside a hook: its timeout still holds
+            self.start()
+
+    def _watch(self) -> None:
+        perf = time.perf_counter
+        seen_batches, active_at = -1, perf()
+        while True:
+            job = self.job
+            current = None if job is None else job.current
+            now = perf()
+            if job is not None or self.batches != seen_batches:
+                seen_batches, active_at = self.batches, now
+            if current is not None and current[1] + current[2] <= now:
+                if _handler_of(signal.SIGALRM) is _on_alarm:
+                    signal.pthread_kill(self.main, signal.SIGALRM)
+                # Behind a hook that runs Python code the next look first waits up to a
+                # switch interval for the GIL: sleep that much less.
+                wake_at = now + max(REPEAT_S - sys.getswitchinterval(), REPEAT_S / 4)
+            elif current is not None:
+                wake_at = min(current[1] + current[2], now + self.horizon)
+            elif now - active_at < PARK_AFTER_S:
+                wake_at = now + self.horizon
+            else:
+                wake_at = math.inf
+                self.horizon = HORIZON_S
+            self.wake_at = wake_at
+            # Calls from here on compare their due time with the new wake_at and ring again
+            # if need be; one that started before is seen by the check below.
+            self.rung = False
+            if self.job is not job or (job is not None and job.current is not current):
+                continue  # a call started while we looked: look at it before sleeping
+            if wake_at == math.inf:
+                self.bell.acquire()
+            else:
+                self.bell.acquire(timeout=max(wake_at - perf(), 0.0))
 
 
-def _set_alarm(job: PlainCalls, due: float) -> None:
-    job.alarm_due = due
-    left = min(max(due - time.perf_counter(), 1e-6), _LONGEST_S)
-    signal.setitimer(signal.ITIMER_REAL, left, REPEAT_S)
+_WATCHDOG: Final = _Watchdog()
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_WATCHDOG.after_fork)
 
 
 def _on_alarm(signum: int, frame: FrameType | None) -> None:
-    job = _watched
+    job = _WATCHDOG.job
     if job is None or job.current is None:
         return
     index, started, allowed = job.current
-    if started + allowed > time.perf_counter():  # due later than the timer said: wait more
-        _set_alarm(job, started + allowed)
+    if started + allowed > time.perf_counter():  # a later call, not due yet
         return
     # Between two calls, or just after one returned, the batch loop itself reports the
-    # overrun from the call's elapsed time: raising there would lose replies.
+    # overrun from the call's elapsed time: raising there would lose replies. The watchdog
+    # tries again in REPEAT_S if the call is still running.
     if frame is not None and frame.f_code in _OWN_CODE:
         return
     raise _Interrupted
 
 
 def available() -> bool:
-    """Whether a batch may run under the alarm here and now."""
-    if not _SUPPORTED or _watched is not None or threading.get_ident() != _MAIN_THREAD:
+    """Whether a batch may run under the watchdog here and now."""
+    watchdog = _WATCHDOG
+    if not _SUPPORTED or watchdog.job is not None or threading.get_ident() != watchdog.main:
         return False
     handler = _handler_of(signal.SIGALRM)
     if handler is _on_alarm:
         return True
     if handler != signal.SIG_DFL:  # the application's own: leave it alone
         return False
+    if hasattr(signal, "getitimer") and signal.getitimer(signal.ITIMER_REAL)[0]:
+        return False  # somebody's alarm is meant to end the process: do not catch it
     signal.signal(signal.SIGALRM, _on_alarm)
     return True
 
@@ -95,25 +204,18 @@ def run_batch(
     view: Any,
     deadline: float | None,
     clock: Callable[[], float],
-) -> list[Reply] | None:
-    """Run a batch here under the alarm, with the same replies and stop rules as a worker;
-    ``None`` when another user's timer is running (the caller then uses the worker threads).
-    Call :func:`available` first."""
-    global _watched
+) -> list[Reply]:
+    """Run a batch here under the watchdog, with the same replies and stop rules as a
+    worker. Call :func:`available` first."""
+    watchdog = _WATCHDOG
+    if watchdog.thread is None:
+        watchdog.start()
     replies: list[Reply] = []
-    perf = time.perf_counter
     while calls:
         job = PlainCalls(calls, functions, view, deadline, clock, copy_context=False)
-        job.set_alarm = _set_alarm
-        # Armed for the first call at once; the batch loop moves it earlier for a call due
-        # sooner. The previous setting tells whether somebody else's timer was running.
-        allowed = min(max(calls[0][1], 1e-6), _LONGEST_S)
-        job.alarm_due = perf() + allowed
-        previous = signal.setitimer(signal.ITIMER_REAL, allowed, REPEAT_S)
-        if previous[0] and not replies:  # somebody else's timer: give it back untouched
-            signal.setitimer(signal.ITIMER_REAL, *previous)
-            return None
-        _watched = job
+        job.watch = watchdog
+        watchdog.batches += 1
+        watchdog.job = job
         try:
             job.run_calls()
         except _Interrupted:
@@ -121,14 +223,13 @@ def run_batch(
         else:
             interrupted = False
         finally:
-            _watched = None
-            signal.setitimer(signal.ITIMER_REAL, 0)
+            watchdog.job = None
         if not interrupted:
             return [*replies, *job.replies]
         assert job.current is not None
         index, started = job.current[0], job.current[1]
         replies += job.replies[:index]
-        replies.append((None, None, True, (perf() - started) * 1000))
+        replies.append((None, None, True, (time.perf_counter() - started) * 1000))
         if deadline is not None:
             return replies  # a timeout ends a blocking batch
         calls = calls[index + 1 :]
@@ -136,5 +237,5 @@ def run_batch(
 
 
 _OWN_CODE: Final = frozenset(
-    f.__code__ for f in (PlainCalls.run_calls, _on_alarm, _set_alarm, run_batch)
+    f.__code__ for f in (PlainCalls.run_calls, _Watchdog.ring, _on_alarm, run_batch)
 )

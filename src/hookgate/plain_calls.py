@@ -3,29 +3,36 @@
 from __future__ import annotations
 
 import contextvars
-import math
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from hookgate.chain import Call, Reply
 
-__all__ = ["Functions", "PlainCalls"]
+__all__ = ["Functions", "PlainCalls", "Watch"]
 
 #: The functions of a batch's hooks, by hook.
 Functions = Mapping[Any, Callable[[Any], Any]]
 
 
+class Watch(Protocol):
+    """Who interrupts a call on the caller's thread at its timeout (the watchdog of
+    :mod:`hookgate.hook_alarm`): told only of a call due before it next looks."""
+
+    wake_at: float
+
+    def ring(self, allowed: float) -> None: ...
+
+
 class PlainCalls:
     """One batch of plain-function calls, run in order with the driver contract's stop rules.
 
-    Run on the caller's thread (:class:`hookgate.drivers.SyncCaller`, the alarm of
+    Run on the caller's thread (:class:`hookgate.drivers.SyncCaller`, the watchdog of
     :mod:`hookgate.hook_alarm`) or on a worker (:mod:`hookgate.hook_threads`): written by the
     thread that runs it, read by the one that waits for it."""
 
     __slots__ = (
         "abandoned",
-        "alarm_due",
         "calls",
         "clock",
         "context",
@@ -35,8 +42,8 @@ class PlainCalls:
         "functions",
         "notify",
         "replies",
-        "set_alarm",
         "view",
+        "watch",
     )
 
     def __init__(
@@ -62,10 +69,8 @@ class PlainCalls:
         self.notify: Callable[[], object] | None = None
         # The caller's context variables (tracing, "inside a review"…) follow the calls.
         self.context = contextvars.copy_context() if copy_context else None
-        # When the alarm of :mod:`hookgate.hook_alarm` is set to fire (inf: no alarm, the
-        # calls run on a worker), and how to set it earlier for a call due sooner.
-        self.alarm_due = math.inf
-        self.set_alarm: Callable[[PlainCalls, float], None] | None = None
+        # The watchdog of :mod:`hookgate.hook_alarm` (None: the calls run on a worker).
+        self.watch: Watch | None = None
 
     def run(self) -> None:
         if self.context is None:
@@ -77,7 +82,7 @@ class PlainCalls:
         """The calls in order; a blocking batch (one with a deadline) stops at its first
         call that matters (an answer, an error, a timeout) or when the deadline has passed."""
         deadline, clock, perf = self.deadline, self.clock, time.perf_counter
-        functions, view, replies = self.functions, self.view, self.replies
+        functions, view, replies, watch = self.functions, self.view, self.replies, self.watch
         for index, call in enumerate(self.calls):
             if self.abandoned:
                 return
@@ -90,8 +95,8 @@ class PlainCalls:
                     timeout_s = remaining
             started = perf()
             self.current = (index, started, timeout_s)
-            if self.set_alarm is not None and started + timeout_s < self.alarm_due:
-                self.set_alarm(self, started + timeout_s)
+            if watch is not None and started + timeout_s < watch.wake_at:
+                watch.ring(timeout_s)
             try:
                 answer = functions[hook](view)
             except Exception as exc:

@@ -47,7 +47,8 @@ class Settings:
     #: For library users whose hooks are their own, fast code. The gateway never does this.
     inline_sync_hooks: bool = False
     #: On the main thread, run plain function hooks right there and interrupt one that
-    #: overruns its timeout with an alarm (see :mod:`hookgate.hook_alarm`): no thread hop.
+    #: overruns its timeout with a watchdog's signal (see :mod:`hookgate.hook_alarm`): no
+    #: thread hop.
     #: Off, or on other threads, they run on worker threads. The gateway turns it off: its
     #: event loop must keep serving every tenant while one tenant's hook runs.
     interrupt_plain_hooks: bool = True
