@@ -178,17 +178,11 @@ def _langchain(samples: int) -> list[Row]:
             return ChatResult(generations=[ChatGeneration(message=message)])
 
     class Noop(AgentMiddleware[Any, Any, Any]):
-        def after_agent(self, state: Any, runtime: Any) -> None:
-            return None
-
         def wrap_model_call(self, request: Any, handler: Any) -> Any:
             return handler(request)
 
         def wrap_tool_call(self, request: Any, handler: Any) -> Any:
             return handler(request)
-
-        async def aafter_agent(self, state: Any, runtime: Any) -> None:
-            return None
 
         async def awrap_model_call(self, request: Any, handler: Any) -> Any:
             return await handler(request)

@@ -76,6 +76,7 @@ class Harness:
             self.received.append(cmd)
             return f"ran {cmd}"
 
+        self.shell = shell
         self.agent = create_agent(
             self.model,
             [shell],
@@ -323,3 +324,112 @@ def test_each_invocation_on_a_checkpointed_thread_is_a_new_run(mode: str) -> Non
     humans = [m.text for m in result["messages"] if isinstance(m, HumanMessage)]
     assert humans == ["FIRST TASK", "SECOND TASK"]
     assert harness.model.seen[-1][-1].text == "SECOND TASK"
+
+
+# -- stop without an after_agent graph step ------------------------------------------------
+
+
+def test_the_middleware_adds_no_graph_step() -> None:
+    # before_agent/after_agent would each be a LangGraph step per invocation: the adapter's
+    # largest cost. The run's start and stop are taken inside the model and tool calls.
+    harness = Harness(Engine(), "sync")
+    nodes = set(harness.agent.get_graph().nodes)
+    assert not any(node.startswith("HookgateMiddleware") for node in nodes), nodes
+
+
+@MODES
+@pytest.mark.parametrize("answer", [None, {"decision": "block", "reason": "no"}])
+def test_stop_fires_once_per_run_at_the_final_answer(mode: str, answer: Any) -> None:
+    # A run whose tool call is blocked ends like any other: the model answers, stop fires.
+    engine, seen = engine_with(
+        {
+            "pre_tool_use": lambda e: answer,
+            "after_llm": lambda e: {"updated_input": e.response["text"].upper()},
+        }
+    )
+    harness = Harness(engine, mode)
+    harness.run()
+    _drain(engine)
+    assert seen.names().count("stop") == 1
+    assert seen.names()[-1] == "stop"
+    stop = seen.payloads("stop")[0]
+    assert stop["last_message"] == "ALL DONE"
+    assert stop["turn_id"] == seen.payloads("session_start")[0]["turn_id"]
+    # A second invocation is a second run: one more stop.
+    harness.model.messages = iter([AIMessage(content="again")])
+    harness.run()
+    _drain(engine)
+    assert [p["last_message"] for p in seen.payloads("stop")] == ["ALL DONE", "AGAIN"]
+
+
+@MODES
+@pytest.mark.parametrize("event", ["pre_tool_use", "before_llm"])
+def test_an_aborted_run_fires_no_stop(mode: str, event: str) -> None:
+    # As in every adapter: stop reports a run that ended; an abort raises out of it.
+    engine, seen = engine_with({event: lambda e: {"abort": "turn", "reason": "halt"}})
+    harness = Harness(engine, mode)
+    with pytest.raises(HookgateAbort, match="halt"):
+        harness.run()
+    _drain(engine)
+    assert "stop" not in seen.names()
+
+
+class DirectHarness(Harness):
+    """The model calls a return_direct tool twice at once (the run ends after them), or
+    once beside ``shell`` (the model is called again)."""
+
+    def __init__(self, target: Any, mode: str, second: str = "fetch") -> None:
+        super().__init__(target, mode)
+        second_args = {"key": "b"} if second == "fetch" else {"cmd": "b"}
+        self.model.messages = iter(
+            [
+                AIMessage(
+                    content="",
+                    tool_calls=[
+                        {"name": "fetch", "args": {"key": "a"}, "id": "call_a"},
+                        {"name": second, "args": second_args, "id": "call_b"},
+                    ],
+                ),
+                AIMessage(content="all done"),
+            ]
+        )
+
+        @tool(return_direct=True)
+        def fetch(key: str) -> str:
+            """Fetch a value."""
+            self.received.append(key)
+            return f"value of {key}"
+
+        self.agent = create_agent(
+            self.model,
+            [fetch, self.shell],
+            middleware=[HookgateMiddleware(target)],
+            name="ops-agent",
+        )
+
+
+@MODES
+def test_a_run_ended_by_return_direct_tools_fires_stop_once(mode: str) -> None:
+    engine, seen = engine_with()
+    harness = DirectHarness(engine, mode)
+    result = harness.run()
+    _drain(engine)
+    assert sorted(harness.received) == ["a", "b"]
+    assert len(harness.model.seen) == 1  # no model call after the tools
+    assert isinstance(result["messages"][-1], ToolMessage)
+    stops = seen.payloads("stop")
+    assert len(stops) == 1
+    assert stops[0]["last_message"] == "value of b"
+    assert stops[0]["turn_id"] == seen.payloads("session_start")[0]["turn_id"]
+
+
+@MODES
+def test_a_return_direct_tool_beside_another_ends_nothing_early(mode: str) -> None:
+    engine, seen = engine_with()
+    harness = DirectHarness(engine, mode, second="shell")
+    result = harness.run()
+    _drain(engine)
+    assert sorted(harness.received) == ["a", "b"]
+    assert len(harness.model.seen) == 2
+    assert [p["last_message"] for p in seen.payloads("stop")] == ["all done"]
+    assert result["messages"][-1].text == "all done"

@@ -6,8 +6,9 @@
 ``HookgateMiddleware`` takes a :class:`hookgate.Engine` or a gateway client
 (:class:`~hookgate.client.GatewayClient` for ``invoke``, either client for ``ainvoke``). Both
 the sync and the async middleware paths are implemented, so ``invoke`` and ``ainvoke`` run the
-same hooks. A ``before_agent`` hook would cost LangChain a graph step of its own per
-invocation, so the start of a run is taken at its first model call instead.
+same hooks. A ``before_agent`` or ``after_agent`` hook would cost LangChain a graph step of
+its own per invocation, so the middleware has neither: the start of a run is taken at its first
+model call, its end at the model answer (or ``return_direct`` tool call) that ends it.
 
 ==========================  =========  ====================================================
 outcome                     support    how
@@ -32,8 +33,9 @@ before_llm / after_llm      native     ``wrap_model_call``; rewrites: ``system``
                                        request, ``text`` of the response
 sub-agent start / stop      impossible LangChain has no sub-agent boundary (sub-agents are
                                        tools: ``pre/post_tool_use`` see them)
-session start / stop        native     the first model call of an invocation /
-                                       ``after_agent`` (once per invocation)
+session start / stop        native     the first model call of an invocation / the
+                                       model answer without tool calls (or the
+                                       ``return_direct`` tool call) that ends it
 ==========================  =========  ====================================================
 
 Payloads carry ``tool_use_id`` (the tool call id), ``session_id`` (the thread id),
@@ -66,7 +68,6 @@ from langchain_core.messages import (
 from langgraph.channels.untracked_value import UntrackedValue
 from langgraph.config import get_config
 from langgraph.prebuilt.tool_node import ToolCallRequest
-from langgraph.runtime import Runtime
 from langgraph.types import Command
 
 from hookgate.adapters._gate import Gate, Target
@@ -264,23 +265,59 @@ class HookgateMiddleware(AgentMiddleware[HookgateState, Any, Any]):
         request, start.update = self._started(request, start, outcome)
         return request
 
-    def _stop_payload(self, state: HookgateState) -> dict[str, Any]:
-        messages = state["messages"]
-        last = messages[-1].text if messages else ""
+    # A run ends where LangChain's own routing ends it: at a model answer without tool calls
+    # (or with a structured response), or after tool calls that all go to return_direct tools.
+    # stop is fired there, inside the model or tool call, not in an after_agent graph step.
+    # (A run that another middleware ends by jumping to "end" fires no stop; see the docs.)
+
+    @staticmethod
+    def _final(response: ModelResponse[Any] | AIMessage) -> AIMessage | None:
+        """The answer when ``response`` ends the run, else None."""
+        message = _ai_message(response)
+        if message is None:
+            return AIMessage(content="")
+        if not message.tool_calls:
+            return message
+        if isinstance(response, AIMessage) or response.structured_response is None:
+            return None
+        answered = {m.tool_call_id for m in response.result if isinstance(m, ToolMessage)}
+        if all(call.get("id") in answered for call in message.tool_calls):
+            return message
+        return None
+
+    def _stop_payload(self, text: str, state: Any) -> dict[str, Any]:
         ids = _current_ids(self.agent_name, state)
-        return {**ids, "last_message": last, "stop_reason": "end"}
+        return {**ids, "last_message": text, "stop_reason": "end"}
 
-    def after_agent(self, state: HookgateState, runtime: Runtime[Any]) -> dict[str, Any] | None:
-        if self.gate.wants("stop"):
-            self.gate.fire_sync("stop", self._stop_payload(state))
-        return None
+    @staticmethod
+    def _ends_with_tool(request: ToolCallRequest) -> bool:
+        """Whether the run ends after this tool call: every call of the model's message goes
+        to a ``return_direct`` tool, and this is the message's last call (so the run's stop
+        is fired once, however many calls it made)."""
+        tool = request.tool
+        if tool is None or not getattr(tool, "return_direct", False):
+            return False
+        state = request.state
+        messages = state.get("messages") if isinstance(state, dict) else None
+        message = _ai_message(ModelResponse(result=list(messages or [])))
+        if message is None or not message.tool_calls:
+            return False
+        # The tool node gives every call the agent's tools (a ToolNode without them: this
+        # tool's own name is all that is known).
+        tools = getattr(request.runtime, "tools", None) or [tool]
+        direct = {t.name for t in tools if getattr(t, "return_direct", False)}
+        calls = message.tool_calls
+        return calls[-1].get("id") == request.tool_call.get("id") and all(
+            call["name"] in direct for call in calls
+        )
 
-    async def aafter_agent(
-        self, state: HookgateState, runtime: Runtime[Any]
+    def _tool_stop_payload(
+        self, request: ToolCallRequest, result: ToolMessage | Command[Any]
     ) -> dict[str, Any] | None:
-        if self.gate.wants("stop"):
-            await self.gate.fire("stop", self._stop_payload(state))
-        return None
+        if not self.gate.wants("stop") or not self._ends_with_tool(request):
+            return None
+        text = result.text if isinstance(result, ToolMessage) else ""
+        return self._stop_payload(text, request.state)
 
     # -- the model call: before_llm, after_llm --------------------------------------------
 
@@ -328,6 +365,11 @@ class HookgateMiddleware(AgentMiddleware[HookgateState, Any, Any]):
         if start is not None:
             request = self._start_sync(request, start)
         response = self._model_call(request, handler, start)
+        if self.gate.wants("stop"):
+            final = self._final(response)
+            if final is not None:
+                state = request.state if start is None else start.update
+                self.gate.fire_sync("stop", self._stop_payload(final.text, state))
         return response if start is None else start.extended(response)
 
     def _model_call(
@@ -356,6 +398,11 @@ class HookgateMiddleware(AgentMiddleware[HookgateState, Any, Any]):
         if start is not None:
             request = await self._start_async(request, start)
         response = await self._amodel_call(request, handler, start)
+        if self.gate.wants("stop"):
+            final = self._final(response)
+            if final is not None:
+                state = request.state if start is None else start.update
+                await self.gate.fire("stop", self._stop_payload(final.text, state))
         return response if start is None else start.extended(response)
 
     async def _amodel_call(
@@ -427,6 +474,15 @@ class HookgateMiddleware(AgentMiddleware[HookgateState, Any, Any]):
     def wrap_tool_call(
         self, request: ToolCallRequest, handler: ToolHandler
     ) -> ToolMessage | Command[Any]:
+        result = self._tool_call(request, handler)
+        stop = self._tool_stop_payload(request, result)
+        if stop is not None:
+            self.gate.fire_sync("stop", stop)
+        return result
+
+    def _tool_call(
+        self, request: ToolCallRequest, handler: ToolHandler
+    ) -> ToolMessage | Command[Any]:
         gate = self.gate
         before, after_wanted = gate.wants("pre_tool_use"), gate.wants("post_tool_use")
         if not (before or after_wanted):
@@ -446,6 +502,15 @@ class HookgateMiddleware(AgentMiddleware[HookgateState, Any, Any]):
         return self._finish(result, verdict, after)
 
     async def awrap_tool_call(
+        self, request: ToolCallRequest, handler: AsyncToolHandler
+    ) -> ToolMessage | Command[Any]:
+        result = await self._atool_call(request, handler)
+        stop = self._tool_stop_payload(request, result)
+        if stop is not None:
+            await self.gate.fire("stop", stop)
+        return result
+
+    async def _atool_call(
         self, request: ToolCallRequest, handler: AsyncToolHandler
     ) -> ToolMessage | Command[Any]:
         gate = self.gate
