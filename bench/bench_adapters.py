@@ -40,10 +40,10 @@ from hookgate.settings import Settings
 GOAL = "< 5% added"
 
 
-def _engine(*, inline: bool = False) -> Engine:
+def _engine(*, inline: bool = False, tool: str = "shell") -> Engine:
     engine = Engine(settings=Settings(inline_sync_hooks=inline))
 
-    @engine.hook("pre_tool_use", matcher="^shell$")
+    @engine.hook("pre_tool_use", matcher=f"^{tool}$")
     def allow_ls(event: Any) -> None:
         return None
 
@@ -424,7 +424,7 @@ def _adk(samples: int) -> list[Row]:
 def _claude_agent_sdk(samples: int) -> list[Row]:
     from claude_agent_sdk import ClaudeAgentOptions, HookMatcher, query
 
-    from hookgate.adapters.claude_agent_sdk import EVENTS, hook_matchers
+    from hookgate.adapters.claude_agent_sdk import hook_matchers
 
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     from tests.support.anthropic_server import Reply, ScriptedAnthropic
@@ -432,7 +432,7 @@ def _claude_agent_sdk(samples: int) -> list[Row]:
     root = Path(tempfile.mkdtemp(prefix="hookgate-bench-"))
     (root / "home" / ".claude").mkdir(parents=True)
     (root / "project").mkdir()
-    engine = _engine()
+    engine = _engine(tool="Bash")
     with ScriptedAnthropic() as api:
         env = {
             "HOME": str(root / "home"),
@@ -457,10 +457,12 @@ def _claude_agent_sdk(samples: int) -> list[Row]:
         async def nothing(input_data: Any, tool_use_id: Any, context: Any) -> dict[str, Any]:
             return {}
 
-        noop = {event: [HookMatcher(hooks=[nothing])] for event in EVENTS}
+        # The no-op stand-in registers the events the adapter registers for this engine.
+        matchers = hook_matchers(engine)
+        noop = {event: [HookMatcher(hooks=[nothing])] for event in matchers}
         timings = asyncio.run(
             _interleaved_async(
-                {"with": run(hook_matchers(engine)), "noop": run(noop), "without": run(None)},
+                {"with": run(matchers), "noop": run(noop), "without": run(None)},
                 samples,
             )
         )

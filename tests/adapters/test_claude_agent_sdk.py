@@ -16,7 +16,13 @@ require_package("claude_agent_sdk", "claude-agent-sdk")
 
 from claude_agent_sdk import ClaudeAgentOptions, ResultMessage, query  # noqa: E402
 
-from hookgate.adapters.claude_agent_sdk import HookgateAbort, hook_matchers  # noqa: E402
+from hookgate import Engine  # noqa: E402
+from hookgate.adapters.claude_agent_sdk import (  # noqa: E402
+    EVENTS,
+    HookgateAbort,
+    HookgateMatchers,
+    hook_matchers,
+)
 from hookgate.client import AsyncGatewayClient  # noqa: E402
 
 COMMAND = "echo original > marker.txt"
@@ -40,6 +46,8 @@ class Session:
         self.by_task = by_task
         self.api: ScriptedAnthropic
         self.messages: list[Any] = []
+        #: Matchers built beforehand (else built for the run).
+        self.matchers: HookgateMatchers | None = None
 
     async def run(self, prompt: str = "clean up", *, submit: bool = False) -> ResultMessage | None:
         """``submit``: send the prompt through ``HookgateMatchers.submit`` first."""
@@ -56,7 +64,7 @@ class Session:
                 "DISABLE_ERROR_REPORTING": "1",
                 "NO_PROXY": "127.0.0.1,localhost",
             }
-            matchers = hook_matchers(self.target, agent_name="ops")
+            matchers = self.matchers or hook_matchers(self.target, agent_name="ops")
             if submit:
                 prompt = await matchers.submit(prompt)
             options = ClaudeAgentOptions(
@@ -302,3 +310,65 @@ async def test_a_sub_agent_task_rewrite_is_what_it_runs(tmp_path: Path) -> None:
     await engine.drain()
     stop = seen.payloads("subagent_stop")[0]
     assert (stop["target_agent"], stop["output"]) == ("general-purpose", "helped")
+
+
+# -- which events are registered ------------------------------------------------------------
+# Each registered event costs every run a control-protocol round trip per occurrence.
+
+
+def test_an_engine_registers_the_events_its_hooks_need_plus_the_two_checkpoints() -> None:
+    engine = Engine()
+    assert set(hook_matchers(engine)) == {"UserPromptSubmit", "PreToolUse"}
+    engine.hook("post_tool_use")(lambda e: None)
+    engine.hook("stop")(lambda e: None)
+    assert set(hook_matchers(engine)) == {"UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop"}
+
+
+def test_a_gateway_client_registers_every_event() -> None:
+    client = AsyncGatewayClient(f"http://127.0.0.1:{closed_port()}", "hg_key", timeout=2)
+    # SubagentStart is decided at the spawning tool call: nothing is ever asked there.
+    assert set(hook_matchers(client)) == set(EVENTS) - {"SubagentStart"}
+
+
+async def test_only_a_tool_hook_blocks_with_two_events_registered(tmp_path: Path) -> None:
+    engine = Engine()
+    engine.hook("pre_tool_use", matcher="^Bash$")(
+        lambda e: {"decision": "block", "reason": "no writes here"}
+    )
+    session = Session(tmp_path, engine)
+    await session.run()
+    assert session.marker() is None
+    assert "no writes here" in _text(session.tool_result())
+
+
+async def test_a_hook_added_later_for_an_unregistered_event_refuses_the_tool_call(
+    tmp_path: Path,
+) -> None:
+    # The matchers were built without PostToolUse; a post_tool_use hook added during the run
+    # (after its prompt was checked), say one that redacts output, would never fire: the
+    # tool call is refused instead.
+    engine = Engine()
+
+    def add_redaction(event: Any) -> None:
+        engine.hook("post_tool_use")(lambda e: {"updated_input": "[redacted]"})
+
+    engine.hook("user_prompt_submit")(add_redaction)
+    session = Session(tmp_path, engine)
+    session.matchers = hook_matchers(engine)
+    assert "PostToolUse" not in session.matchers
+    await session.run()
+    assert session.marker() is None
+    result = session.tool_result()
+    assert result["is_error"] is True
+    assert "post_tool_use" in _text(result)
+    assert "build the matchers again" in _text(result)
+
+
+async def test_a_hook_added_later_is_noticed_at_the_prompt(tmp_path: Path) -> None:
+    engine = Engine()
+    session = Session(tmp_path, engine)
+    session.matchers = hook_matchers(engine)
+    engine.hook("stop")(lambda e: None)
+    await session.run()
+    assert session.api.agent_calls == []  # the prompt never reached the model
+    assert session.marker() is None

@@ -58,7 +58,8 @@ travels as ``claude_agent_id`` (as in the bridge, it never selects agent-scoped 
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+import logging
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Final
 
 from claude_agent_sdk import HookMatcher
@@ -66,9 +67,11 @@ from claude_agent_sdk.types import HookContext, HookEvent, HookInput, HookJSONOu
 
 from hookgate.adapters._gate import Gate, Target, failed_closed
 from hookgate.adapters._mapping import HookgateAbort, prompt_verdict, with_context
+from hookgate.engine import Engine
 from hookgate.integrations.claude_code.contract import claude_answer, hookgate_input
+from hookgate.log import log_event
 
-__all__ = ["EVENTS", "HookgateAbort", "HookgateMatchers", "hook_matchers"]
+__all__ = ["ALWAYS", "EVENTS", "FIRES", "HookgateAbort", "HookgateMatchers", "hook_matchers"]
 
 #: The Claude Code events the Python SDK delivers to in-process callbacks.
 EVENTS: Final[tuple[HookEvent, ...]] = (
@@ -83,6 +86,26 @@ EVENTS: Final[tuple[HookEvent, ...]] = (
     "PreCompact",
     "Notification",
 )
+
+#: What the adapter fires at each Claude Code event (``SubagentStart`` is decided at the
+#: spawning tool call, so nothing is fired there and it is never registered).
+FIRES: Final[Mapping[HookEvent, tuple[str, ...]]] = {
+    "UserPromptSubmit": ("session_start", "user_prompt_submit"),
+    "PreToolUse": ("pre_tool_use", "subagent_start"),
+    "PermissionRequest": ("approve_tool",),
+    "PostToolUse": ("post_tool_use",),
+    "PostToolUseFailure": ("post_tool_use_failure",),
+    "SubagentStart": (),
+    "SubagentStop": ("subagent_stop",),
+    "Stop": ("stop",),
+    "PreCompact": ("before_compaction",),
+    "Notification": ("notification",),
+}
+
+#: Registered for an engine even without hooks for them: the two points where Claude Code
+#: waits before anything happens (a prompt, a tool call), where the adapter checks that no
+#: hook was added since the matchers were built for an event they do not register.
+ALWAYS: Final[tuple[HookEvent, ...]] = ("UserPromptSubmit", "PreToolUse")
 
 #: The tools through which Claude Code spawns a sub-agent (``Task`` was renamed ``Agent``).
 SUBAGENT_TOOLS: Final = frozenset({"Agent", "Task"})
@@ -195,7 +218,18 @@ class _Checked:
         return True
 
 
-def _callback(gate: Gate, agent_name: str | None, started: set[str], checked: _Checked) -> Callback:
+def _unserved(gate: Gate, unregistered: tuple[str, ...]) -> list[str]:
+    """hookgate events that now have hooks but whose Claude Code event is not registered."""
+    return [event for event in unregistered if gate.wants(event)]
+
+
+def _callback(
+    gate: Gate,
+    agent_name: str | None,
+    started: set[str],
+    checked: _Checked,
+    unregistered: tuple[str, ...],
+) -> Callback:
     async def hook(
         input_data: HookInput, tool_use_id: str | None, context: HookContext
     ) -> HookJSONOutput:
@@ -204,6 +238,20 @@ def _callback(gate: Gate, agent_name: str | None, started: set[str], checked: _C
             if event == "SubagentStart":
                 # Decided at the spawning tool call (see _spawn); nothing more to ask here.
                 return {}
+            if unregistered and event in _BLOCKING and (missed := _unserved(gate, unregistered)):
+                # Hooks added after the matchers were built, for events Claude Code does not
+                # send here: refuse rather than run without them.
+                log_event(
+                    "hookgate.adapter.unregistered_hooks",
+                    level=logging.ERROR,
+                    hook_event=_BLOCKING[event],
+                    events=missed,
+                )
+                reason = (
+                    f"hookgate has hooks for {', '.join(missed)}, added after hook_matchers() "
+                    "was built without those Claude Code events; build the matchers again"
+                )
+                return _refusal(event, reason)  # type: ignore[return-value]
             spec, payload = hookgate_input(input_data)
             if tool_use_id and "tool_name" in payload and not payload.get("tool_use_id"):
                 payload["tool_use_id"] = tool_use_id
@@ -276,6 +324,21 @@ class HookgateMatchers(dict[HookEvent, list[HookMatcher]]):
         return text
 
 
+def _registered(gate: Gate, events: tuple[HookEvent, ...]) -> tuple[HookEvent, ...]:
+    """The events to register: every one for a gateway (its hooks are not known here); for an
+    engine, those it has hooks for, plus :data:`ALWAYS`. Each registered event costs every run
+    a round trip CLI → SDK → CLI per occurrence, hooked or not."""
+    if not isinstance(gate.target, Engine):
+        return tuple(event for event in events if FIRES.get(event, (event,)))
+    return tuple(
+        event
+        for event in events
+        if event in ALWAYS
+        or event not in FIRES  # an event this adapter does not know: the caller asked for it
+        or any(gate.wants(name) for name in FIRES[event])
+    )
+
+
 def hook_matchers(
     target: Target | Gate,
     *,
@@ -283,18 +346,29 @@ def hook_matchers(
     events: tuple[HookEvent, ...] = EVENTS,
     timeout: float | None = None,
 ) -> HookgateMatchers:
-    """``ClaudeAgentOptions(hooks=...)`` that send every event to hookgate.
+    """``ClaudeAgentOptions(hooks=...)`` that send Claude Code's events to hookgate.
 
-    One matcher per event, matching every tool (hookgate's own matchers select hooks).
-    ``timeout`` (seconds) is Claude Code's limit per callback; hookgate's own per-hook
-    timeouts and chain budget apply inside it. Send prompts through the result's
-    :meth:`~HookgateMatchers.submit` for a prompt rewrite to apply.
+    One matcher per event, matching every tool (hookgate's own matchers select hooks). For an
+    :class:`~hookgate.Engine`, only the events among ``events`` that its hooks need are
+    registered, plus ``UserPromptSubmit`` and ``PreToolUse`` (where a hook added later for an
+    unregistered event is noticed: the prompt or tool call is then refused, never let through
+    unhooked; build the matchers again after adding hooks for new events). A gateway client's
+    hooks can change at any time, so for one every event is registered. ``timeout`` (seconds)
+    is Claude Code's limit per callback; hookgate's own per-hook timeouts and chain budget
+    apply inside it. Send prompts through the result's :meth:`~HookgateMatchers.submit` for
+    a prompt rewrite to apply.
     """
     gate = Gate(target)
     checked = _Checked()
-    callback = _callback(gate, agent_name, set(), checked)
+    registered = _registered(gate, events)
+    # What the engine's hooks did not need when the matchers were built (events left out of
+    # ``events`` on purpose are the caller's choice).
+    unregistered = tuple(
+        name for event in events if event not in registered for name in FIRES.get(event, ())
+    )
+    callback = _callback(gate, agent_name, set(), checked, unregistered)
     matchers: dict[HookEvent, list[HookMatcher]] = {
         event: [HookMatcher(matcher=None, hooks=[callback], timeout=timeout, on_failure="block")]
-        for event in events
+        for event in registered
     }
     return HookgateMatchers(matchers, gate, agent_name, checked)
