@@ -372,3 +372,19 @@ async def test_a_hook_added_later_is_noticed_at_the_prompt(tmp_path: Path) -> No
     await session.run()
     assert session.api.agent_calls == []  # the prompt never reached the model
     assert session.marker() is None
+
+
+async def test_a_lone_sub_agent_hook_still_blocks_at_the_spawning_call(tmp_path: Path) -> None:
+    # No pre_tool_use hook: PreToolUse is registered anyway, and subagent_start fires there.
+    engine = Engine()
+    engine.hook("subagent_start")(lambda e: {"decision": "block", "reason": "no delegation"})
+    session = Session(
+        tmp_path,
+        engine,
+        SPAWN,
+        Reply(text="all done"),
+        by_task={"list files": Reply(text="helped")},
+    )
+    await session.run()
+    assert not _sub_agent_asked(session, "list files")
+    assert "no delegation" in _text(session.tool_result())

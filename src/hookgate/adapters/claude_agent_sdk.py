@@ -262,18 +262,29 @@ def _callback(
             session = str(payload.get("session_id") or "")
             if event == "UserPromptSubmit" and session not in started:
                 started.add(session)
-                await gate.fire(
-                    "session_start",
-                    {**payload, "source": "claude-agent-sdk", "hook_event_name": "SessionStart"},
-                )
+                if gate.wants("session_start"):
+                    await gate.fire(
+                        "session_start",
+                        {
+                            **payload,
+                            "source": "claude-agent-sdk",
+                            "hook_event_name": "SessionStart",
+                        },
+                    )
             if event == "UserPromptSubmit" and checked.take(str(payload.get("prompt", ""))):
                 return {}  # submit() fired user_prompt_submit for this very prompt
-            # Claude Code waits for the answer anyway: run non-blocking events now too, so
-            # PostToolUse rewrites and context come back.
-            outcome = await gate.fire(spec.name, payload, wait=not spec.blocking)
-            answer = claude_answer(event, outcome).stdout or {}
+            answer: dict[str, Any] = {}
+            refused = False
+            # An event without hooks answers nothing: skip the engine (a registered event
+            # can have none, e.g. PreToolUse when only sub-agent hooks exist).
+            if gate.wants(spec.name):
+                # Claude Code waits for the answer anyway: run non-blocking events now too,
+                # so PostToolUse rewrites and context come back.
+                outcome = await gate.fire(spec.name, payload, wait=not spec.blocking)
+                answer = claude_answer(event, outcome).stdout or {}
+                refused = outcome.blocked or outcome.result is not None
             spawns = event == "PreToolUse" and payload.get("tool_name") in SUBAGENT_TOOLS
-            if spawns and not outcome.blocked and outcome.result is None:
+            if spawns and not refused and gate.wants("subagent_start"):
                 answer = await _spawn(gate, payload, agent_name, answer)
             return _for_sdk(answer)  # type: ignore[return-value]
         except Exception as exc:
