@@ -7,6 +7,7 @@ import asyncio
 from typing import Any
 
 import pytest
+from pydantic import BaseModel
 from tests.adapters.support import (
     PROMPT_AND_MODEL_REWRITES,
     add_context_hook,
@@ -18,6 +19,7 @@ from tests.adapters.support import (
 require_package("langchain", "langchain")
 
 from langchain.agents import create_agent  # noqa: E402
+from langchain.agents.structured_output import ToolStrategy  # noqa: E402
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel  # noqa: E402
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage  # noqa: E402
 from langchain_core.tools import tool  # noqa: E402
@@ -433,3 +435,35 @@ def test_a_return_direct_tool_beside_another_ends_nothing_early(mode: str) -> No
     assert len(harness.model.seen) == 2
     assert [p["last_message"] for p in seen.payloads("stop")] == ["all done"]
     assert result["messages"][-1].text == "all done"
+
+
+class Verdict(BaseModel):
+    answer: str
+
+
+@MODES
+def test_a_run_ended_by_its_structured_response_fires_stop_once(mode: str) -> None:
+    # With a ToolStrategy the model's last message calls the structured-output tool: the
+    # run ends there although the message has a tool call.
+    engine, seen = engine_with()
+    harness = Harness(engine, mode)
+    harness.model.messages = iter(
+        [
+            next(harness.model.messages),
+            AIMessage(
+                content="",
+                tool_calls=[{"name": "Verdict", "args": {"answer": "clean"}, "id": "call_v"}],
+            ),
+        ]
+    )
+    harness.agent = create_agent(
+        harness.model,
+        [harness.shell],
+        middleware=[HookgateMiddleware(engine)],
+        response_format=ToolStrategy(Verdict),
+    )
+    result = harness.run()
+    _drain(engine)
+    assert result["structured_response"] == Verdict(answer="clean")
+    assert harness.received == ["rm -rf /"]
+    assert len(seen.payloads("stop")) == 1

@@ -13,6 +13,12 @@ same hooks file works under both. Every matcher is registered with ``on_failure=
 and any error in the adapter answers a deny (``PreToolUse``) or a block
 (``UserPromptSubmit``) itself.
 
+Each registered event costs every run a round trip CLI → SDK → CLI where it occurs, so for an
+:class:`~hookgate.Engine` only the events its hooks need are registered, plus
+``UserPromptSubmit`` and ``PreToolUse``: there a hook added since, for an event left out, is
+noticed and the prompt or tool call refused (never run without it). A gateway client gets
+every event.
+
 ==========================  ===========  ==================================================
 outcome                     support      how
 ==========================  ===========  ==================================================
