@@ -352,8 +352,11 @@ def test_stop_fires_once_per_run_at_the_final_answer(mode: str, answer: Any) -> 
     harness = Harness(engine, mode)
     harness.run()
     _drain(engine)
-    assert seen.names().count("stop") == 1
-    assert seen.names()[-1] == "stop"
+    names = seen.names()
+    assert names.count("stop") == 1
+    # After the final model call (non-blocking events such as session_start are queued, so
+    # their place among the others is not fixed).
+    assert names.index("stop") > max(i for i, name in enumerate(names) if name == "after_llm")
     stop = seen.payloads("stop")[0]
     assert stop["last_message"] == "ALL DONE"
     assert stop["turn_id"] == seen.payloads("session_start")[0]["turn_id"]
