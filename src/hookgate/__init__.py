@@ -12,10 +12,12 @@ outcome = await engine.fire("pre_tool_use", tool_name="exec", tool_input={"cmd":
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any, Final
-
+# Not ``typing``: the Claude Code bridge's per-event client imports this package and nothing
+# heavy (importing typing costs more than a third of a Python start); mypy reads the name.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any, Final
+
     from hookgate.audit import AuditSink, ExecutionRecord, MemoryAudit
     from hookgate.definition import DefinitionError, HookDefinition, Problem
     from hookgate.definition_model import validate_definition
@@ -82,6 +84,8 @@ def __getattr__(name: str) -> Any:
     home = _HOMES.get(name)
     if home is None:
         raise AttributeError(f"module 'hookgate' has no attribute {name!r}")
+    import importlib
+
     value = getattr(importlib.import_module(home), name)
     globals()[name] = value
     return value

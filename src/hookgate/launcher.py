@@ -1,7 +1,8 @@
 """The ``hookgate`` executable's entry point.
 
 ``hookgate claude-code`` runs once per Claude Code hook event, so it goes straight to its
-own small module; every other command loads the full click CLI (:mod:`hookgate.cli`).
+own small module (the relay to the warm process, :mod:`hookgate.integrations.claude_code.relay`);
+every other command loads the full click CLI (:mod:`hookgate.cli`).
 """
 
 from __future__ import annotations
@@ -12,12 +13,12 @@ __all__ = ["main"]
 
 
 def main() -> None:
-    from hookgate.integrations.claude_code.main import is_bridge_call
+    from hookgate.integrations.claude_code.basics import is_bridge_call
 
     if is_bridge_call(sys.argv[1:]):
-        from hookgate.integrations.claude_code.main import main as bridge_main
+        from hookgate.integrations.claude_code.relay import main as relay_main
 
-        raise SystemExit(bridge_main(sys.argv[2:]))
+        raise SystemExit(relay_main(sys.argv[2:]))
     from hookgate.cli import main as cli_main
 
     cli_main()

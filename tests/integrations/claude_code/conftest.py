@@ -1,11 +1,18 @@
 """Every ``hookgate claude-code`` run of these tests keeps its definition cache in a temporary
-folder, not in the user's ``~/.cache``."""
+folder, not in the user's ``~/.cache``, and its warm process's socket in a folder of the test
+session (stopped at its end), not in the user's.
+
+``bridge_path`` runs a test twice: through the warm process (``HOOKGATE_CLAUDE_CODE_WARM=
+require``: an event the warm process does not take fails instead of running in-process) and
+in the event's own process (``off``), which must give the same answers."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from tests.support.warm_bridge import private_warm_folder
 
 
 @pytest.fixture(autouse=True)
@@ -14,3 +21,16 @@ def _private_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest
     folder = tmp_path_factory.mktemp("xdg-cache")
     monkeypatch.setenv("XDG_CACHE_HOME", str(folder))
     return folder
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _private_warm_folder() -> Iterator[Path]:
+    with private_warm_folder() as folder:
+        yield folder
+
+
+@pytest.fixture(params=["warm", "in-process"])
+def bridge_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    monkeypatch.setenv("HOOKGATE_CLAUDE_CODE_WARM",
+                       "require" if request.param == "warm" else "off")
+    return str(request.param)

@@ -303,6 +303,7 @@ def run_cli(data: dict[str, Any], *args: str) -> subprocess.CompletedProcess[str
     ],
     ids=["PreToolUse", "PostToolUse", "UserPromptSubmit", "Stop", "SessionStart"],
 )
+@pytest.mark.usefixtures("bridge_path")
 def test_hookgate_claude_code_command(hooks_file: Path, data: dict[str, Any],
                                       expected: dict[str, Any]) -> None:
     result = run_cli(data, "--config", str(hooks_file))
@@ -310,12 +311,14 @@ def test_hookgate_claude_code_command(hooks_file: Path, data: dict[str, Any],
     assert json.loads(result.stdout) == expected
 
 
+@pytest.mark.usefixtures("bridge_path")
 def test_allowed_tool_call_prints_nothing(hooks_file: Path) -> None:
     result = run_cli(cc("PreToolUse", tool_name="Bash", tool_input={"command": "ls"}),
                      "--config", str(hooks_file))
     assert (result.returncode, result.stdout) == (0, "")
 
 
+@pytest.mark.usefixtures("bridge_path")
 def test_invalid_hooks_file_blocks_tool_calls_but_not_stop(tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text("hooks:\n  - event: pre_tool_use\n")
@@ -326,6 +329,7 @@ def test_invalid_hooks_file_blocks_tool_calls_but_not_stop(tmp_path: Path) -> No
     assert stop.returncode == 1
 
 
+@pytest.mark.usefixtures("bridge_path")
 def test_garbage_stdin_fails_closed() -> None:
     # Which event it was cannot be told, so hookgate stops whatever it was.
     result = subprocess.run([HOOKGATE, "claude-code"], input="not json", capture_output=True,

@@ -71,6 +71,7 @@ def test_a_hit_gives_the_same_definitions_without_validating(
     assert again == first  # every field, the approval policy and the ids included
 
 
+@pytest.mark.usefixtures("bridge_path")
 def test_the_cache_files_are_private(tmp_path: Path) -> None:
     hooks = write_hooks(tmp_path / "hookgate.json", BLOCK_RM)
     assert decision(bridge(hooks)) == "deny"
@@ -79,6 +80,7 @@ def test_the_cache_files_are_private(tmp_path: Path) -> None:
     assert stat.S_IMODE(entry.parent.stat().st_mode) == 0o700
 
 
+@pytest.mark.usefixtures("bridge_path")
 def test_a_changed_file_is_validated_again_even_with_the_same_size_and_time(
     tmp_path: Path,
 ) -> None:
@@ -94,6 +96,7 @@ def test_a_changed_file_is_validated_again_even_with_the_same_size_and_time(
     assert result.returncode == 2 and "is invalid" in result.stderr
 
 
+@pytest.mark.usefixtures("bridge_path")
 def test_a_file_that_becomes_invalid_fails_closed_on_every_run(tmp_path: Path) -> None:
     hooks = write_hooks(tmp_path / "hookgate.json", BLOCK_RM)
     assert decision(bridge(hooks)) == "deny"
@@ -103,6 +106,7 @@ def test_a_file_that_becomes_invalid_fails_closed_on_every_run(tmp_path: Path) -
         assert result.returncode == 2 and "invalid JSON" in result.stderr
 
 
+@pytest.mark.usefixtures("bridge_path")
 def test_a_corrupt_entry_is_ignored_and_replaced(tmp_path: Path) -> None:
     hooks = write_hooks(tmp_path / "hookgate.json", BLOCK_RM)
     assert decision(bridge(hooks)) == "deny"
@@ -116,6 +120,7 @@ def test_a_corrupt_entry_is_ignored_and_replaced(tmp_path: Path) -> None:
         assert read_entry(str(hooks), edition="lite", environ=os.environ) is not None
 
 
+@pytest.mark.usefixtures("bridge_path")
 def test_an_entry_others_could_write_is_not_trusted(tmp_path: Path) -> None:
     # An entry that says "no hooks" for this file, made writable by others: ignored.
     hooks = write_hooks(tmp_path / "hookgate.json", BLOCK_RM)
@@ -132,6 +137,7 @@ def test_an_entry_others_could_write_is_not_trusted(tmp_path: Path) -> None:
     assert decision(bridge(hooks)) == "deny"
 
 
+@pytest.mark.usefixtures("bridge_path")
 def test_the_edition_is_part_of_the_key(tmp_path: Path) -> None:
     hooks = write_hooks(tmp_path / "hookgate.json", BLOCK_RM)
     assert decision(bridge(hooks)) == "deny"
@@ -140,6 +146,7 @@ def test_the_edition_is_part_of_the_key(tmp_path: Path) -> None:
     assert result.returncode == 2 and "is invalid" in result.stderr
 
 
+@pytest.mark.usefixtures("bridge_path")
 def test_a_callable_module_that_breaks_after_caching_fails_closed(tmp_path: Path) -> None:
     (tmp_path / "guards_cache.py").write_text("def check(event):\n    return None\n")
     hooks = write_hooks(tmp_path / "hookgate.json",
@@ -154,6 +161,7 @@ def test_a_callable_module_that_breaks_after_caching_fails_closed(tmp_path: Path
         assert "is invalid" in result.stderr and "SyntaxError" in result.stderr
 
 
+@pytest.mark.usefixtures("bridge_path")
 def test_cache_off(tmp_path: Path) -> None:
     hooks = write_hooks(tmp_path / "hookgate.json", BLOCK_RM)
     assert decision(bridge(hooks, HOOKGATE_CLAUDE_CODE_CACHE="off")) == "deny"
@@ -197,6 +205,7 @@ def test_literal_matchers() -> None:
         assert literal_names(pattern) is None
 
 
+@pytest.mark.usefixtures("bridge_path")
 def test_answers_from_the_cache_entry_equal_the_engine_s(tmp_path: Path) -> None:
     # Each event run with the cache filled (events and tools no hook applies to are answered
     # from the entry alone) and with the cache off (the engine decides): the same answers.

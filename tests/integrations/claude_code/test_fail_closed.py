@@ -14,6 +14,8 @@ import pytest
 import yaml
 
 HOOKGATE = str(Path(sys.executable).parent / "hookgate")
+#: Each case through the warm process and in the event's own process (see conftest).
+pytestmark = pytest.mark.usefixtures("bridge_path")
 
 
 def run_bridge(data: dict[str, Any] | str | bytes, *args: str,

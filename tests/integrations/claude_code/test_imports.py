@@ -1,7 +1,12 @@
 """``hookgate claude-code`` starts once per Claude Code hook event, so it imports only what
 its path needs: no click CLI, no gateway, no HTTP client, no other command's modules, no
 hooks-file format plugins for a plain hookgate file. The list is exact for hookgate's own
-modules, so a new import on this path is a decision, not an accident."""
+modules, so a new import on this path is a decision, not an accident.
+
+The per-event process is a relay to the warm process (``RELAY``: nothing but ``_socket`` and
+``__future__`` beyond a bare interpreter); the other lists are the event run in its own
+process (``HOOKGATE_CLAUDE_CODE_WARM=off``, or where no warm process can take it), which is
+also what the warm process's worker runs."""
 
 from __future__ import annotations
 
@@ -15,9 +20,11 @@ from pathlib import Path
 import yaml
 
 CC = "hookgate.integrations.claude_code"
-#: Always there: the entry point and its package.
-ENTRY = {"hookgate", "hookgate.launcher", "hookgate.integrations", CC, f"{CC}.main",
-         f"{CC}.basics"}
+#: The per-event relay: hands the event to the warm process.
+RELAY = {"hookgate", "hookgate.launcher", "hookgate.integrations", CC, f"{CC}.basics",
+         f"{CC}.relay", f"{CC}.warm_place", f"{CC}.warm_wire", "hookgate.errors"}
+#: Always there: the entry point and its package (the relay, which runs the event itself).
+ENTRY = RELAY | {f"{CC}.main"}
 #: An event the cached hooks file has no hook for: answered from the cache entry alone.
 NOTHING_TO_RUN = ENTRY | {f"{CC}.definition_cache", "hookgate.errors"}
 #: A cached file with command and callable hooks: the chain on the blocking driver.
@@ -56,7 +63,8 @@ def forbidden(modules: set[str], names: tuple[str, ...] = FORBIDDEN) -> set[str]
     return {m for m in modules if m.split(".")[0] in names}
 
 
-def run_listing(tmp_path: Path, hooks: Path, event: dict[str, object]) -> tuple[set[str], str]:
+def run_listing(tmp_path: Path, hooks: Path, event: dict[str, object], warm: str = "off"
+                ) -> tuple[set[str], str]:
     """Run ``hookgate claude-code --config HOOKS`` as the console script does; the modules
     loaded by the end (``-X importtime`` misses importlib.import_module) and stdout."""
     listing = tmp_path / "modules.json"
@@ -69,7 +77,8 @@ def run_listing(tmp_path: Path, hooks: Path, event: dict[str, object]) -> tuple[
         "main()\n"
     )
     result = subprocess.run([sys.executable, "-c", script], input=json.dumps(event),
-                            capture_output=True, text=True, timeout=60, check=False)
+                            capture_output=True, text=True, timeout=60, check=False,
+                            env={**os.environ, "HOOKGATE_CLAUDE_CODE_WARM": warm})
     assert result.returncode == 0, result.stderr[-2000:]
     return set(ast.literal_eval(listing.read_text())), result.stdout
 
@@ -109,6 +118,20 @@ def test_local_path_imports(tmp_path: Path) -> None:
     assert denied(stdout)
     assert hookgate_modules(modules) == CACHED
     assert not forbidden(modules) and not forbidden(modules, NOT_WHEN_CACHED)
+
+
+def test_the_relay_imports_next_to_nothing(tmp_path: Path) -> None:
+    # The event itself runs in the warm process (required here: not taken would fail it).
+    hooks = hooks_file(tmp_path, "hookgate.yaml")
+    bare = subprocess.run([sys.executable, "-c", "import sys; print(repr(sorted(sys.modules)))"],
+                          capture_output=True, text=True, timeout=60, check=True)
+    before = set(ast.literal_eval(bare.stdout)) | {"atexit"}  # atexit: the listing's
+    # The first event starts the warm process (and locks its lock file), the second finds it.
+    for starting in ({"fcntl"}, set()):
+        modules, stdout = run_listing(tmp_path, hooks, rm_rf(tmp_path), warm="require")
+        assert denied(stdout)
+        assert hookgate_modules(modules) == RELAY
+        assert modules - before == RELAY | {"_socket", "__future__"} | starting
 
 
 def test_a_json_hooks_file_needs_no_yaml(tmp_path: Path) -> None:
@@ -165,8 +188,7 @@ def test_gateway_path_needs_no_engine_and_no_asyncio(tmp_path: Path) -> None:
                             env={**os.environ, "HOOKGATE_API_KEY": "hg-x"})
     assert result.returncode == 2 and "cannot connect" in result.stderr
     modules = set(json.loads(listing.read_text()))
-    assert {m for m in modules if m.split(".")[0] == "hookgate"} == {
-        "hookgate", "hookgate.launcher", "hookgate.integrations", CC, f"{CC}.main",
-        f"{CC}.basics", f"{CC}.gateway_transport"}
+    assert {m for m in modules if m.split(".")[0] == "hookgate"} == ENTRY | {
+        f"{CC}.gateway_transport"} - {f"{CC}.warm_place"}
     assert "asyncio" not in modules and "yaml" not in modules
     assert not {m for m in modules if m.split(".")[0] in FORBIDDEN}

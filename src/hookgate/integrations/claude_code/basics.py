@@ -1,18 +1,67 @@
-"""What ``hookgate claude-code`` needs before anything else, shared by :mod:`.main` (which
-must not import the rest: a failure may happen before it could) and :mod:`.contract`: which
-events fail closed, and where the hooks file is."""
+"""What ``hookgate claude-code`` needs before anything else, shared by :mod:`.relay` and
+:mod:`.main` (which must not import the rest: a failure may happen before it could) and
+:mod:`.contract`: its command line, which events fail closed, and where the hooks file is.
+
+It imports nothing but ``os`` (``typing`` and ``collections.abc`` cost a third of a Python
+start, and the per-event relay must not pay it): the type names below are for mypy only.
+"""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
-from typing import Any, Final
 
-__all__ = ["CONFIG_NAMES", "FAIL_CLOSED_EVENTS", "default_config_path"]
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+    from typing import Any, Final
+
+__all__ = [
+    "CONFIG_NAMES",
+    "FAIL_CLOSED_EVENTS",
+    "BridgeArgs",
+    "default_config_path",
+    "is_bridge_call",
+    "parse_args",
+]
 
 #: Claude Code events where our own failure must stop the action (exit 2; elsewhere exit 1).
 FAIL_CLOSED_EVENTS: Final = frozenset({"PreToolUse", "PermissionRequest", "UserPromptSubmit"})
 CONFIG_NAMES: Final = ("hookgate.yaml", "hookgate.yml", "hookgate.json")
+
+_VALUE_OPTIONS: Final = {"-c": "config", "--config": "config", "--gateway": "gateway"}
+
+
+class BridgeArgs:
+    __slots__ = ("config", "gateway")
+
+    def __init__(self, config: str | None = None, gateway: str | None = None) -> None:
+        self.config = config
+        self.gateway = gateway
+
+
+def parse_args(args: Sequence[str]) -> BridgeArgs | None:
+    """``[--config FILE] [--gateway URL]`` (also ``--opt=value``); ``None`` for anything else
+    (a sub-command, ``--help``), which the full CLI then handles."""
+    parsed = BridgeArgs()
+    index = 0
+    while index < len(args):
+        arg = args[index]
+        name, has_value, value = arg.partition("=")
+        if not name.startswith("-") or name not in _VALUE_OPTIONS:
+            return None
+        if not has_value:
+            index += 1
+            if index >= len(args):
+                return None
+            value = args[index]
+        setattr(parsed, _VALUE_OPTIONS[name], value)
+        index += 1
+    return parsed
+
+
+def is_bridge_call(argv: Sequence[str]) -> bool:
+    """``hookgate claude-code [--config FILE] [--gateway URL]``: the per-event hook call."""
+    return len(argv) >= 1 and argv[0] == "claude-code" and parse_args(argv[1:]) is not None
 
 
 def default_config_path(

@@ -22,7 +22,10 @@ from typing import IO, Final
 from hookgate.integrations.claude_code.basics import (
     CONFIG_NAMES,
     FAIL_CLOSED_EVENTS,
+    BridgeArgs,
     default_config_path,
+    is_bridge_call,
+    parse_args,
 )
 
 __all__ = [
@@ -35,42 +38,8 @@ __all__ = [
     "parse_args",
 ]
 
-_VALUE_OPTIONS: Final = {"-c": "config", "--config": "config", "--gateway": "gateway"}
 #: One line, so Claude Code's "hook error" notice and the model see all of it.
 _MAX_REASON: Final = 500
-
-
-class BridgeArgs:
-    __slots__ = ("config", "gateway")
-
-    def __init__(self, config: str | None = None, gateway: str | None = None) -> None:
-        self.config = config
-        self.gateway = gateway
-
-
-def parse_args(args: Sequence[str]) -> BridgeArgs | None:
-    """``[--config FILE] [--gateway URL]`` (also ``--opt=value``); ``None`` for anything else
-    (a sub-command, ``--help``), which the full CLI then handles."""
-    parsed = BridgeArgs()
-    index = 0
-    while index < len(args):
-        arg = args[index]
-        name, has_value, value = arg.partition("=")
-        if not name.startswith("-") or name not in _VALUE_OPTIONS:
-            return None
-        if not has_value:
-            index += 1
-            if index >= len(args):
-                return None
-            value = args[index]
-        setattr(parsed, _VALUE_OPTIONS[name], value)
-        index += 1
-    return parsed
-
-
-def is_bridge_call(argv: Sequence[str]) -> bool:
-    """``hookgate claude-code [--config FILE] [--gateway URL]``: the per-event hook call."""
-    return len(argv) >= 1 and argv[0] == "claude-code" and parse_args(argv[1:]) is not None
 
 
 def _one_line(text: str) -> str:

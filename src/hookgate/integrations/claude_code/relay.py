@@ -1,0 +1,251 @@
+"""``hookgate claude-code``, the per-event process: hand the event to the warm process.
+
+Claude Code starts ``hookgate claude-code`` for every hook event, and a Python process that
+imports hookgate's core costs several times a bare Python start. So this process imports
+nothing heavy (``os``, ``sys``, ``_socket``; no ``json``, no ``typing``): it reads its stdin,
+connects to the user's warm process (:mod:`.warm`, found by :mod:`.warm_place`), sends the
+input, its options, working directory and environment, and passes its own stdout and stderr
+along. A fresh fork of the warm process answers the event exactly as :mod:`.main` does in
+a process of its own, writing straight into Claude Code's pipes; this process exits with
+the exit code it reports.
+
+Failure rules (the same as :mod:`.main`'s):
+
+* Nothing was handed over yet (no warm process and none can be started, the folder is
+  refused, the peer is another user, the warm process refused or went away before taking the
+  event): the event runs here, in this process, exactly as without a warm process.
+* The warm process took the event and then failed (died, closed the connection, answered
+  garbage): the hooks may have run, so they are never run again; exit 2 with a one-line
+  reason on the events where that stops the action (exit 1 elsewhere).
+
+``HOOKGATE_CLAUDE_CODE_WARM=off`` turns the warm process off; ``=require`` fails the event
+(closed) instead of running it here when the warm process does not take it (for tests and
+checks). ``--gateway`` never uses it (that path is one HTTP request already).
+"""
+
+from __future__ import annotations
+
+import _socket
+import os
+import sys
+
+from hookgate.errors import HookgateError
+from hookgate.integrations.claude_code import warm_wire as wire
+from hookgate.integrations.claude_code.basics import BridgeArgs, parse_args
+from hookgate.integrations.claude_code.warm_place import Place, peer_uid, place
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+    from typing import Final
+
+__all__ = ["RelayBroken", "ask_warm", "main", "start_warm"]
+
+#: How long the warm process may take to take an event before it runs here instead.
+TAKE_TIMEOUT_S: Final = 5.0
+#: How long to wait for a warm process that is starting (this relay's or another's).
+START_TIMEOUT_S: Final = 10.0
+
+
+class RelayBroken(HookgateError, ConnectionError):
+    """The warm process took the event and then failed (reported as hookgate's failure)."""
+
+
+def main(args: Sequence[str] | None = None) -> int:
+    """``hookgate claude-code`` with ``args`` (default: ``sys.argv[2:]``)."""
+    argv = sys.argv[2:] if args is None else args
+    parsed = parse_args(argv)
+    found = None if parsed is None or parsed.gateway or os.environ.get(
+        "HOOKGATE_GATEWAY_URL") else place(os.environ)
+    if parsed is None or found is None:
+        from hookgate.integrations.claude_code.main import main as in_process
+
+        return in_process(argv)
+    try:
+        raw = sys.stdin.buffer.read()
+    except BaseException as exc:
+        from hookgate.integrations.claude_code.main import fail
+
+        return fail(None, f"cannot read stdin: {exc}", sys.stderr)
+    try:
+        code = ask_warm(found, parsed, raw)
+    except RelayBroken as exc:
+        from hookgate.integrations.claude_code.main import _peek_event, fail
+
+        return fail(_peek_event(raw), f"the warm hookgate process failed: {exc}", sys.stderr)
+    if code is not None:
+        return code
+    if os.environ.get("HOOKGATE_CLAUDE_CODE_WARM", "").strip().lower() == "require":
+        from hookgate.integrations.claude_code.main import _peek_event, fail
+
+        return fail(_peek_event(raw), "no warm hookgate process took the event "
+                    "(HOOKGATE_CLAUDE_CODE_WARM=require)", sys.stderr)
+    from hookgate.integrations.claude_code.main import run
+
+    return run(parsed, raw, stdout=sys.stdout, stderr=sys.stderr)
+
+
+def ask_warm(where: Place, args: BridgeArgs, raw: bytes) -> int | None:
+    """The exit code of the event answered by the warm process; ``None`` when it did not
+    take the event (nothing ran). Raise :class:`RelayBroken` when it took it and failed."""
+    sock = _connect(where)
+    if sock is None:
+        return None
+    try:
+        request = _request(where, args, raw)
+        if request is None:
+            return None
+        try:
+            sock.settimeout(TAKE_TIMEOUT_S)
+            sent = sock.sendmsg([request], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, _FDS)])
+            if sent < len(request):
+                sock.sendall(request[sent:])  # a large input fills the socket's buffer
+            if _recv_exactly(sock, 1) != wire.STARTED:
+                return None  # refused, gone, or too slow: it runs nothing without our commit
+            sock.sendall(wire.COMMIT)
+        except OSError:
+            return None
+        # Committed: from here the hooks may run, and a failure is reported, never retried.
+        try:
+            sock.settimeout(None)  # the hooks' own timeouts hold in the worker
+            reply = _recv_exactly(sock, 2)
+        except OSError as exc:
+            raise RelayBroken(f"connection lost ({exc})") from None
+        if len(reply) < 2:
+            raise RelayBroken("it ended before answering")
+        if reply[:1] != wire.DONE:
+            raise RelayBroken("it answered something else than an exit code")
+        return reply[1]
+    finally:
+        sock.close()
+
+
+_FDS: Final = (1).to_bytes(4, sys.byteorder) + (2).to_bytes(4, sys.byteorder)
+
+
+def _request(where: Place, args: BridgeArgs, raw: bytes) -> bytes | None:
+    try:
+        cwd = os.getcwd()
+    except OSError:
+        return None  # the event reports it as it always has
+    out, err = sys.stdout, sys.stderr
+    if out is None or err is None:
+        return None
+    env = b"\0".join(key + b"=" + value for key, value in os.environb.items())
+    config = b"-" if args.config is None else b"+" + os.fsencode(args.config)
+    return wire.pack(wire.EVENT, [
+        where.key.encode("utf-8", "surrogateescape"), config, os.fsencode(cwd), env,
+        out.encoding.encode(), (out.errors or "strict").encode(),
+        err.encoding.encode(), (err.errors or "strict").encode(), raw,
+    ])
+
+
+def _recv_exactly(sock: _socket.socket, size: int) -> bytes:
+    """``size`` bytes, or fewer when the peer closed first."""
+    data = b""
+    while len(data) < size:
+        chunk = sock.recv(size - len(data))
+        if not chunk:
+            break
+        data += chunk
+    return data
+
+
+def _connect(where: Place) -> _socket.socket | None:
+    """A connection to the warm process of this user, started if there is none; ``None``
+    when there is none and none came up."""
+    sock = _try_connect(where.socket)
+    if sock is None:
+        sock = start_warm(where)
+    if sock is None:
+        return None
+    try:
+        if peer_uid(sock) == os.getuid():
+            return sock
+    except OSError:
+        pass
+    sock.close()
+    return None
+
+
+def _try_connect(path: str) -> _socket.socket | None:
+    sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    try:
+        sock.connect(path)
+    except OSError:
+        sock.close()
+        return None
+    return sock
+
+
+def start_warm(where: Place, environ: Mapping[str, str] | None = None) -> _socket.socket | None:
+    """Start the warm process unless one is alive or starting (whoever holds the lock file),
+    and connect to it once it listens; ``None`` if it does not come up in time."""
+    import fcntl
+    import time
+
+    env = os.environ if environ is None else environ
+    try:
+        lock = os.open(where.lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    except OSError:
+        return None
+    try:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            pass  # a warm process holds it: alive, or starting
+        else:
+            # The lock goes to the new process with the file (flock locks belong to the open
+            # file): no second one can start while it lives.
+            if not _spawn(where, lock, env):
+                return None
+        deadline = time.monotonic() + START_TIMEOUT_S
+        pause = 0.002
+        while time.monotonic() < deadline:
+            sock = _try_connect(where.socket)
+            if sock is not None:
+                return sock
+            if _lock_free(where):
+                return _try_connect(where.socket)  # it exited (or failed to start)
+            time.sleep(pause)
+            pause = min(pause * 1.5, 0.05)
+        return None
+    finally:
+        os.close(lock)
+
+
+def _lock_free(where: Place) -> bool:
+    import fcntl
+
+    try:
+        fd = os.open(where.lock, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return True
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return False
+    finally:
+        os.close(fd)  # releases it again if we got it
+    return True
+
+
+def _spawn(where: Place, lock: int, env: Mapping[str, str]) -> bool:
+    """The warm process, detached: its own session, stdio on /dev/null (Claude Code waits
+    for EOF on the hook's pipes), the locked lock file inherited. ``-P``: no working directory on
+    ``sys.path``, so a project's modules never shadow hookgate's."""
+    argv = [sys.executable, "-P", "-m", "hookgate.integrations.claude_code.warm",
+            where.socket, str(lock)]
+    actions = [
+        (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
+        (os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0),
+        (os.POSIX_SPAWN_DUP2, 1, 2),
+    ]
+    try:
+        os.set_inheritable(lock, True)  # only this one descriptor of ours goes along
+        os.posix_spawn(sys.executable, argv, dict(env), file_actions=actions, setsid=True)
+    except OSError:
+        return False
+    finally:
+        os.set_inheritable(lock, False)
+    return True

@@ -1,0 +1,381 @@
+"""The warm ``hookgate claude-code`` process: hookgate's core imported once, an event per fork.
+
+:mod:`.relay` starts it (detached, stdio on /dev/null, holding the lock file that keeps a
+second one from starting) the first time an event finds none, and hands it every event.
+It imports what answering an event needs (:mod:`.main`'s path: the definition cache, the
+blocking driver, the chain, the command and callable handlers, and the hooks-file
+validation), then waits on its Unix socket.
+
+Each event runs in a **fresh fork** (the worker): it takes the relay's stdout and stderr,
+working directory and environment (``os.environ`` is replaced by the relay's, so command
+hooks and ``callable`` functions see what they see without the warm process), and runs
+:func:`.main.run` exactly as a process of its own would, then reports the exit code. So:
+
+* hook modules are imported by the worker, never by the warm process: an edited module
+  takes effect on the next event, and no two events (or projects) share a ``sys.modules``;
+* the hooks file is read by the worker as always (the definition cache keys on its bytes);
+* events run concurrently, each with its own timeouts.
+
+The warm process refuses events (the relay then runs them itself) once one of hookgate's
+own module files changed since it started, and exits: an upgrade or an edit of hookgate never
+answers with old code. It exits after ``HOOKGATE_CLAUDE_CODE_WARM_IDLE`` seconds without an
+event (default 600), when its socket file is gone or replaced, and on SIGTERM.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import io
+import os
+import signal
+import socket
+import sys
+import time
+from collections.abc import Mapping
+from typing import Final
+
+from hookgate.integrations.claude_code import warm_wire as wire
+from hookgate.integrations.claude_code.basics import BridgeArgs
+from hookgate.integrations.claude_code.warm_place import peer_uid, process_key
+
+__all__ = ["DEFAULT_IDLE_S", "idle_seconds", "serve"]
+
+DEFAULT_IDLE_S: Final = 600.0
+#: How often the idle warm process wakes to reap workers and check its socket file.
+_TICK_S: Final = 2.0
+#: How long a relay may take to send its request.
+_REQUEST_TIMEOUT_S: Final = 5.0
+#: What every event needs, imported once here instead of in every event's process.
+_PRELOAD: Final = (
+    "hookgate.integrations.claude_code.main",
+    "hookgate.integrations.claude_code.local_run",
+    "hookgate.integrations.claude_code.definition_cache",
+    "hookgate.integrations.claude_code.contract",
+    "hookgate.settings",
+    "hookgate.handlers.callable",
+    "hookgate.handlers.command",
+    "hookgate.handlers.subprocess.runner",
+    "hookgate.handlers.subprocess.sandbox",
+    # the validation of a new or edited hooks file
+    "hookgate.config",
+    "hookgate.config.formats",
+    "hookgate.definition_model",
+    "yaml",
+    "subprocess",
+    "select",
+    "threading",
+    "io",
+)
+
+
+def idle_seconds(environ: Mapping[str, str]) -> float:
+    try:
+        value = float(environ.get("HOOKGATE_CLAUDE_CODE_WARM_IDLE", DEFAULT_IDLE_S))
+    except ValueError:
+        return DEFAULT_IDLE_S
+    return value if value > 0 else DEFAULT_IDLE_S
+
+
+def _preload() -> None:
+    import importlib
+
+    for name in _PRELOAD:
+        importlib.import_module(name)
+
+
+def _code_stamps() -> dict[str, tuple[int, int] | None]:
+    """hookgate's loaded module files and their time stamps and sizes."""
+    stamps: dict[str, tuple[int, int] | None] = {}
+    for name, module in list(sys.modules.items()):
+        path = getattr(module, "__file__", None)
+        if (name == "hookgate" or name.startswith("hookgate.")) and path:
+            stamps[path] = _stamp(path)
+    return stamps
+
+
+def _stamp(path: str) -> tuple[int, int] | None:
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return (info.st_mtime_ns, info.st_size)
+
+
+class _Server:
+    """The warm process: keeps ``_SPARES`` forked workers waiting in ``accept()`` (so an
+    event never waits for a fork) and replaces each one that takes a connection."""
+
+    def __init__(self, path: str, lock_fd: int, environ: Mapping[str, str]) -> None:
+        self.path = path
+        self.lock_fd = lock_fd
+        self.key = process_key(environ)
+        self.idle_s = idle_seconds(environ)
+        self.started = time.time()
+        self.spares: set[int] = set()
+        self.children: set[int] = set()
+        _preload()
+        self.stamps = _code_stamps()
+        if os.path.lexists(path):
+            os.unlink(path)  # we hold the lock: whatever is there is a dead process's
+        self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        old = os.umask(0o177)
+        try:
+            self.listener.bind(path)
+        finally:
+            os.umask(old)
+        self.inode = os.stat(path).st_ino
+        self.listener.listen(128)
+        self.notes_in, self.notes_out = os.pipe()
+
+    def loop(self) -> None:
+        import select
+
+        last = time.monotonic()
+        while True:
+            self._reap()
+            while len(self.spares) < _SPARES:
+                self._fork_spare()
+            left = self.idle_s - (time.monotonic() - last)
+            if left <= 0 or not self._socket_is_ours():
+                return
+            ready, _, _ = select.select([self.notes_in], [], [], min(left, _TICK_S))
+            if not ready:
+                continue
+            notes = os.read(self.notes_in, 4096)
+            for start in range(0, len(notes) - len(notes) % 5, 5):
+                kind, pid = notes[start:start + 1], int.from_bytes(
+                    notes[start + 1:start + 5], "big")
+                self.spares.discard(pid)
+                last = time.monotonic()
+                if kind == _NOTE_END:
+                    return
+
+    def _fork_spare(self) -> None:
+        gc.freeze()  # the worker's collector leaves what it inherited alone (no copy-on-write)
+        pid = os.fork()
+        if pid == 0:
+            _spare(self)
+        self.spares.add(pid)
+        self.children.add(pid)
+
+    def _reap(self) -> None:
+        while self.children:
+            try:
+                pid, _ = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                self.children.clear()
+                self.spares.clear()
+                return
+            if not pid:
+                return
+            self.children.discard(pid)
+            self.spares.discard(pid)  # a spare that died waiting is replaced
+
+    def stale(self) -> bool:
+        return any(_stamp(path) != stamp for path, stamp in self.stamps.items())
+
+    def _socket_is_ours(self) -> bool:
+        try:
+            return os.lstat(self.path).st_ino == self.inode
+        except OSError:
+            return False
+
+    def status(self) -> str:
+        return "".join(f"{name}: {value}\n" for name, value in (
+            ("pid", os.getppid()), ("socket", self.path), ("started", int(self.started)),
+            ("idle_exit_s", self.idle_s), ("key", self.key.replace("\n", " | ")),
+        ))
+
+    def close(self) -> None:
+        for pid in self.spares:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGTERM)  # waiting in accept(): nothing of theirs ran
+        if self._socket_is_ours():
+            with contextlib.suppress(OSError):
+                os.unlink(self.path)
+        self.listener.close()
+
+
+#: What a worker tells the warm process: it took a connection, or the warm process must end
+#: (its code changed, or it was told to stop); a byte and the worker's pid.
+_NOTE_TOOK: Final = b"T"
+_NOTE_END: Final = b"E"
+_SPARES: Final = 2
+
+
+def _note(server: _Server, kind: bytes) -> None:
+    os.write(server.notes_out, kind + os.getpid().to_bytes(4, "big"))
+
+
+def _spare(server: _Server) -> None:
+    """A forked worker: wait for one connection, serve it, exit. Never returns."""
+    try:
+        for number in (signal.SIGTERM, signal.SIGCHLD):
+            signal.signal(number, signal.SIG_DFL)
+        os.close(server.lock_fd)  # the lock must die with the warm process, not a worker
+        os.close(server.notes_in)
+        parent = os.getppid()
+        server.listener.settimeout(_TICK_S)
+        while True:
+            try:
+                conn, _ = server.listener.accept()
+                break
+            except TimeoutError:
+                if os.getppid() != parent:
+                    os._exit(0)  # the warm process is gone: so are we
+        _note(server, _NOTE_TOOK)
+        server.listener.close()
+    except BaseException:
+        os._exit(0)
+    with conn:
+        _serve_one(server, conn)
+    os._exit(0)
+
+
+def _serve_one(server: _Server, conn: socket.socket) -> None:
+    fds: list[int] = []
+    try:
+        if peer_uid(conn) != os.getuid():
+            return  # another user: not a word
+        conn.settimeout(_REQUEST_TIMEOUT_S)
+        head, fds = _receive_head(conn)
+        if head[:4] != wire.MAGIC:
+            return
+        kind, length = head[4:5], int.from_bytes(head[5:9], "big")
+        if kind == wire.EVENT:
+            if server.stale():
+                conn.sendall(wire.REFUSED)
+                _note(server, _NOTE_END)
+                return
+            _event(conn, fds, length, server.key)  # never returns
+        elif kind == wire.STATUS:
+            conn.sendall(server.status().encode())
+        elif kind == wire.STOP:
+            _note(server, _NOTE_END)
+            conn.sendall(b"K")
+    except BaseException:
+        return
+    finally:
+        for fd in fds:
+            os.close(fd)
+
+
+def _receive_head(conn: socket.socket) -> tuple[bytes, list[int]]:
+    """The 9 header bytes and the descriptors sent along with them."""
+    fds: list[int] = []
+    data, ancillary, _, _ = conn.recvmsg(9, socket.CMSG_SPACE(2 * 4))
+    for level, kind, payload in ancillary:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+            usable = len(payload) - len(payload) % 4
+            fds.extend(int.from_bytes(payload[i:i + 4], sys.byteorder)
+                       for i in range(0, usable, 4))
+    while data and len(data) < 9:
+        more = conn.recv(9 - len(data))
+        if not more:
+            break
+        data += more
+    return data, fds
+
+
+def _receive(conn: socket.socket, size: int) -> bytes:
+    chunks: list[bytes] = []
+    left = size
+    while left > 0:
+        chunk = conn.recv(min(left, 1 << 20))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
+
+
+def _event(conn: socket.socket, fds: list[int], length: int, key: str) -> None:
+    """Take the event, run it as :mod:`.main` does, report the exit code, exit."""
+    try:
+        args, raw, streams = _take(conn, fds, length, key)
+    except BaseException:
+        os._exit(0)  # nothing ran: the relay runs the event itself
+    from hookgate.integrations.claude_code.main import run
+
+    sys.stdout, sys.stderr = streams
+    code = 2
+    try:
+        code = run(args, raw, stdout=sys.stdout, stderr=sys.stderr)
+    finally:
+        for stream in streams:
+            with contextlib.suppress(BaseException):
+                stream.flush()
+        try:
+            # Let go of Claude Code's pipes first: it waits for their end, not for our exit.
+            null = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(null, 1)
+            os.dup2(null, 2)
+            conn.sendall(wire.DONE + bytes([code & 0xFF]))
+        finally:
+            os._exit(0)
+
+
+_Streams = tuple[io.TextIOWrapper, io.TextIOWrapper]
+
+
+def _take(conn: socket.socket, fds: list[int], length: int,
+          key: str) -> tuple[BridgeArgs, bytes, _Streams]:
+    """Read the request, become the relay's process (cwd, environment, stdout, stderr), and
+    take the event once the relay commits; raise (nothing ran) otherwise."""
+    if not 0 <= length <= wire.MAX_BODY or len(fds) != 2:
+        raise ValueError("not an event request")
+    body = _receive(conn, length)
+    if len(body) != length:
+        raise ValueError("truncated request")
+    items = wire.unpack(body)
+    if len(items) != 9 or items[0].decode("utf-8", "surrogateescape") != key:
+        conn.sendall(wire.REFUSED)
+        raise ValueError("another key")
+    config, cwd, env, out_enc, out_err, err_enc, err_err, raw = items[1:]
+    try:
+        os.chdir(cwd)
+    except OSError:
+        conn.sendall(wire.REFUSED)  # the relay's own run reports it as it always has
+        raise
+    os.dup2(fds[0], 1)
+    os.dup2(fds[1], 2)
+    for fd in fds:
+        os.close(fd)
+    fds.clear()
+    environ = {}
+    for entry in env.split(b"\0") if env else ():
+        name, _, value = entry.partition(b"=")
+        environ[os.fsdecode(name)] = os.fsdecode(value)
+    os.environ.clear()
+    os.environ.update(environ)
+    streams = (
+        io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding=out_enc.decode(),
+                         errors=out_err.decode()),
+        io.TextIOWrapper(io.FileIO(2, "w", closefd=False), encoding=err_enc.decode(),
+                         errors=err_err.decode()),
+    )
+    args = BridgeArgs(config=None if config == b"-" else os.fsdecode(config[1:]))
+    conn.sendall(wire.STARTED)
+    if _receive(conn, 1) != wire.COMMIT:
+        raise ValueError("the relay gave up")
+    conn.settimeout(None)
+    return args, raw, streams
+
+
+def serve(path: str, lock_fd: int, environ: Mapping[str, str] | None = None) -> None:
+    os.chdir("/")  # hold no project folder open
+    server = _Server(path, lock_fd, os.environ if environ is None else environ)
+
+    def stop(signum: int, frame: object) -> None:
+        raise SystemExit(0)
+
+    signal.signal(signal.SIGTERM, stop)
+    try:
+        server.loop()
+    finally:
+        server.close()
+
+
+if __name__ == "__main__":
+    serve(sys.argv[1], int(sys.argv[2]))

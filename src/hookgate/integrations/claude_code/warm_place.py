@@ -1,0 +1,131 @@
+"""Where the warm ``hookgate claude-code`` process listens, and who may talk to it.
+
+Shared by the per-event relay (:mod:`.relay`) and the warm process (:mod:`.warm`). Like
+the relay, it imports nothing but ``os``, ``sys`` and ``_socket``: it runs on every event.
+
+* **The folder**: ``$HOOKGATE_CLAUDE_CODE_WARM_DIR`` if set, else ``$XDG_RUNTIME_DIR/hookgate``,
+  else ``/tmp/hookgate-<uid>``; created 0700. A folder that is a symlink, is not owned by the
+  user, or is writable by the group or others is refused (someone else could have put a
+  socket there that answers "allow"): the event then runs in its own process as without the
+  warm process.
+* **The name**: one warm process per hookgate install (version and package folder), Python
+  (executable and version) and ``PYTHONPATH`` (it decides which hook modules import); a
+  hookgate upgrade or another Python never talks to an old process. Hooks files are not part
+  of it: every event runs in a fresh fork of the warm process, so hook modules of two
+  projects (or two events) never share a ``sys.modules``.
+* **The peer**: both ends check the other's user id on the socket (``SO_PEERCRED``); where
+  the system cannot tell (not Linux), there is no warm process.
+"""
+
+from __future__ import annotations
+
+import _socket
+import os
+import sys
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Final
+
+__all__ = [
+    "OFF_VALUES",
+    "Place",
+    "disabled",
+    "folder_of",
+    "peer_uid",
+    "place",
+    "process_key",
+    "usable_folder",
+]
+
+#: ``HOOKGATE_CLAUDE_CODE_WARM`` values that turn the warm process off.
+OFF_VALUES: Final = ("off", "0", "no", "false")
+#: Longest path a Unix socket address holds (``sun_path``, with its final NUL).
+_MAX_SOCKET_PATH: Final = 107
+
+
+def disabled(environ: Mapping[str, str]) -> bool:
+    return environ.get("HOOKGATE_CLAUDE_CODE_WARM", "").strip().lower() in OFF_VALUES
+
+
+def process_key(environ: Mapping[str, str]) -> str:
+    """What one warm process stands for: events with another key never reach it."""
+    import hookgate
+
+    return "\n".join((
+        "hookgate-claude-code-warm/1", getattr(hookgate, "__version__", "?"),
+        os.path.dirname(os.path.abspath(hookgate.__file__ or "")), sys.executable, sys.version,
+        environ.get("PYTHONPATH", ""),
+    ))
+
+
+def _digest(text: str) -> str:
+    """64-bit FNV-1a (no hashlib import; a collision only costs a refused event, since the
+    warm process compares the whole key)."""
+    digest = 0xCBF29CE484222325
+    for byte in text.encode("utf-8", "surrogateescape"):
+        digest = ((digest ^ byte) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
+    return f"{digest:016x}"
+
+
+class Place:
+    """The socket and lock file of the warm process for one key."""
+
+    __slots__ = ("folder", "key", "lock", "socket")
+
+    def __init__(self, folder: str, key: str) -> None:
+        self.folder = folder
+        self.key = key
+        name = "cc-" + _digest(key)
+        self.socket = os.path.join(folder, name + ".sock")
+        self.lock = os.path.join(folder, name + ".lock")
+
+
+def folder_of(environ: Mapping[str, str]) -> str:
+    explicit = environ.get("HOOKGATE_CLAUDE_CODE_WARM_DIR")
+    if explicit:
+        return explicit
+    runtime = environ.get("XDG_RUNTIME_DIR")
+    if runtime and os.path.isabs(runtime):
+        return os.path.join(runtime, "hookgate")
+    return f"/tmp/hookgate-{os.getuid()}"
+
+
+def usable_folder(folder: str) -> bool:
+    """The folder exists (created 0700 if not), is a real folder of this user, and nobody
+    else may write in it."""
+    try:
+        os.mkdir(folder, 0o700)
+    except FileExistsError:
+        pass
+    except OSError:
+        return False
+    try:
+        info = os.lstat(folder)
+    except OSError:
+        return False
+    import stat
+
+    return (stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid()
+            and not info.st_mode & 0o022)
+
+
+def place(environ: Mapping[str, str]) -> Place | None:
+    """Where this install's warm process listens; ``None`` when there must be none."""
+    if disabled(environ) or not hasattr(_socket, "SO_PEERCRED") or not hasattr(_socket,
+                                                                              "AF_UNIX"):
+        return None
+    folder = folder_of(environ)
+    if not usable_folder(folder):
+        return None
+    found = Place(folder, process_key(environ))
+    if len(os.fsencode(found.socket)) > _MAX_SOCKET_PATH:
+        return None
+    return found
+
+
+def peer_uid(sock: _socket.socket) -> int:
+    """The user id of the process at the other end of a connected Unix socket."""
+    creds = sock.getsockopt(_socket.SOL_SOCKET, _socket.SO_PEERCRED, 12)  # pid, uid, gid
+    return int.from_bytes(creds[4:8], sys.byteorder)
