@@ -8,11 +8,12 @@ in the event's own process (``off``), which must give the same answers."""
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from tests.support.warm_bridge import private_warm_folder
+from tests.support.warm_bridge import private_warm_folder, stop_all
 
 
 @pytest.fixture(autouse=True)
@@ -34,3 +35,14 @@ def bridge_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setenv("HOOKGATE_CLAUDE_CODE_WARM",
                        "require" if request.param == "warm" else "off")
     return str(request.param)
+
+
+@pytest.fixture
+def warm_folder(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A socket folder of this test alone (its warm processes are its own, and stopped at
+    its end), with the warm process required."""
+    path = Path(tempfile.mkdtemp(prefix="hgw-", dir="/tmp"))
+    monkeypatch.setenv("HOOKGATE_CLAUDE_CODE_WARM_DIR", str(path))
+    monkeypatch.setenv("HOOKGATE_CLAUDE_CODE_WARM", "require")
+    yield path
+    stop_all(path)

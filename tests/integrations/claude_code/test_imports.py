@@ -120,7 +120,7 @@ def test_local_path_imports(tmp_path: Path) -> None:
     assert not forbidden(modules) and not forbidden(modules, NOT_WHEN_CACHED)
 
 
-def test_the_relay_imports_next_to_nothing(tmp_path: Path) -> None:
+def test_the_relay_imports_next_to_nothing(tmp_path: Path, warm_folder: Path) -> None:
     # The event itself runs in the warm process (required here: not taken would fail it).
     hooks = hooks_file(tmp_path, "hookgate.yaml")
     bare = subprocess.run([sys.executable, "-c", "import sys; print(repr(sorted(sys.modules)))"],

@@ -3,6 +3,7 @@
 * ``hookgate claude-code [--config FILE]``: what Claude Code runs for each hook event; reads
   its JSON on stdin, answers in its JSON on stdout with its exit code.
 * ``hookgate claude-code install|uninstall [--settings PATH | --user]``: edit settings.json.
+* ``hookgate claude-code warm status|stop``: the warm process of :mod:`.warm`.
 * ``hookgate import claude-code SETTINGS.json``: print a hookgate hooks file made from the
   hooks in a Claude Code settings file.
 """
@@ -10,6 +11,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -160,6 +162,69 @@ def _offer_to_move(path: Path, hooks_file: Path | None, doubles: list[Any],
     elif move is None:
         click.echo("warning: they run twice; rerun with --move-imported to take them out of "
                    "settings.json, or --keep-imported to keep both", err=True)
+
+
+@claude_code.group("warm")
+def warm() -> None:
+    """The warm process that answers ``hookgate claude-code`` events (see docs/claude-code.md)."""
+
+
+def _warm_sockets() -> list[Path]:
+    from hookgate.integrations.claude_code.warm_place import folder_of, usable_folder
+
+    folder = folder_of(os.environ)
+    if not os.path.isdir(folder) or not usable_folder(folder):
+        return []
+    return sorted(Path(folder).glob("cc-*.sock"))
+
+
+def _ask_warm(sock_path: Path, kind: bytes) -> str | None:
+    import socket
+
+    from hookgate.integrations.claude_code import warm_wire as wire
+    from hookgate.integrations.claude_code.warm_place import peer_uid
+
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.settimeout(10)
+            sock.connect(str(sock_path))
+            if peer_uid(sock) != os.getuid():
+                return None
+            sock.sendall(wire.pack(kind, []))
+            chunks = []
+            while chunk := sock.recv(4096):
+                chunks.append(chunk)
+    except OSError:
+        return None
+    return b"".join(chunks).decode("utf-8", "replace")
+
+
+@warm.command("status")
+def warm_status() -> None:
+    """List the warm processes of this user (each one's pid, socket, start, idle timeout)."""
+    from hookgate.integrations.claude_code import warm_wire as wire
+
+    found = 0
+    for sock_path in _warm_sockets():
+        answer = _ask_warm(sock_path, wire.STATUS)
+        if answer:
+            found += 1
+            click.echo(answer)
+    if not found:
+        click.echo("no warm hookgate claude-code process")
+
+
+@warm.command("stop")
+def warm_stop() -> None:
+    """Stop every warm process of this user (the next event starts a new one)."""
+    from hookgate.integrations.claude_code import warm_wire as wire
+
+    for sock_path in _warm_sockets():
+        status = _ask_warm(sock_path, wire.STATUS)
+        if status and _ask_warm(sock_path, wire.STOP) == "K":
+            pid = next((line.split(": ", 1)[1] for line in status.splitlines()
+                        if line.startswith("pid: ")), "?")
+            click.echo(f"stopped {pid}")
 
 
 @claude_code.command("uninstall")

@@ -55,9 +55,9 @@ def main(args: Sequence[str] | None = None) -> int:
     """``hookgate claude-code`` with ``args`` (default: ``sys.argv[2:]``)."""
     argv = sys.argv[2:] if args is None else args
     parsed = parse_args(argv)
-    found = None if parsed is None or parsed.gateway or os.environ.get(
-        "HOOKGATE_GATEWAY_URL") else place(os.environ)
-    if parsed is None or found is None:
+    gateway = parsed is None or parsed.gateway or os.environ.get("HOOKGATE_GATEWAY_URL")
+    found = None if gateway else place(os.environ)
+    if parsed is None or gateway or (found is None and not _required()):
         from hookgate.integrations.claude_code.main import main as in_process
 
         return in_process(argv)
@@ -68,14 +68,14 @@ def main(args: Sequence[str] | None = None) -> int:
 
         return fail(None, f"cannot read stdin: {exc}", sys.stderr)
     try:
-        code = ask_warm(found, parsed, raw)
+        code = None if found is None else ask_warm(found, parsed, raw)
     except RelayBroken as exc:
         from hookgate.integrations.claude_code.main import _peek_event, fail
 
         return fail(_peek_event(raw), f"the warm hookgate process failed: {exc}", sys.stderr)
     if code is not None:
         return code
-    if os.environ.get("HOOKGATE_CLAUDE_CODE_WARM", "").strip().lower() == "require":
+    if _required():
         from hookgate.integrations.claude_code.main import _peek_event, fail
 
         return fail(_peek_event(raw), "no warm hookgate process took the event "
@@ -83,6 +83,10 @@ def main(args: Sequence[str] | None = None) -> int:
     from hookgate.integrations.claude_code.main import run
 
     return run(parsed, raw, stdout=sys.stdout, stderr=sys.stderr)
+
+
+def _required() -> bool:
+    return os.environ.get("HOOKGATE_CLAUDE_CODE_WARM", "").strip().lower() == "require"
 
 
 def ask_warm(where: Place, args: BridgeArgs, raw: bytes) -> int | None:

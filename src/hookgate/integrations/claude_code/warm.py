@@ -205,7 +205,8 @@ _SPARES: Final = 2
 
 
 def _note(server: _Server, kind: bytes) -> None:
-    os.write(server.notes_out, kind + os.getpid().to_bytes(4, "big"))
+    with contextlib.suppress(OSError):  # the warm process is gone: the worker still serves
+        os.write(server.notes_out, kind + os.getpid().to_bytes(4, "big"))
 
 
 def _spare(server: _Server) -> None:
