@@ -84,7 +84,13 @@ class ClaudeProject:
             "DISABLE_BUG_COMMAND": "1",
             "CLAUDE_CODE_DISABLE_TERMINAL_TITLE": "1",
             "NO_PROXY": "127.0.0.1,localhost",
+            # Every hook event through the warm process of the test session's socket folder
+            # (an event it does not take fails), never the user's.
+            "HOOKGATE_CLAUDE_CODE_WARM": "require",
         }
+        warm_folder = os.environ.get("HOOKGATE_CLAUDE_CODE_WARM_DIR")
+        if warm_folder:
+            env["HOOKGATE_CLAUDE_CODE_WARM_DIR"] = warm_folder
         env.update(extra)
         return env
 

@@ -1,6 +1,6 @@
 """Every ``hookgate claude-code`` run of these tests keeps its definition cache in a temporary
-folder, not in the user's ``~/.cache``, and its warm process's socket in a folder of the test
-session (stopped at its end), not in the user's.
+folder, not in the user's ``~/.cache`` (and, by the root conftest, its warm process's socket in
+a folder of the test session).
 
 ``bridge_path`` runs a test twice: through the warm process (``HOOKGATE_CLAUDE_CODE_WARM=
 require``: an event the warm process does not take fails instead of running in-process) and
@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from tests.support.warm_bridge import private_warm_folder, stop_all
+from tests.support.warm_bridge import stop_all
 
 
 @pytest.fixture(autouse=True)
@@ -22,12 +22,6 @@ def _private_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest
     folder = tmp_path_factory.mktemp("xdg-cache")
     monkeypatch.setenv("XDG_CACHE_HOME", str(folder))
     return folder
-
-
-@pytest.fixture(scope="session", autouse=True)
-def _private_warm_folder() -> Iterator[Path]:
-    with private_warm_folder() as folder:
-        yield folder
 
 
 @pytest.fixture(params=["warm", "in-process"])

@@ -45,10 +45,11 @@ def command(script: str, event: str = "pre_tool_use", **extra: Any) -> dict[str,
 
 
 def bridge(hooks: Path, data: dict[str, Any] | None = None, *, cwd: Path | None = None,
-           **env: str) -> subprocess.CompletedProcess[str]:
+           umask: int = -1, **env: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([HOOKGATE, "claude-code", "--config", str(hooks)],
                           input=json.dumps(data or event()), capture_output=True, text=True,
-                          timeout=60, check=False, cwd=cwd, env={**os.environ, **env})
+                          timeout=60, check=False, cwd=cwd, env={**os.environ, **env},
+                          umask=umask)
 
 
 def context(result: subprocess.CompletedProcess[str]) -> str:
@@ -132,6 +133,9 @@ def test_the_event_s_environment_and_folder_reach_the_hooks(folder: Path,
             where = tmp_path / probe
             where.mkdir(exist_ok=True)
             assert context(bridge(hooks, cwd=where, PROBE=probe)) == f"{probe} {where}"
+    hooks = hooks_file(tmp_path, command("""echo "{\\"additional_context\\": \\"$(umask)\\"}" """))
+    assert context(bridge(hooks, umask=0o027)) == "0027"
+    assert context(bridge(hooks, umask=0o002)) == "0002"
     assert len(warm_pids(folder)) == 1  # all through one warm process
 
 
@@ -217,7 +221,7 @@ def test_another_user_gets_no_answer(folder: Path, tmp_path: Path) -> None:
             with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
                 conn.settimeout(20)
                 conn.connect(str(sock))
-                request = wire.pack(wire.EVENT, [b"x"] * 9)
+                request = wire.pack(wire.EVENT, [b"x"] * 10)
                 conn.sendmsg([request], [(socket.SOL_SOCKET, socket.SCM_RIGHTS,
                                           (1).to_bytes(4, sys.byteorder) * 2)])
                 outcome = f"answered {conn.recv(16)!r}"

@@ -1,7 +1,10 @@
 """Claude Code: hookgate as Claude Code's hook, one module per job.
 
-* :mod:`.main`: ``hookgate claude-code``, the process Claude Code starts for every hook event
-  (kept small: it starts once per event).
+* :mod:`.relay`: ``hookgate claude-code``, the process Claude Code starts for every hook
+  event: it hands the event to the warm process (:mod:`.warm`; :mod:`.warm_place` says where
+  it listens and who may talk to it, :mod:`.warm_wire` how).
+* :mod:`.main`: the event answered (in a worker of the warm process, or in the relay's own
+  process when there is none), kept small for the latter.
 * :mod:`.contract`: Claude Code's hook contract both ways (its stdin and answers ↔ hookgate
   events and outcomes).
 * :mod:`.gateway_transport`: the ``python`` transport (``--gateway``), one HTTP request.

@@ -1,4 +1,5 @@
-"""``hookgate claude-code``: the process Claude Code starts for every hook event.
+"""``hookgate claude-code``: one hook event answered, in a worker of the warm process
+(:mod:`.warm`) or, when none takes it, in the process Claude Code started (:mod:`.relay`).
 
 It must start fast (Claude Code fires several hook events per tool-using turn) and it must
 fail closed: whatever goes wrong in here (a hooks file that cannot be read, a hook module
@@ -7,9 +8,9 @@ stderr for the events where exit 2 stops the action, never a traceback with exit
 Claude Code treats as "go ahead").
 
 Speed comes from importing only what this path needs: :mod:`hookgate.launcher` sends the
-command line here before the click CLI (and every other command's module) is imported, this
-module parses its two options by hand, and the event runs without an event loop on cached
-definitions (:mod:`.local_run`, :mod:`.definition_cache`).
+command line to the relay before the click CLI (and every other command's module) is
+imported, the options are parsed by hand (:mod:`.basics`), and the event runs without an
+event loop on cached definitions (:mod:`.local_run`, :mod:`.definition_cache`).
 """
 
 from __future__ import annotations

@@ -137,10 +137,12 @@ def _request(where: Place, args: BridgeArgs, raw: bytes) -> bytes | None:
         return None
     env = b"\0".join(key + b"=" + value for key, value in os.environb.items())
     config = b"-" if args.config is None else b"+" + os.fsencode(args.config)
+    umask = os.umask(0o077)
+    os.umask(umask)
     return wire.pack(wire.EVENT, [
         where.key.encode("utf-8", "surrogateescape"), config, os.fsencode(cwd), env,
         out.encoding.encode(), (out.errors or "strict").encode(),
-        err.encoding.encode(), (err.errors or "strict").encode(), raw,
+        err.encoding.encode(), (err.errors or "strict").encode(), b"%o" % umask, raw,
     ])
 
 

@@ -7,8 +7,8 @@ blocking driver, the chain, the command and callable handlers, and the hooks-fil
 validation), then waits on its Unix socket.
 
 Each event runs in a **fresh fork** (the worker): it takes the relay's stdout and stderr,
-working directory and environment (``os.environ`` is replaced by the relay's, so command
-hooks and ``callable`` functions see what they see without the warm process), and runs
+working directory, umask and environment (``os.environ`` is replaced by the relay's, so
+command hooks and ``callable`` functions see what they see without the warm process), and runs
 :func:`.main.run` exactly as a process of its own would, then reports the exit code. So:
 
 * hook modules are imported by the worker, never by the warm process: an edited module
@@ -330,10 +330,11 @@ def _take(conn: socket.socket, fds: list[int], length: int,
     if len(body) != length:
         raise ValueError("truncated request")
     items = wire.unpack(body)
-    if len(items) != 9 or items[0].decode("utf-8", "surrogateescape") != key:
+    if len(items) != 10 or items[0].decode("utf-8", "surrogateescape") != key:
         conn.sendall(wire.REFUSED)
         raise ValueError("another key")
-    config, cwd, env, out_enc, out_err, err_enc, err_err, raw = items[1:]
+    config, cwd, env, out_enc, out_err, err_enc, err_err, umask, raw = items[1:]
+    os.umask(int(umask, 8))
     try:
         os.chdir(cwd)
     except OSError:
