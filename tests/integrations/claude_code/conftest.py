@@ -8,6 +8,7 @@ in the event's own process (``off``), which must give the same answers."""
 
 from __future__ import annotations
 
+import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -40,3 +41,4 @@ def warm_folder(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     monkeypatch.setenv("HOOKGATE_CLAUDE_CODE_WARM", "require")
     yield path
     stop_all(path)
+    shutil.rmtree(path, ignore_errors=True)
