@@ -234,6 +234,9 @@ async def test_tool_narration_guard_across_four_lifecycle_hooks() -> None:
     engine.hook("agent_end")(lambda e: tools.pop(e.run_id, None))
     try:
         await engine.fire("after_tool_call", runId="r1", sessionKey="s1", toolCallId="t1")
+        # Non-blocking events run concurrently on the background queue, in no set order:
+        # the tool's after-hook is done before the model answers, as in a real turn.
+        await engine.drain()
         await engine.fire("llm_output", runId="r1", sessionKey="s1",
                           assistantTexts=["Running it now."])
         await engine.fire("llm_output", runId="r2", sessionKey="s2",
