@@ -27,6 +27,16 @@ async def slow(event: Any) -> None:
     return None
 
 
+async def gated(event: Any) -> None:
+    """Holds until the file named by ``tool_input.gate`` exists (the test creates it)."""
+    import os
+
+    gate = event["tool_input"]["gate"]
+    # Another process creates the file: there is no event in this one to wait on.
+    while not os.path.exists(gate):  # noqa: ASYNC110, ASYNC240
+        await asyncio.sleep(0.01)
+
+
 def stall(event: Any) -> None:
     """A plain function that overruns any sensible timeout (the attack in issue 10, item 7)."""
     import time

@@ -7,6 +7,7 @@ import asyncio
 import json
 import signal
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
@@ -157,12 +158,14 @@ def test_graceful_shutdown_loses_no_row(tmp_path: Path) -> None:
     """SIGTERM while non-blocking hooks are still queued: every accepted event is run and
     every execution row is committed before the process exits."""
     served = start_gateway(tmp_path)
+    gate = tmp_path / "gate"
     sent = 200
     try:
         with open_ws(served.ws_url, served.master_key) as ws:
             ok(ws, "hooks.create", {
                 "event": "post_tool_use", "handler_type": "callable", "scope": "tenant",
-                "name": "slow observer", "config": {"callable": "tests.server.hookfns:slow"},
+                "name": "held observer", "config": {"callable": "tests.server.hookfns:gated"},
+                "timeout_ms": 10_000,
             })
             ok(ws, "hooks.create", {
                 "event": "pre_tool_use", "handler_type": "callable", "scope": "tenant",
@@ -170,16 +173,33 @@ def test_graceful_shutdown_loses_no_row(tmp_path: Path) -> None:
             })
             for n in range(sent):
                 event = "post_tool_use" if n % 2 else "pre_tool_use"
-                ok(ws, "hooks.dispatch", {"event": event,
-                                          "input": {"tool_name": "t", "session_id": "shut"}})
-        # 100 queued observers at 50 ms over 4 workers take over a second: still running now.
-        started = time.monotonic()
-        served.stop(signal.SIGTERM)
-        assert time.monotonic() - started > 0.5
+                ok(ws, "hooks.dispatch", {"event": event, "input": {
+                    "tool_name": "t", "session_id": "shut", "tool_input": {"gate": str(gate)},
+                }})
+        # The 100 observers hold until the gate opens: none can have finished at SIGTERM.
+        assert served.proc is not None
+        served.proc.send_signal(signal.SIGTERM)
+        stopping = '"key":"hookgate.gateway.stopping"'
+        assert _poll(lambda: stopping in served.log()), served.log()[-2000:]
+        # The shutdown began and waits for them.
+        assert served.proc.poll() is None and not served.stopped_gracefully()
+        gate.touch()
+        served.stop()
         assert served.stopped_gracefully()
     finally:
+        gate.touch()
         served.stop()
     assert count_rows(served.data_dir, session_id="shut") == sent
+
+
+def _poll(predicate: Callable[[], bool], within: float = 60.0) -> bool:
+    """Whether ``predicate`` holds within ``within`` seconds (a bound on waiting, not on speed)."""
+    deadline = time.monotonic() + within
+    while not predicate():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
 
 
 def test_sync_audit_mode_and_error_detail(tmp_path: Path) -> None:

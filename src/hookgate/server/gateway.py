@@ -214,6 +214,8 @@ class Gateway:
         if self._closing:
             return
         self._closing = True
+        # Said first: how long the rest takes depends on the hooks still queued.
+        log_event("hookgate.gateway.stopping", level=logging.INFO, inflight=self._inflight)
         if self.approvals is not None:
             # Agents waiting for a person get "pending" with the approval id now, instead of
             # holding the shutdown; the approval stays in the store for the next gateway.
