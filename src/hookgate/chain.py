@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Generator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from time import perf_counter
 from typing import TYPE_CHECKING, Any
 
@@ -82,9 +82,11 @@ __all__ = [
     "Call",
     "ChainGen",
     "ChainSettings",
+    "Execute",
     "Reply",
     "matters",
     "run_chain",
+    "run_chain_now",
 ]
 
 
@@ -92,9 +94,10 @@ __all__ = [
 # a NamedTuple costs ~0.3 µs more to build, once per hook per event (bench/bench_core.py).
 
 #: A call is ``(hook, timeout_s, row, position, rows_after)``: run ``hook`` within
-#: ``timeout_s`` seconds. The rest is the chain's bookkeeping: the hook's trace ``row``, its
-#: ``position`` in the sorted hook list, and how many trace rows existed once it was admitted.
-Call = tuple["CompiledHook", float, list[Any], int, int]
+#: ``timeout_s`` seconds. The rest is the chain's bookkeeping: the hook's trace ``row``
+#: (``None`` in a plain run: the fold makes it), its ``position`` in the sorted hook list, and
+#: how many trace rows existed once it was admitted.
+Call = tuple["CompiledHook", float, list[Any] | None, int, int]
 #: A batch is ``(calls, payload, deadline)``: the payload every call of the batch sees, and the
 #: chain deadline (clock time) on blocking events, ``None`` on non-blocking ones.
 Batch = tuple[tuple[Call, ...], Mapping[str, Any], float | None]
@@ -102,8 +105,13 @@ Batch = tuple[tuple[Call, ...], Mapping[str, Any], float | None]
 #: exception it raised, or a timeout.
 Reply = tuple[Any, BaseException | None, bool, float]
 ChainGen = Generator[Batch, Sequence[Reply], Outcome]
+#: A driver for :func:`run_chain_now`: runs a batch's ``(calls, payload, deadline)`` at once.
+Execute = Callable[[tuple[Call, ...], Mapping[str, Any], float | None], Sequence[Reply]]
 #: Hooks with a longer timeout (approvals, quality gates) are not bound by the chain budget.
 _LONG_WAIT_S = MAX_TIMEOUT_MS / 1000
+#: A plain run (see :func:`_plain_run`): from which position every hook is plain, and the
+#: calls for the hooks from there on.
+PlainRun = tuple[int, tuple[Call, ...]]
 
 
 def matters(reply: Reply) -> bool:
@@ -121,6 +129,8 @@ class ChainSettings:
     dry_run: bool = False
     #: An approver is configured: ``ask``/``defer`` wait for a person instead of blocking.
     approvals: bool = False
+    #: Plain runs of the hook lists seen, by ``id`` (the list is kept to tell a reused id).
+    plain_runs: dict[int, tuple[Sequence[CompiledHook], PlainRun]] = field(default_factory=dict)
 
 
 def run_chain(
@@ -131,9 +141,7 @@ def run_chain(
 ) -> ChainGen:
     """Fold the answers of ``hooks`` for one event into one :class:`Outcome`."""
     chain = _Chain(hooks, spec, payload, settings)
-    depth = payload.get("depth", 0)
-    if isinstance(depth, int) and depth > settings.max_depth:
-        chain.refuse_too_deep(depth)
+    if chain.too_deep(payload):
         return chain.outcome
     count = len(hooks)
     while chain.index < count and (calls := chain.admit()) is not None:
@@ -143,6 +151,54 @@ def run_chain(
         elif chain.fold_blocking(calls, replies):
             break
     return chain.outcome
+
+
+def run_chain_now(
+    hooks: Sequence[CompiledHook],
+    spec: EventSpec,
+    payload: Mapping[str, Any],
+    settings: ChainSettings,
+    execute: Execute,
+) -> Outcome:
+    """:func:`run_chain` for a driver that runs each batch at once in the calling thread
+    (``Engine.fire_sync``'s plain functions): the same phases, without a generator in between,
+    whose start, send and stop cost as much as a hook (bench/bench_core.py)."""
+    chain = _Chain(hooks, spec, payload, settings)
+    if chain.too_deep(payload):
+        return chain.outcome
+    count = len(hooks)
+    while chain.index < count and (calls := chain.admit()) is not None:
+        replies = execute(calls, chain.current, chain.deadline)
+        if not chain.blocking:
+            chain.fold_observing(calls, replies)
+        elif chain.fold_blocking(calls, replies):
+            break
+    return chain.outcome
+
+
+def _plain_run(hooks: Sequence[CompiledHook], settings: ChainSettings) -> PlainRun:
+    """Where the run of plain hooks at the end of ``hooks`` starts, and its calls.
+
+    A plain hook (:attr:`CompiledHook.plain`: enabled, no matcher, no ``if_expr``, no required
+    approval, no long wait) is admitted whatever the payload, so the calls of a run of them
+    are made once per hook list (kept per tuple of hooks, which the registry caches) instead
+    of once per event; the fold makes their trace rows. Blocking chains only: that is where
+    the caller waits.
+    """
+    cache = settings.plain_runs
+    cached = cache.get(id(hooks))
+    if cached is not None and cached[0] is hooks:
+        return cached[1]
+    start = count = len(hooks)
+    while start and hooks[start - 1].plain:
+        start -= 1
+    calls = tuple((hooks[p], hooks[p].timeout_s, None, p, p + 1) for p in range(start, count))
+    run = (start, calls)
+    if isinstance(hooks, tuple):  # a list could change under the same id
+        if len(cache) > 1024:
+            cache.clear()
+        cache[id(hooks)] = (hooks, run)
+    return run
 
 
 # -- trace rows ---------------------------------------------------------------------------------
@@ -182,6 +238,8 @@ class _Chain:
         "hooks",
         "index",
         "outcome",
+        "plain_calls",
+        "plain_from",
         "rows",
         "settings",
         "spec",
@@ -216,11 +274,22 @@ class _Chain:
         self.index = 0
         #: The outcome is final (a block, a synthetic result, an abort).
         self.ended = False
+        if self.blocking:
+            self.plain_from, self.plain_calls = _plain_run(hooks, settings)
+        else:
+            self.plain_from, self.plain_calls = len(hooks), ()
 
     # -- admission ------------------------------------------------------------------------------
 
-    def refuse_too_deep(self, depth: int) -> None:
+    def too_deep(self, payload: Mapping[str, Any]) -> bool:
         """The loop guard: an event nested deeper than ``max_depth`` runs no hooks."""
+        depth = payload.get("depth", 0)
+        if isinstance(depth, int) and depth > self.settings.max_depth:
+            self.refuse_too_deep(depth)
+            return True
+        return False
+
+    def refuse_too_deep(self, depth: int) -> None:
         from hookgate.log import log_event
 
         max_depth = self.settings.max_depth
@@ -240,8 +309,13 @@ class _Chain:
         blocking event a hook whose breaker has faulted starts a batch of its own, so that a
         half-open probe is never admitted and then discarded.
         """
+        index = self.index
+        if index >= self.plain_from:
+            plain = self._admit_plain(index)
+            if plain:
+                return plain
         hooks = self.hooks
-        index, count = self.index, len(hooks)
+        count = len(hooks)
         rows, blocking = self.rows, self.blocking
         watching = self.breakers is not None
         faulted = self.faulted
@@ -293,6 +367,22 @@ class _Chain:
                 break
         self.index = index
         return tuple(batch) if batch else None
+
+    def _admit_plain(self, index: int) -> tuple[Call, ...]:
+        """The plain run from ``index`` on (see :func:`_plain_run`), empty when the general
+        admission must judge the next hook: one with a breaker entry (it runs in a batch of
+        its own), or any hook once the chain budget is spent (that admission reports it)."""
+        calls = self.plain_calls[index - self.plain_from :]
+        faulted = self.faulted
+        if faulted:
+            for at, call in enumerate(calls):
+                if call[0].definition.id in faulted:
+                    calls = calls[:at]
+                    break
+        if not calls or self.settings.clock() >= self.deadline:  # type: ignore[operator]
+            return ()
+        self.index = index + len(calls)
+        return calls
 
     def _filter(self, hook: CompiledHook, row: list[Any]) -> float | None:
         """Evaluate the hook's ``if_expr``: the time left of its timeout, or ``None`` to skip
@@ -385,12 +475,21 @@ class _Chain:
         The driver stops after the first reply that matters, so at most the last reply
         answered; admission then resumes after it, against the payload it left.
         """
-        breakers, faulted = self.breakers, self.faulted
+        breakers, faulted, rows = self.breakers, self.faulted, self.rows
         duration_at, decision_at = ROW_DURATION, ROW_DECISION  # locals: once per hook
         resumed = False
         # strict=False: a blocking batch's driver stops early by contract
         for call, (answer, failure, timed_out, duration) in zip(calls, replies, strict=False):
             hook, _, row, position, rows_after = call
+            if row is None:
+                # A plain run's call (see _plain_run): its row is made here. Such a hook has
+                # no breaker entry and needs no approval, so an abstention is just recorded.
+                if answer is None and failure is None and not timed_out:
+                    #            hook, matched, skipped, decision, duration, error, breaker, details
+                    rows.append([hook, True, None, "abstain", duration, None, "closed", None])
+                    continue
+                row = [hook, True, None, None, 0.0, None, "closed", None]
+                rows.append(row)
             definition = hook.definition
             row[duration_at] = duration
             result: HookResult | None = None
@@ -413,7 +512,7 @@ class _Chain:
                 except MalformedAnswer as exc:
                     failure = exc
             # Admissions after the answering hook were judged on the old payload: drop them.
-            del self.rows[rows_after:]
+            del rows[rows_after:]
             self.index = position + 1
             resumed = True
             if timed_out or failure is not None:
@@ -433,7 +532,7 @@ class _Chain:
         if not resumed and len(replies) < len(calls):
             # The driver stopped at the deadline; the next admission reports the budget.
             _, _, _, position, rows_after = calls[len(replies)]
-            del self.rows[rows_after - 1 :]
+            del rows[rows_after - 1 :]
             self.index = position
         return False
 
@@ -503,6 +602,7 @@ class _Chain:
         duration_at, decision_at = ROW_DURATION, ROW_DECISION  # locals: once per hook
         for call, (answer, failure, timed_out, duration) in zip(calls, replies, strict=False):
             hook, _, row, position, rows_after = call
+            assert row is not None  # non-blocking chains have no plain runs
             definition = hook.definition
             row[duration_at] = duration
             result: HookResult | None = None

@@ -2,8 +2,9 @@
 send back the replies, and hold no chain rule of their own.
 
 - :func:`drive_async`: on the event loop (any handler);
-- :func:`drive_sync`: without a loop, e.g. with :class:`SyncCaller` (plain functions in the
-  calling thread) or the engine's worker threads;
+- :func:`drive_sync`: without a loop, e.g. with the engine's worker threads;
+- :func:`sync_caller`: plain functions in the calling thread, for
+  :func:`hookgate.chain.run_chain_now`;
 - :class:`LoopThread`: the loop a synchronous caller's async handlers run on.
 """
 
@@ -14,7 +15,7 @@ import threading
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from hookgate.chain import Batch, Call, ChainGen, Reply, matters
+from hookgate.chain import Batch, Call, ChainGen, Execute, Reply, matters
 from hookgate.hook_event import HookEvent
 from hookgate.plain_calls import PlainCalls
 
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
     from hookgate.outcome import Outcome
     from hookgate.registry import CompiledHook
 
-__all__ = ["LoopThread", "SyncCaller", "drive_async", "drive_sync"]
+__all__ = ["LoopThread", "drive_async", "drive_sync", "sync_caller"]
 
 T = TypeVar("T")
 
@@ -71,34 +72,30 @@ async def drive_async(
         return done.value  # type: ignore[no-any-return]
 
 
-class SyncCaller:
-    """Runs batches of plain-function hooks in the calling thread.
+def sync_caller(
+    event: str,
+    functions: Mapping[CompiledHook, Callable[[HookEvent], Any]],
+    clock: Callable[[], float],
+) -> Execute:
+    """Runs batches of plain-function hooks in the calling thread, for
+    :func:`hookgate.chain.run_chain_now` (or, as ``lambda batch: run(*batch)``, for
+    :func:`drive_sync`).
 
-    The event view is shared by the calls of a batch (they see the same payload). A plain
-    function cannot be interrupted, so a hook that overran its timeout (or the chain budget)
-    is reported as a timeout afterwards.
+    The calls of a batch share one event view (they see the same payload). A plain function
+    cannot be interrupted here, so a hook that overran its timeout (or the chain budget) is
+    reported as a timeout afterwards.
     """
 
-    __slots__ = ("_clock", "_event", "_functions")
-
-    def __init__(
-        self,
-        event: str,
-        functions: Mapping[CompiledHook, Callable[[HookEvent], Any]],
-        clock: Callable[[], float],
-    ) -> None:
-        self._event = event
-        self._functions = functions
-        self._clock = clock
-
-    def __call__(self, batch: Batch) -> list[Reply]:
-        calls, payload, deadline = batch
-        view = HookEvent(self._event, payload)
+    def run(
+        calls: Sequence[Call], payload: Mapping[str, Any], deadline: float | None
+    ) -> list[Reply]:
         batch_run = PlainCalls(
-            calls, self._functions, view, deadline, self._clock, copy_context=False
+            calls, functions, HookEvent(event, payload), deadline, clock, copy_context=False
         )
         batch_run.run_calls()
         return batch_run.replies
+
+    return run
 
 
 class LoopThread:

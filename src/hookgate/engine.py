@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from hookgate import hook_alarm
 from hookgate.audit import AuditSink, ExecutionRecord
 from hookgate.background import BackgroundQueue
-from hookgate.chain import Batch, Call, ChainSettings, Reply, run_chain
+from hookgate.chain import Call, ChainSettings, Reply, run_chain, run_chain_now
 from hookgate.definition import DefinitionError, HookDefinition, Problem
-from hookgate.drivers import LoopThread, SyncCaller, drive_async, drive_sync
+from hookgate.drivers import LoopThread, drive_async, sync_caller
 from hookgate.engine_audit import (
     INPUT_GUARD_ID,
     chain_records,
@@ -518,21 +518,21 @@ class Engine:
         hooks: Sequence[CompiledHook],
         functions: Mapping[CompiledHook, Callable[[HookEvent], Any]],
     ) -> Outcome:
-        chain = run_chain(hooks, spec, data, self._chain_settings)
+        name, clock = spec.name, self._clock
         if self._inline:
-            return drive_sync(chain, SyncCaller(spec.name, functions, self._clock))
-        threads, clock, name, interrupt = self.threads, self._clock, spec.name, self._interrupt
+            execute = sync_caller(name, functions, clock)
+        else:
+            threads, interrupt = self.threads, self._interrupt
 
-        def on_worker(batch: Batch) -> list[Reply]:
-            calls, payload, deadline = batch
-            view = HookEvent(name, payload)
-            if interrupt and hook_alarm.available():
-                replies = hook_alarm.run_batch(calls, functions, view, deadline, clock)
-                if replies is not None:
-                    return replies
-            return threads.run_batch(calls, functions, view, deadline, clock)
+            def execute(
+                calls: Sequence[Call], payload: Mapping[str, Any], deadline: float | None
+            ) -> list[Reply]:
+                view = HookEvent(name, payload)
+                if interrupt and hook_alarm.available():
+                    return hook_alarm.run_batch(calls, functions, view, deadline, clock)
+                return threads.run_batch(calls, functions, view, deadline, clock)
 
-        return drive_sync(chain, on_worker)
+        return run_chain_now(hooks, spec, data, self._chain_settings, execute)
 
     async def _run_plain_async(
         self,

@@ -83,17 +83,23 @@ class PlainCalls:
         call that matters (an answer, an error, a timeout) or when the deadline has passed."""
         deadline, clock, perf = self.deadline, self.clock, time.perf_counter
         functions, view, replies, watch = self.functions, self.view, self.replies, self.watch
+        # One perf_counter reading per call: the end of one call is the start of the next.
+        # With the monotonic clock (not a test's fake one) the deadline is moved to
+        # perf_counter's time once, so that reading also checks the deadline.
+        started = perf()
+        due = None
+        if deadline is not None and clock is time.monotonic:
+            due = started + (deadline - clock())
         for index, call in enumerate(self.calls):
             if self.abandoned:
                 return
             hook, timeout_s = call[0], call[1]
             if deadline is not None:
-                remaining = deadline - clock()
+                remaining = due - started if due is not None else deadline - clock()
                 if remaining <= 0:
                     return
                 if remaining < timeout_s:
                     timeout_s = remaining
-            started = perf()
             self.current = (index, started, timeout_s)
             if watch is not None and started + timeout_s < watch.wake_at:
                 watch.ring(timeout_s)
@@ -103,13 +109,16 @@ class PlainCalls:
                 replies.append((None, exc, False, (perf() - started) * 1000))
                 if deadline is not None:
                     return
+                started = perf()
                 continue
-            elapsed = perf() - started
+            ended = perf()
+            elapsed = ended - started
             if elapsed > timeout_s:
                 replies.append((None, None, True, elapsed * 1000))
                 if deadline is not None:
                     return
-                continue
-            replies.append((answer, None, False, elapsed * 1000))
-            if answer is not None and deadline is not None:
-                return
+            else:
+                replies.append((answer, None, False, elapsed * 1000))
+                if answer is not None and deadline is not None:
+                    return
+            started = ended

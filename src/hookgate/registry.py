@@ -12,9 +12,10 @@ import itertools
 import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Final, Protocol, runtime_checkable
 
 from hookgate.definition import HookDefinition
+from hookgate.events import MAX_TIMEOUT_MS
 from hookgate.matching import CelFilter, Matcher, compile_if_expr, compile_matcher
 
 __all__ = ["CompiledHook", "HookRegistry", "HookSource", "applies_to", "compile_hook", "sort_key"]
@@ -37,15 +38,33 @@ class CompiledHook:
     condition: CelFilter | None
     timeout_s: float
     sort_key: tuple[int, int, str]
+    #: Admitted without a look (:mod:`hookgate.chain`'s plain runs): enabled, no matcher, no
+    #: ``if_expr``, no required approval, no long wait.
+    plain: bool = False
+
+
+#: Hooks with a longer timeout (approvals, quality gates) are not bound by the chain budget.
+LONG_WAIT_S: Final = MAX_TIMEOUT_MS / 1000
 
 
 def compile_hook(definition: HookDefinition) -> CompiledHook:
+    matcher = compile_matcher(definition.matcher)
+    condition = compile_if_expr(definition.if_expr)
+    timeout_s = definition.timeout_ms / 1000.0
+    approval = definition.approval
     return CompiledHook(
         definition=definition,
-        matcher=compile_matcher(definition.matcher),
-        condition=compile_if_expr(definition.if_expr),
-        timeout_s=definition.timeout_ms / 1000.0,
+        matcher=matcher,
+        condition=condition,
+        timeout_s=timeout_s,
         sort_key=sort_key(definition.priority, definition.order, definition.id),
+        plain=(
+            definition.enabled
+            and matcher is None
+            and condition is None
+            and (approval is None or not approval.required)
+            and timeout_s <= LONG_WAIT_S
+        ),
     )
 
 
