@@ -102,8 +102,9 @@ Call = tuple["CompiledHook", float, list[Any] | None, int, int]
 #: chain deadline (clock time) on blocking events, ``None`` on non-blocking ones.
 Batch = tuple[tuple[Call, ...], Mapping[str, Any], float | None]
 #: A reply is ``(answer, error, timed_out, duration_ms)``: the handler's raw answer, or the
-#: exception it raised, or a timeout.
-Reply = tuple[Any, BaseException | None, bool, float]
+#: exception it raised, or a timeout. An abstention may also reply with its ``duration_ms``
+#: alone (a float; :mod:`hookgate.plain_calls` does, a tuple per hook costs too much).
+Reply = tuple[Any, BaseException | None, bool, float] | float
 ChainGen = Generator[Batch, Sequence[Reply], Outcome]
 #: A driver for :func:`run_chain_now`: runs a batch's ``(calls, payload, deadline)`` at once.
 Execute = Callable[[tuple[Call, ...], Mapping[str, Any], float | None], Sequence[Reply]]
@@ -116,6 +117,8 @@ PlainRun = tuple[int, tuple[Call, ...]]
 
 def matters(reply: Reply) -> bool:
     """Whether a blocking batch stops after this reply (an answer, a failure, a timeout)."""
+    if isinstance(reply, float):
+        return False
     return reply[0] is not None or reply[1] is not None or reply[2]
 
 
@@ -479,15 +482,19 @@ class _Chain:
         duration_at, decision_at = ROW_DURATION, ROW_DECISION  # locals: once per hook
         resumed = False
         # strict=False: a blocking batch's driver stops early by contract
-        for call, (answer, failure, timed_out, duration) in zip(calls, replies, strict=False):
+        for call, reply in zip(calls, replies, strict=False):
             hook, _, row, position, rows_after = call
-            if row is None:
-                # A plain run's call (see _plain_run): its row is made here. Such a hook has
-                # no breaker entry and needs no approval, so an abstention is just recorded.
-                if answer is None and failure is None and not timed_out:
+            if reply.__class__ is float:  # an abstention, by its duration alone
+                if row is None:
+                    # A plain run's hook (see _plain_run) has no breaker entry and needs no
+                    # approval: its abstention is its trace row, made here.
                     #            hook, matched, skipped, decision, duration, error, breaker, details
-                    rows.append([hook, True, None, "abstain", duration, None, "closed", None])
+                    rows.append([hook, True, None, "abstain", reply, None, "closed", None])
                     continue
+                answer, failure, timed_out, duration = None, None, False, reply
+            else:
+                answer, failure, timed_out, duration = reply  # type: ignore[misc]
+            if row is None:  # a plain run's hook that answered: its row, as admit makes it
                 row = [hook, True, None, None, 0.0, None, "closed", None]
                 rows.append(row)
             definition = hook.definition
@@ -600,9 +607,13 @@ class _Chain:
         """Apply a non-blocking batch's replies in hook order: recorded, never enforced."""
         breakers, faulted, outcome, spec = self.breakers, self.faulted, self.outcome, self.spec
         duration_at, decision_at = ROW_DURATION, ROW_DECISION  # locals: once per hook
-        for call, (answer, failure, timed_out, duration) in zip(calls, replies, strict=False):
+        for call, reply in zip(calls, replies, strict=False):
             hook, _, row, position, rows_after = call
             assert row is not None  # non-blocking chains have no plain runs
+            if isinstance(reply, float):
+                answer, failure, timed_out, duration = None, None, False, reply
+            else:
+                answer, failure, timed_out, duration = reply
             definition = hook.definition
             row[duration_at] = duration
             result: HookResult | None = None

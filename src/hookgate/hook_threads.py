@@ -287,7 +287,10 @@ class HookThreads:
                     self.stuck += 1
                     self.abandoned += 1
             raise
-        answer, error, _, _ = job.replies[0]
+        reply = job.replies[0]
+        if isinstance(reply, float):  # abstained (a reply by its duration alone)
+            return None
+        answer, error, _, _ = reply
         if error is not None:
             raise error
         return answer

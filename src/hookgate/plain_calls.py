@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextvars
+import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
@@ -80,26 +81,27 @@ class PlainCalls:
 
     def run_calls(self) -> None:
         """The calls in order; a blocking batch (one with a deadline) stops at its first
-        call that matters (an answer, an error, a timeout) or when the deadline has passed."""
+        call that matters (an answer, an error, a timeout) or when the deadline has passed.
+
+        An abstention replies with its duration alone (a float, see :data:`Reply`): it is the
+        common answer, and a tuple per call costs as much as the rest of the call's upkeep."""
         deadline, clock, perf = self.deadline, self.clock, time.perf_counter
         functions, view, replies, watch = self.functions, self.view, self.replies, self.watch
-        # One perf_counter reading per call: the end of one call is the start of the next.
-        # With the monotonic clock (not a test's fake one) the deadline is moved to
-        # perf_counter's time once, so that reading also checks the deadline.
+        # One perf_counter reading per call: the end of one call is the start of the next,
+        # and the deadline is moved to perf_counter's time (``due``) to be checked against it.
+        # A clock other than the monotonic one (a test's fake clock) is read before each call.
         started = perf()
-        due = None
-        if deadline is not None and clock is time.monotonic:
-            due = started + (deadline - clock())
-        for index, call in enumerate(self.calls):
+        due = math.inf if deadline is None else started + (deadline - clock())
+        other_clock = deadline is not None and clock is not time.monotonic
+        for index, (hook, timeout_s, _, _, _) in enumerate(self.calls):
             if self.abandoned:
                 return
-            hook, timeout_s = call[0], call[1]
-            if deadline is not None:
-                remaining = due - started if due is not None else deadline - clock()
-                if remaining <= 0:
+            if other_clock:
+                due = started + (deadline - clock())  # type: ignore[operator]
+            if started + timeout_s > due:
+                timeout_s = due - started
+                if timeout_s <= 0:
                     return
-                if remaining < timeout_s:
-                    timeout_s = remaining
             self.current = (index, started, timeout_s)
             if watch is not None and started + timeout_s < watch.wake_at:
                 watch.ring(timeout_s)
@@ -117,8 +119,10 @@ class PlainCalls:
                 replies.append((None, None, True, elapsed * 1000))
                 if deadline is not None:
                     return
+            elif answer is None:
+                replies.append(elapsed * 1000)
             else:
                 replies.append((answer, None, False, elapsed * 1000))
-                if answer is not None and deadline is not None:
+                if deadline is not None:
                     return
             started = ended

@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
-from hookgate.chain import Batch, ChainSettings, Reply, run_chain
+from hookgate.chain import Batch, ChainSettings, Reply, matters, run_chain
 from hookgate.events import KNOWN_FIELDS, EventSpec, UnknownEventError, normalize_payload
 from hookgate.hook_event import HookEvent
 from hookgate.host_code import HostCodePolicy
@@ -181,8 +181,7 @@ class _Runner:
                 timeout_s = min(timeout_s, remaining)
             reply = self._run(hook, payload, view, timeout_s)
             replies.append(reply)
-            if deadline is not None and (reply[0] is not None or reply[1] is not None
-                                         or reply[2]):
+            if deadline is not None and matters(reply):
                 break  # a blocking batch stops after the first call that matters
         return replies
 
