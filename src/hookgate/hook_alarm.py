@@ -65,6 +65,8 @@ _SUPPORTED: Final = hasattr(signal, "pthread_kill") and hasattr(signal, "SIGALRM
 # signal.getsignal turns its answer into an enum member, which costs more than the rest of
 # an event's watch; the C function underneath answers the handler as installed.
 _handler_of: Final[Callable[[int], object]] = _signal.getsignal
+_SIGALRM: Final = int(getattr(signal, "SIGALRM", 14))
+_get_ident: Final = threading.get_ident
 
 
 class _Interrupted(BaseException):
@@ -78,10 +80,22 @@ class _Watchdog:
     The main thread writes :attr:`job` (per batch), ``job.current`` (per call) and rings;
     the watchdog writes :attr:`wake_at` after each look, then checks that nothing started
     meanwhile, so a call either is seen by that look or compares its due time with the new
-    :attr:`wake_at`. :attr:`rung` spares the system call of a second ring before the
-    watchdog has looked; a ring the watchdog did not wait for only wakes it once more."""
+    :attr:`wake_at` (most calls only their allowance with :attr:`below`). :attr:`rung`
+    spares the system call of a second ring before the watchdog has looked; a ring the
+    watchdog did not wait for only wakes it once more."""
 
-    __slots__ = ("batches", "bell", "horizon", "job", "main", "rings", "rung", "thread", "wake_at")
+    __slots__ = (
+        "batches",
+        "bell",
+        "below",
+        "horizon",
+        "job",
+        "main",
+        "rings",
+        "rung",
+        "thread",
+        "wake_at",
+    )
 
     def __init__(self) -> None:
         #: The batch running under watch on the main thread, if any.
@@ -100,6 +114,9 @@ class _Watchdog:
         self.rung = False
         #: The watchdog looks again by then (inf: parked); a call due sooner rings the bell.
         self.wake_at = math.inf
+        #: The horizon wake_at was planned with (inf: parked): a call allowed as long or
+        #: longer, started since, is due after wake_at (the one comparison most calls make).
+        self.below = math.inf
         self.horizon = HORIZON_S
 
     def ring(self, allowed: float) -> None:
@@ -135,22 +152,29 @@ class _Watchdog:
             job = self.job
             current = None if job is None else job.current
             now = perf()
+            look_at, horizon = 0.0, self.horizon
             if job is not None or self.batches != seen_batches:
                 seen_batches, active_at = self.batches, now
             if current is not None and current[1] + current[2] <= now:
-                if _handler_of(signal.SIGALRM) is _on_alarm:
+                if _handler_of(_SIGALRM) is _on_alarm:
                     signal.pthread_kill(self.main, signal.SIGALRM)
                 # Behind a hook that runs Python code the next look first waits up to a
                 # switch interval for the GIL: sleep that much less.
                 wake_at = now + max(REPEAT_S - sys.getswitchinterval(), REPEAT_S / 4)
             elif current is not None:
-                wake_at = min(current[1] + current[2], now + self.horizon)
+                due = current[1] + current[2]
+                wake_at = min(due, now + horizon)
+                # Behind a hook that runs Python code, getting the GIL takes a switch
+                # interval: look that much early, so the signal goes about on time.
+                lead = sys.getswitchinterval()
+                if wake_at == due and due - now > lead:
+                    look_at = due - lead
             elif now - active_at < PARK_AFTER_S:
-                wake_at = now + self.horizon
+                wake_at = now + horizon
             else:
-                wake_at = math.inf
+                wake_at = horizon = math.inf
                 self.horizon = HORIZON_S
-            self.wake_at = wake_at
+            self.wake_at, self.below = wake_at, horizon
             # Calls from here on compare their due time with the new wake_at and ring again
             # if need be; one that started before is seen by the check below.
             self.rung = False
@@ -159,7 +183,7 @@ class _Watchdog:
             if wake_at == math.inf:
                 self.bell.acquire()
             else:
-                self.bell.acquire(timeout=max(wake_at - perf(), 0.0))
+                self.bell.acquire(timeout=max((look_at or wake_at) - perf(), 0.0))
 
 
 _WATCHDOG: Final = _Watchdog()
@@ -185,9 +209,20 @@ def _on_alarm(signum: int, frame: FrameType | None) -> None:
 def available() -> bool:
     """Whether a batch may run under the watchdog here and now."""
     watchdog = _WATCHDOG
-    if not _SUPPORTED or watchdog.job is not None or threading.get_ident() != watchdog.main:
+    if (
+        watchdog.job is None
+        and _get_ident() == watchdog.main
+        and _handler_of(_SIGALRM) is _on_alarm
+    ):
+        return True  # the common case, checked first
+    return _borrow()
+
+
+def _borrow() -> bool:
+    watchdog = _WATCHDOG
+    if not _SUPPORTED or watchdog.job is not None or _get_ident() != watchdog.main:
         return False
-    handler = _handler_of(signal.SIGALRM)
+    handler = _handler_of(_SIGALRM)
     if handler is _on_alarm:
         return True
     if handler != signal.SIG_DFL:  # the application's own: leave it alone
@@ -225,7 +260,10 @@ def run_batch(
         finally:
             watchdog.job = None
         if not interrupted:
-            return [*replies, *job.replies]
+            if replies:
+                replies += job.replies
+                return replies
+            return job.replies
         assert job.current is not None
         index, started = job.current[0], job.current[1]
         replies += job.replies[:index]

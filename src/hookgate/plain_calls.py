@@ -6,11 +6,11 @@ import contextvars
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
 from hookgate.chain import Call, Reply
 
-__all__ = ["Functions", "PlainCalls", "Watch"]
+__all__ = ["UNWATCHED", "Functions", "PlainCalls", "Watch"]
 
 #: The functions of a batch's hooks, by hook.
 Functions = Mapping[Any, Callable[[Any], Any]]
@@ -20,9 +20,23 @@ class Watch(Protocol):
     """Who interrupts a call on the caller's thread at its timeout (the watchdog of
     :mod:`hookgate.hook_alarm`): told only of a call due before it next looks."""
 
+    #: When it looks next; only a call allowed less than ``below`` can be due before.
     wake_at: float
+    below: float
 
     def ring(self, allowed: float) -> None: ...
+
+
+class _Unwatched:
+    """The watch of a batch on a worker: nothing to tell."""
+
+    wake_at = below = -math.inf
+
+    def ring(self, allowed: float) -> None:
+        return None
+
+
+UNWATCHED: Final[Watch] = _Unwatched()
 
 
 class PlainCalls:
@@ -70,8 +84,8 @@ class PlainCalls:
         self.notify: Callable[[], object] | None = None
         # The caller's context variables (tracing, "inside a review"…) follow the calls.
         self.context = contextvars.copy_context() if copy_context else None
-        # The watchdog of :mod:`hookgate.hook_alarm` (None: the calls run on a worker).
-        self.watch: Watch | None = None
+        # The watchdog of :mod:`hookgate.hook_alarm` (UNWATCHED: the calls run on a worker).
+        self.watch = UNWATCHED
 
     def run(self) -> None:
         if self.context is None:
@@ -103,7 +117,7 @@ class PlainCalls:
                 if timeout_s <= 0:
                     return
             self.current = (index, started, timeout_s)
-            if watch is not None and started + timeout_s < watch.wake_at:
+            if timeout_s < watch.below and started + timeout_s < watch.wake_at:
                 watch.ring(timeout_s)
             try:
                 answer = functions[hook](view)
