@@ -88,6 +88,17 @@ def test_started_once_and_reused(folder: Path, tmp_path: Path) -> None:
     assert sock.stat().st_mode & 0o777 == 0o600 and folder.stat().st_mode & 0o777 == 0o700
 
 
+def test_the_first_event_runs_itself_while_the_warm_process_starts(
+    folder: Path, tmp_path: Path
+) -> None:
+    hooks = hooks_file(tmp_path, command(WARM_PID))
+    first = context(bridge(hooks, HOOKGATE_CLAUDE_CODE_WARM="on"))
+    assert first == str(os.getpid())  # run by the relay, a child of this test
+    wait_until(lambda: warm_pids(folder), "the warm process it started listens")
+    (_, pid), = warm_pids(folder).items()
+    assert context(bridge(hooks, HOOKGATE_CLAUDE_CODE_WARM="on")) == str(pid)
+
+
 def test_two_projects_modules_of_the_same_name_never_mix(folder: Path, tmp_path: Path) -> None:
     answers = {}
     for name in ("one", "two"):

@@ -11,9 +11,10 @@ the exit code it reports.
 
 Failure rules (the same as :mod:`.main`'s):
 
-* Nothing was handed over yet (no warm process and none can be started, the folder is
-  refused, the peer is another user, the warm process refused or went away before taking the
-  event): the event runs here, in this process, exactly as without a warm process.
+* Nothing was handed over yet (no warm process yet: this relay starts one, detached, for the
+  next events; none can be started, the folder is refused, the peer is another user, the
+  warm process refused or went away before taking the event): the event runs here, in this
+  process, exactly as without a warm process.
 * The warm process took the event and then failed (died, closed the connection, answered
   garbage): the hooks may have run, so they are never run again; exit 2 with a one-line
   reason on the events where that stops the action (exit 1 elsewhere).
@@ -43,7 +44,8 @@ __all__ = ["RelayBroken", "ask_warm", "main", "start_warm"]
 
 #: How long the warm process may take to take an event before it runs here instead.
 TAKE_TIMEOUT_S: Final = 5.0
-#: How long to wait for a warm process that is starting (this relay's or another's).
+#: How long a relay that must use the warm process (``require``) waits for one that is
+#: starting (this relay's or another's).
 START_TIMEOUT_S: Final = 10.0
 
 
@@ -68,7 +70,7 @@ def main(args: Sequence[str] | None = None) -> int:
 
         return fail(None, f"cannot read stdin: {exc}", sys.stderr)
     try:
-        code = None if found is None else ask_warm(found, parsed, raw)
+        code = None if found is None else ask_warm(found, parsed, raw, wait=_required())
     except RelayBroken as exc:
         from hookgate.integrations.claude_code.main import _peek_event, fail
 
@@ -89,10 +91,12 @@ def _required() -> bool:
     return os.environ.get("HOOKGATE_CLAUDE_CODE_WARM", "").strip().lower() == "require"
 
 
-def ask_warm(where: Place, args: BridgeArgs, raw: bytes) -> int | None:
+def ask_warm(where: Place, args: BridgeArgs, raw: bytes, *, wait: bool = False) -> int | None:
     """The exit code of the event answered by the warm process; ``None`` when it did not
-    take the event (nothing ran). Raise :class:`RelayBroken` when it took it and failed."""
-    sock = _connect(where)
+    take the event (nothing ran). Raise :class:`RelayBroken` when it took it and failed.
+    ``wait``: when there is no warm process yet, wait for the one this starts (else the
+    event runs here while it starts)."""
+    sock = _connect(where, wait)
     if sock is None:
         return None
     try:
@@ -157,12 +161,12 @@ def _recv_exactly(sock: _socket.socket, size: int) -> bytes:
     return data
 
 
-def _connect(where: Place) -> _socket.socket | None:
+def _connect(where: Place, wait: bool) -> _socket.socket | None:
     """A connection to the warm process of this user, started if there is none; ``None``
-    when there is none and none came up."""
+    when there is none yet (or, with ``wait``, none came up)."""
     sock = _try_connect(where.socket)
     if sock is None:
-        sock = start_warm(where)
+        sock = start_warm(where, wait=wait)
     if sock is None:
         return None
     try:
@@ -184,9 +188,11 @@ def _try_connect(path: str) -> _socket.socket | None:
     return sock
 
 
-def start_warm(where: Place, environ: Mapping[str, str] | None = None) -> _socket.socket | None:
-    """Start the warm process unless one is alive or starting (whoever holds the lock file),
-    and connect to it once it listens; ``None`` if it does not come up in time."""
+def start_warm(where: Place, environ: Mapping[str, str] | None = None, *, wait: bool = True
+               ) -> _socket.socket | None:
+    """Start the warm process unless one is alive or starting (whoever holds the lock file);
+    with ``wait``, connect to it once it listens (``None`` if it does not come up in time),
+    else return ``None`` at once: starting takes longer than running the event here."""
     import fcntl
     import time
 
@@ -205,6 +211,8 @@ def start_warm(where: Place, environ: Mapping[str, str] | None = None) -> _socke
             # file): no second one can start while it lives.
             if not _spawn(where, lock, env):
                 return None
+        if not wait:
+            return None
         deadline = time.monotonic() + START_TIMEOUT_S
         pause = 0.002
         while time.monotonic() < deadline:
