@@ -95,7 +95,16 @@ def ask_warm(where: Place, args: BridgeArgs, raw: bytes, *, wait: bool = False) 
     """The exit code of the event answered by the warm process; ``None`` when it did not
     take the event (nothing ran). Raise :class:`RelayBroken` when it took it and failed.
     ``wait``: when there is no warm process yet, wait for the one this starts (else the
-    event runs here while it starts)."""
+    event runs here while it starts), and ask a new one when one refuses (its hookgate
+    changed, so it exits)."""
+    for _ in range(3 if wait else 1):
+        code = _ask_once(where, args, raw, wait)
+        if code is not None:
+            return code
+    return None
+
+
+def _ask_once(where: Place, args: BridgeArgs, raw: bytes, wait: bool) -> int | None:
     sock = _connect(where, wait)
     if sock is None:
         return None
@@ -197,35 +206,39 @@ def start_warm(where: Place, environ: Mapping[str, str] | None = None, *, wait: 
     import time
 
     env = os.environ if environ is None else environ
-    try:
-        lock = os.open(where.lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-    except OSError:
-        return None
-    try:
+    deadline = time.monotonic() + START_TIMEOUT_S
+    for _ in range(3):  # (a new one, when the one that held the lock died meanwhile)
         try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            lock = os.open(where.lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC,
+                           0o600)
         except OSError:
-            pass  # a warm process holds it: alive, or starting
-        else:
-            # The lock goes to the new process with the file (flock locks belong to the open
-            # file): no second one can start while it lives.
-            if not _spawn(where, lock, env):
-                return None
+            return None
+        try:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                pass  # a warm process holds it: alive, or starting
+            else:
+                # The lock goes to the new process with the file (flock locks belong to the
+                # open file): no second one can start while it lives.
+                if not _spawn(where, lock, env):
+                    return None
+        finally:
+            os.close(lock)
         if not wait:
             return None
-        deadline = time.monotonic() + START_TIMEOUT_S
         pause = 0.002
         while time.monotonic() < deadline:
             sock = _try_connect(where.socket)
             if sock is not None:
                 return sock
             if _lock_free(where):
-                return _try_connect(where.socket)  # it exited (or failed to start)
+                break  # it exited (or failed to start)
             time.sleep(pause)
             pause = min(pause * 1.5, 0.05)
-        return None
-    finally:
-        os.close(lock)
+        else:
+            return None
+    return None
 
 
 def _lock_free(where: Place) -> bool:
