@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
+import textwrap
 import threading
 import time
 from collections.abc import Iterator
@@ -288,6 +291,27 @@ def test_the_applications_own_alarm_handler_is_left_alone(release: threading.Eve
         engine.close()
     finally:
         signal.signal(signal.SIGALRM, previous)
+
+
+@pytest.mark.parametrize("linger_s", [0, 0.3])
+def test_the_process_exits_cleanly_with_the_watchdog_running(linger_s: float) -> None:
+    # The watchdog is a daemon thread: exiting right after an interrupted hook, or while it
+    # sleeps until its next look, neither hangs nor prints an error from the thread.
+    script = textwrap.dedent(f"""
+        import time
+        from hookgate import Engine
+        engine = Engine()
+        engine.hook("pre_tool_use", timeout_ms=50)(lambda event: time.sleep(5))
+        outcome = engine.fire_sync("pre_tool_use", {{"tool_name": "x"}})
+        assert outcome.decision == "block", outcome
+        time.sleep({linger_s})
+        print("done")
+    """)
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "done\n" and "Traceback" not in result.stderr
 
 
 def test_a_running_timer_of_someone_else_is_left_running() -> None:

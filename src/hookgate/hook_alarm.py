@@ -20,8 +20,11 @@ bell (one system call): after it parked (no batch for :data:`PARK_AFTER_S`; an i
 pays nothing) or when a shorter allowance than any before comes along. An allowance under
 :data:`REPEAT_S` does not lower the horizon, so such calls may ring each time. The watchdog
 needs the GIL to act: behind a hook that runs Python code it waits up to the interpreter's
-switch interval (5 ms by default), so an overrun is interrupted that much late at most, plus
-the scheduler's delay on a loaded machine.
+switch interval (5 ms by default) for it, so it looks that much early for a call's due time;
+an overrun is interrupted late by at most that interval plus the scheduler's delay on a
+loaded machine. (CPython 3.11 and 3.12 may skip the hook's own
+``except`` and ``finally`` blocks when the interruption lands on a tight loop's backward
+jump, CPython issue gh-108214; the timeout holds all the same.)
 
 The signal is only borrowed when nobody else uses it: if the application installed a
 ``SIGALRM`` handler of its own (or ignores the signal), or an interval timer with the default
