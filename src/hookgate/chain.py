@@ -134,6 +134,13 @@ class ChainSettings:
     approvals: bool = False
     #: Plain runs of the hook lists seen, by ``id`` (the list is kept to tell a reused id).
     plain_runs: dict[int, tuple[Sequence[CompiledHook], PlainRun]] = field(default_factory=dict)
+    #: The breaker entries the chain reads (none in a dry run). Hooks that never faulted
+    #: have none: one dict miss per hook.
+    faulted: Mapping[str, Any] = field(init=False)
+
+    def __post_init__(self) -> None:
+        breakers = None if self.dry_run else self.breakers
+        self.faulted = breakers.statuses if breakers is not None else {}
 
 
 def run_chain(
@@ -167,7 +174,7 @@ def run_chain_now(
     (``Engine.fire_sync``'s plain functions): the same phases, without a generator in between,
     whose start, send and stop cost as much as a hook (bench/bench_core.py)."""
     chain = _Chain(hooks, spec, payload, settings)
-    if chain.too_deep(payload):
+    if "depth" in payload and chain.too_deep(payload):
         return chain.outcome
     count = len(hooks)
     while chain.index < count and (calls := chain.admit()) is not None:
@@ -261,25 +268,27 @@ class _Chain:
         self.outcome = outcome = Outcome()
         self.rows: list[list[Any]] = []
         outcome._rows = self.rows
-        self.blocking = spec.blocking
-        breakers = None if settings.dry_run else settings.breakers
-        self.breakers = breakers
-        # Hooks that never faulted have no breaker entry: one dict lookup instead of two calls.
-        self.faulted = breakers.statuses if breakers is not None else {}
+        self.blocking = blocking = spec.blocking
+        self.breakers = None if settings.dry_run else settings.breakers
+        self.faulted = settings.faulted
         #: The payload the next hooks see (a copy once a hook rewrote the input).
         self.current: Mapping[str, Any] = payload
         self.copied = False
         #: The if_expr activation of ``current``, made on first use.
         self.activation: dict[str, Any] | None = None
-        started = settings.clock()
-        #: Clock time by which a blocking chain must be done (long waits extend it).
-        self.deadline = started + settings.chain_budget_s if self.blocking else None
         self.index = 0
         #: The outcome is final (a block, a synthetic result, an abort).
         self.ended = False
-        if self.blocking:
-            self.plain_from, self.plain_calls = _plain_run(hooks, settings)
+        if blocking:
+            #: Clock time by which a blocking chain must be done (long waits extend it).
+            self.deadline: float | None = settings.clock() + settings.chain_budget_s
+            cached = settings.plain_runs.get(id(hooks))
+            if cached is not None and cached[0] is hooks:
+                self.plain_from, self.plain_calls = cached[1]
+            else:
+                self.plain_from, self.plain_calls = _plain_run(hooks, settings)
         else:
+            self.deadline = None
             self.plain_from, self.plain_calls = len(hooks), ()
 
     # -- admission ------------------------------------------------------------------------------
@@ -314,8 +323,19 @@ class _Chain:
         """
         index = self.index
         if index >= self.plain_from:
-            plain = self._admit_plain(index)
+            # A plain run (see _plain_run), up to the first hook with a breaker entry: that
+            # one is admitted below, in a batch of its own. The driver checks the deadline;
+            # when it stopped there, fold_blocking ends plain runs so that this admission
+            # reports the spent budget.
+            plain = self.plain_calls[index - self.plain_from :]
+            faulted = self.faulted
+            if faulted:
+                for at, call in enumerate(plain):
+                    if call[0].definition.id in faulted:
+                        plain = plain[:at]
+                        break
             if plain:
+                self.index = index + len(plain)
                 return plain
         hooks = self.hooks
         count = len(hooks)
@@ -370,22 +390,6 @@ class _Chain:
                 break
         self.index = index
         return tuple(batch) if batch else None
-
-    def _admit_plain(self, index: int) -> tuple[Call, ...]:
-        """The plain run from ``index`` on (see :func:`_plain_run`), empty when the general
-        admission must judge the next hook: one with a breaker entry (it runs in a batch of
-        its own), or any hook once the chain budget is spent (that admission reports it)."""
-        calls = self.plain_calls[index - self.plain_from :]
-        faulted = self.faulted
-        if faulted:
-            for at, call in enumerate(calls):
-                if call[0].definition.id in faulted:
-                    calls = calls[:at]
-                    break
-        if not calls or self.settings.clock() >= self.deadline:  # type: ignore[operator]
-            return ()
-        self.index = index + len(calls)
-        return calls
 
     def _filter(self, hook: CompiledHook, row: list[Any]) -> float | None:
         """Evaluate the hook's ``if_expr``: the time left of its timeout, or ``None`` to skip
@@ -537,10 +541,12 @@ class _Chain:
                 return True
             break  # a blocking batch stops after an answer
         if not resumed and len(replies) < len(calls):
-            # The driver stopped at the deadline; the next admission reports the budget.
+            # The driver stopped at the deadline; the next admission reports the budget (not
+            # a plain run's, which does not look at the clock).
             _, _, _, position, rows_after = calls[len(replies)]
             del rows[rows_after - 1 :]
             self.index = position
+            self.plain_from = len(self.hooks)
         return False
 
     def _decide(self, row: list[Any], definition: Any, result: HookResult) -> bool:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from hookgate import hook_alarm
 from hookgate.audit import AuditSink, ExecutionRecord
 from hookgate.background import BackgroundQueue
-from hookgate.chain import Call, ChainSettings, Reply, run_chain, run_chain_now
+from hookgate.chain import Call, ChainSettings, Execute, Reply, run_chain, run_chain_now
 from hookgate.definition import DefinitionError, HookDefinition, Problem
 from hookgate.drivers import LoopThread, drive_async, sync_caller
 from hookgate.engine_audit import (
@@ -59,6 +59,11 @@ _SPECS: dict[str, EventSpec] = {}
 for _spec in CATALOGUE:
     for _name in (_spec.name, *_spec.aliases):
         _SPECS[_name] = _spec
+#: The spec each name's chain runs under when the caller waits for it without ``wait=True``
+#: (blocking events, synchronous stages): ``fire_sync`` looks it up instead of asking.
+_WAITED: dict[str, EventSpec] = {
+    name: spec.run_as(name, False) for name, spec in _SPECS.items() if spec.waits(name, False)
+}
 
 
 @dataclass(slots=True)
@@ -188,6 +193,8 @@ class Engine:
         self._handlers: dict[str, Handler] = {}
         self._host_code_policy = HostCodePolicy()
         self._refusals: dict[tuple[str, int, bool, str], str | None] = {}
+        #: fire_sync's plain-function executor per hook list (see _plain_executor).
+        self._executors: dict[int, tuple[Sequence[CompiledHook], str, str, Execute | None]] = {}
         self._sync_cache: dict[
             tuple[int, str],
             tuple[Sequence[CompiledHook], dict[CompiledHook, Callable[[HookEvent], Any]] | None],
@@ -209,6 +216,7 @@ class Engine:
         self._host_code_policy = policy
         self._refusals.clear()
         self._sync_cache.clear()
+        self._executors.clear()
 
     # -- registration ---------------------------------------------------------------------
 
@@ -382,19 +390,33 @@ class Engine:
             depth = data.get("depth")
             if depth is None or (type(depth) is int and depth <= self.settings.max_depth):
                 return Outcome()
-        data = self._prepare(data, spec)
+        if spec.prepare is not None or not KNOWN_FIELDS.issuperset(data):
+            data = self._prepare(data, spec)
         problem = payload_problem(data)
         if problem is not None:
             return self.refuse_input(event, data, problem, wait=wait)
         hooks = self.source.resolve(spec.name, data.get("tenant_id"), data.get("agent_id"))
-        if not spec.waits(event, wait):
-            portal = self._loop_thread()
-            portal.loop.call_soon_threadsafe(self._background.submit, spec, data, hooks)
-            return Outcome()
-        spec = spec.run_as(event, wait)
-        functions = self._sync_functions(hooks)
-        if functions is not None:
-            outcome = self._run_plain(spec, data, hooks, functions)
+        waited = None if wait else _WAITED.get(event)
+        if waited is None:
+            if not spec.waits(event, wait):
+                portal = self._loop_thread()
+                portal.loop.call_soon_threadsafe(self._background.submit, spec, data, hooks)
+                return Outcome()
+            waited = spec.run_as(event, wait)
+        spec = waited
+        # The executor is cached per hook list: looked up here, made by _plain_executor.
+        cached = self._executors.get(id(hooks))
+        if (
+            cached is not None
+            and cached[0] is hooks
+            and cached[1] == spec.name
+            and cached[2] == self.settings.edition
+        ):
+            execute = cached[3]
+        else:
+            execute = self._plain_executor(hooks, spec.name)
+        if execute is not None:
+            outcome = run_chain_now(hooks, spec, data, self._chain_settings, execute)
             if outcome._rows and (self.audit is not None or self.listeners):
                 self._emit(chain_records(spec, data, outcome, self._event_id))
                 if self.audit is not None:
@@ -518,21 +540,38 @@ class Engine:
         hooks: Sequence[CompiledHook],
         functions: Mapping[CompiledHook, Callable[[HookEvent], Any]],
     ) -> Outcome:
-        name, clock = spec.name, self._clock
-        if self._inline:
-            execute = sync_caller(name, functions, clock)
-        else:
-            threads, interrupt = self.threads, self._interrupt
+        """Plain functions in place, with no timeout (``inline_sync_hooks``)."""
+        execute = sync_caller(spec.name, functions, self._clock)
+        return run_chain_now(hooks, spec, data, self._chain_settings, execute)
 
-            def execute(
+    def _plain_executor(self, hooks: Sequence[CompiledHook], event: str) -> Execute | None:
+        """How ``fire_sync`` runs the batches of ``hooks`` when each is a plain function
+        (``None`` when one is not): in place, under the alarm of :mod:`hookgate.hook_alarm`, or
+        on a worker thread. Made once per hook list and edition."""
+        edition = self.settings.edition
+        functions = self._sync_functions(hooks)
+        execute: Execute | None = None
+        if functions is None:
+            pass
+        elif self._inline:
+            execute = sync_caller(event, functions, self._clock)
+        else:
+            threads, interrupt, clock = self.threads, self._interrupt, self._clock
+            plain = functions
+
+            def run(
                 calls: Sequence[Call], payload: Mapping[str, Any], deadline: float | None
             ) -> list[Reply]:
-                view = HookEvent(name, payload)
+                view = HookEvent(event, payload)
                 if interrupt and hook_alarm.available():
-                    return hook_alarm.run_batch(calls, functions, view, deadline, clock)
-                return threads.run_batch(calls, functions, view, deadline, clock)
+                    return hook_alarm.run_batch(calls, plain, view, deadline, clock)
+                return threads.run_batch(calls, plain, view, deadline, clock)
 
-        return run_chain_now(hooks, spec, data, self._chain_settings, execute)
+            execute = run
+        if len(self._executors) > 1024:
+            self._executors.clear()
+        self._executors[id(hooks)] = (hooks, event, edition, execute)
+        return execute
 
     async def _run_plain_async(
         self,
