@@ -1,0 +1,290 @@
+"""Plain runs (hookgate.chain): hooks admitted whatever the payload get their calls once per
+hook list, and an abstention (replied by its duration alone) is folded straight into its trace
+row. They must give the same batches, outcome, trace and audit records as the general
+admission, which looks at every hook; these tests turn plain runs off to compare."""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from tests.support.chain_calls import TIMEOUT, Scripted, compile_scripted, reply_for
+
+from hookgate import Engine, HookEvent
+from hookgate.audit import ExecutionRecord
+from hookgate.chain import Batch, ChainSettings, Reply, matters, run_chain
+from hookgate.events import get_event
+from hookgate.outcome import HookError, Outcome
+from hookgate.registry import CompiledHook
+from hookgate.safeguards import BreakerBoard
+from hookgate.settings import Settings
+
+EXEC = {"tool_name": "exec", "tool_input": {"cmd": "ls"}}
+
+
+def _drive(
+    hooks: Sequence[CompiledHook],
+    answers: Mapping[str, Any],
+    chain_settings: ChainSettings,
+    *,
+    float_abstentions: bool,
+) -> tuple[Outcome, list[list[str]]]:
+    """Drive the chain by the driver contract with scripted answers (by hook name); an
+    abstention replies as PlainCalls does (a float) or as the async driver does (a tuple)."""
+    chain = run_chain(hooks, get_event("pre_tool_use"), EXEC, chain_settings)
+    batches: list[list[str]] = []
+    try:
+        batch: Batch = next(chain)
+        while True:
+            calls, _, _ = batch
+            names = [hook.definition.name for hook, *_ in calls]
+            batches.append(names)
+            replies: list[Reply] = []
+            for name in names:
+                reply = reply_for(answers[name])
+                if float_abstentions and not matters(reply):
+                    reply = reply[3]  # type: ignore[index]
+                replies.append(reply)
+                if matters(reply):
+                    break
+            batch = chain.send(replies)
+    except StopIteration as done:
+        return done.value, batches
+
+
+def _general(hooks: Sequence[CompiledHook]) -> tuple[CompiledHook, ...]:
+    """The same hooks, never admitted as a plain run."""
+    return tuple(dataclasses.replace(hook, plain=False) for hook in hooks)
+
+
+KINDS: dict[str, Any] = {
+    "abstain": None,
+    "allow": {"decision": "allow"},
+    "block": {"decision": "block", "reason": "no"},
+    "rewrite": {"updated_input": {"cmd": "ls -la"}},
+    "context": {"additional_context": "note"},
+    "raise": RuntimeError("boom"),
+    "hook_error": HookError("down", details={"status": 3}),
+    "timeout": TIMEOUT,
+    "malformed": {"decision": "maybe"},
+}
+
+hook_lists = st.lists(
+    st.fixed_dictionaries(
+        {
+            "kind": st.sampled_from(list(KINDS)),
+            "priority": st.integers(min_value=0, max_value=2),
+            "enabled": st.booleans(),
+            "matcher": st.sampled_from([None, None, "exec", "other"]),
+            "approval": st.sampled_from([None, None, "required"]),
+            "on_error": st.sampled_from(["block", "allow"]),
+            "on_timeout": st.sampled_from(["block", "allow"]),
+            "faulted": st.sampled_from([None, None, "closed", "open"]),
+        }
+    ),
+    max_size=7,
+)
+
+
+def _board(hooks: Sequence[CompiledHook], faults: Mapping[str, str | None]) -> BreakerBoard:
+    """A breaker board where the named hooks already have an entry (one fault: closed; or
+    open, past nothing: its failure policy applies)."""
+    board = BreakerBoard(threshold=1 if "open" in faults.values() else 5, cooldown_s=1e9)
+    for hook in hooks:
+        state = faults.get(hook.definition.name)
+        if state == "closed":
+            board.fault(hook.definition.id, "earlier")
+            board.statuses[hook.definition.id].state = "closed"
+        elif state == "open":
+            board.fault(hook.definition.id, "earlier")
+    return board
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(specs=hook_lists, approvals=st.booleans(), float_abstentions=st.booleans())
+def test_plain_runs_give_what_the_general_admission_gives(
+    specs: list[dict[str, Any]], approvals: bool, float_abstentions: bool
+) -> None:
+    scripted = [
+        Scripted(
+            KINDS[spec["kind"]],
+            f"h{n}",
+            {
+                key: spec[key]
+                for key in ("priority", "enabled", "matcher", "approval", "on_error", "on_timeout")
+                if spec[key] is not None
+            },
+        )
+        for n, spec in enumerate(specs)
+    ]
+    hooks = tuple(compile_scripted("pre_tool_use", scripted))
+    answers = {script.name: script.answer for script in scripted}
+    faults = {f"h{n}": spec["faulted"] for n, spec in enumerate(specs)}
+
+    def run(hook_list: Sequence[CompiledHook]) -> tuple[dict[str, Any], list[list[str]], Any]:
+        board = _board(hook_list, faults)
+        chain_settings = ChainSettings(breakers=board, approvals=approvals)
+        outcome, batches = _drive(
+            hook_list, answers, chain_settings, float_abstentions=float_abstentions
+        )
+        breakers = {hook_id: status.to_dict() for hook_id, status in board.statuses.items()}
+        return {**outcome.to_dict(), "ask": outcome._ask}, batches, breakers
+
+    assert run(hooks) == run(_general(hooks))
+
+
+def test_an_answer_mid_run_starts_a_new_run_that_sees_it() -> None:
+    hooks = tuple(
+        compile_scripted("pre_tool_use", [Scripted(name=f"h{n}") for n in range(4)])
+    )
+    assert all(hook.plain for hook in hooks)
+    answers: dict[str, Any] = {"h0": None, "h1": KINDS["rewrite"], "h2": None, "h3": None}
+    outcome, batches = _drive(hooks, answers, ChainSettings(), float_abstentions=True)
+    assert batches == [["h0", "h1", "h2", "h3"], ["h2", "h3"]]
+    assert outcome.updated_input == {"cmd": "ls -la"}
+    assert [(e.name, e.decision, e.matched) for e in outcome.trace] == [
+        ("h0", "abstain", True),
+        ("h1", "allow", True),
+        ("h2", "abstain", True),
+        ("h3", "abstain", True),
+    ]
+
+
+def test_a_hook_with_a_breaker_entry_runs_in_a_batch_of_its_own() -> None:
+    hooks = tuple(
+        compile_scripted("pre_tool_use", [Scripted(name=f"h{n}") for n in range(3)])
+    )
+    board = _board(hooks, {"h1": "closed"})
+    answers: dict[str, Any] = {"h0": None, "h1": None, "h2": None}
+    outcome, batches = _drive(
+        hooks, answers, ChainSettings(breakers=board), float_abstentions=True
+    )
+    assert batches == [["h0"], ["h1"], ["h2"]]
+    assert [e.decision for e in outcome.trace] == ["abstain"] * 3
+
+
+def test_a_run_stopped_at_the_deadline_reports_the_spent_budget() -> None:
+    """The driver stops a plain run when the budget is spent; the general admission then
+    reports it (a plain run's admission does not read the clock)."""
+    from hookgate.testing import FakeClock
+
+    clock = FakeClock()
+    hooks = tuple(
+        compile_scripted("pre_tool_use", [Scripted(name=f"h{n}") for n in range(3)])
+    )
+    chain = run_chain(hooks, get_event("pre_tool_use"), EXEC, ChainSettings(clock=clock))
+    calls, _, deadline = next(chain)
+    assert deadline is not None and len(calls) == 3
+    clock.advance(11)  # h0 took the whole budget: the driver runs nothing more
+    try:
+        chain.send([5.0])
+    except StopIteration as done:
+        outcome: Outcome = done.value
+    assert outcome.decision == "block" and "budget" in (outcome.reason or "")
+    assert [(e.name, e.decision) for e in outcome.trace] == [("h0", "abstain"), ("h1", "timeout")]
+
+
+# -- through the engine: fire_sync's plain functions -----------------------------------------
+
+
+def _records_of(engine: Engine) -> list[ExecutionRecord]:
+    records: list[ExecutionRecord] = []
+    engine.listeners.append(records.extend)
+    return records
+
+
+def _comparable(records: list[ExecutionRecord], outcome: Outcome) -> Any:
+    unique = ("id", "created_at", "event_id", "duration_ms")
+    rows = [{k: v for k, v in dataclasses.asdict(r).items() if k not in unique} for r in records]
+    trace = outcome.to_dict()
+    for entry in trace["trace"]:
+        entry.pop("duration_ms")
+    return rows, trace
+
+
+def _plain_runs_off(engine: Engine) -> None:
+    """Make every hook list of this engine a general admission from its first hook."""
+    hooks = engine.source.resolve("pre_tool_use", None, None)
+    engine._chain_settings.plain_runs[id(hooks)] = (hooks, (len(hooks), ()))
+
+
+def test_fire_sync_audit_records_are_those_of_the_general_admission() -> None:
+    engine = Engine()
+    try:
+        engine.hook("pre_tool_use", name="quiet", priority=3)(lambda event: None)
+        engine.hook("pre_tool_use", name="off", priority=2, enabled=False)(lambda event: None)
+
+        @engine.hook("pre_tool_use", name="rewrites", priority=1)
+        def rewrites(event: HookEvent) -> Any:
+            return {"updated_input": {"cmd": "ls -la"}, "reason": "tidier"}
+
+        @engine.hook("pre_tool_use", name="fails", on_error="allow")
+        def fails(event: HookEvent) -> Any:
+            raise RuntimeError("boom")
+
+        engine.hook("pre_tool_use", name="last", priority=-1)(lambda event: None)
+        records = _records_of(engine)
+        fast = engine.fire_sync("pre_tool_use", EXEC)
+        fast_view = _comparable(records, fast)
+        assert [r.decision for r in records] == ["abstain", "allow", "error", "abstain"]
+        records.clear()
+        _plain_runs_off(engine)
+        general = engine.fire_sync("pre_tool_use", EXEC)
+        assert _comparable(records, general) == fast_view
+    finally:
+        engine.close()
+
+
+def test_fire_sync_a_timeout_mid_run_ends_the_chain() -> None:
+    """Under the alarm (main thread), a hook past its timeout is interrupted mid-run; the
+    hooks after it do not run, and the hooks before it keep their abstentions."""
+    engine = Engine(settings=Settings(interrupt_plain_hooks=True))
+    never = threading.Event()
+    ran: list[str] = []
+    try:
+        for n in range(3):
+            engine.hook("pre_tool_use", name=f"q{n}", priority=10 - n)(
+                lambda event, n=n: ran.append(f"q{n}")
+            )
+
+        @engine.hook("pre_tool_use", name="stuck", priority=1, timeout_ms=100)
+        def stuck(event: HookEvent) -> None:
+            ran.append("stuck")
+            never.wait(30)
+
+        engine.hook("pre_tool_use", name="after", priority=0)(lambda event: ran.append("after"))
+        outcome = engine.fire_sync("pre_tool_use", EXEC)
+    finally:
+        engine.close()
+    assert outcome.decision == "block"
+    assert ran == ["q0", "q1", "q2", "stuck"]
+    assert [(e.name, e.decision) for e in outcome.trace] == [
+        ("q0", "abstain"),
+        ("q1", "abstain"),
+        ("q2", "abstain"),
+        ("stuck", "timeout"),
+    ]
+
+
+def test_fire_sync_approval_required_and_disabled_hooks_leave_the_run() -> None:
+    """A hook needing approval is not plain: without an approver its abstention blocks."""
+    engine = Engine()
+    try:
+        engine.hook("pre_tool_use", name="quiet", priority=2)(lambda event: None)
+        engine.hook("pre_tool_use", name="off", priority=1, enabled=False)(lambda event: None)
+        engine.hook("pre_tool_use", name="gate", approval="required")(lambda event: None)
+        hooks = engine.source.resolve("pre_tool_use", None, None)
+        assert [hook.plain for hook in hooks] == [True, False, False]
+        outcome = engine.fire_sync("pre_tool_use", EXEC)
+    finally:
+        engine.close()
+    assert outcome.decision == "block" and "requires approval" in (outcome.reason or "")
+    assert [(e.name, e.decision, e.skipped) for e in outcome.trace] == [
+        ("quiet", "abstain", None),
+        ("off", None, "disabled"),
+        ("gate", "ask", None),
+    ]
