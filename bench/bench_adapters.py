@@ -17,9 +17,9 @@ per round with the order rotated, so all see the same machine load; each is repo
 median over the rounds, in wall-clock time and in the process's CPU time (``time.process_time``,
 every thread of this process: far less moved by other processes on a shared machine, but
 blind to time spent waiting to be scheduled, which the thread hop pays in wall time). The
-Claude Agent SDK's CPU row adds the CLI's own CPU time (the agent loop runs there), and it has
-fewer, longer rounds: its wall-clock rows move by more than the goal from run to run on a
-loaded machine.
+Claude Agent SDK has fewer, longer rounds: its wall-clock rows move by more than the goal from
+run to run on a loaded machine; its CPU row is this process's only (the SDK's side of the hook
+callbacks), not the CLI's.
 """
 
 from __future__ import annotations
@@ -27,7 +27,6 @@ from __future__ import annotations
 import asyncio
 import copy
 import logging
-import resource
 import statistics
 import sys
 import tempfile
@@ -84,13 +83,6 @@ def _interleaved_sync(makes: dict[str, Callable[[], object]], samples: int) -> d
             cpus[name].append((cpu() - cpu_started) * 1e6)
             walls[name].append((perf() - started) * 1e6)
     return _medians(walls, cpus)
-
-
-def _cpu_with_children() -> float:
-    """This process's CPU time plus that of its children that have ended (the Claude Code
-    CLI the SDK starts for each run, reaped when the run ends)."""
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return time.process_time() + usage.ru_utime + usage.ru_stime
 
 
 async def _interleaved_async(
@@ -481,10 +473,9 @@ def _claude_agent_sdk(samples: int) -> list[Row]:
             _interleaved_async(
                 {"with": run(matchers), "noop": run(noop), "without": run(None)},
                 samples,
-                cpu=_cpu_with_children,
             )
         )
-    return _rows("Claude Agent SDK (bundled CLI)", timings, "CPU time of this process and the CLI")
+    return _rows("Claude Agent SDK (bundled CLI)", timings)
 
 
 # -- smolagents ----------------------------------------------------------------------------
