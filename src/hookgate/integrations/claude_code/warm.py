@@ -173,15 +173,22 @@ class _Server:
     def loop(self) -> None:
         import select
 
-        last = time.monotonic()
+        last = refill_at = time.monotonic()
         while True:
             self._reap()
-            while len(self.spares) < _SPARES:
-                self._fork_spare()
-            left = self.idle_s - (time.monotonic() - last)
+            # A new worker's fork and warm-up would take the CPU from the event that is being
+            # answered: while one worker still waits, it comes a little later.
+            if not self.spares or time.monotonic() >= refill_at:
+                while len(self.spares) < _SPARES:
+                    self._fork_spare()
+            now = time.monotonic()
+            left = self.idle_s - (now - last)
             if left <= 0 or not self._socket_is_ours():
                 return
-            ready, _, _ = select.select([self.notes_in], [], [], min(left, _TICK_S))
+            wake = min(left, _TICK_S)
+            if len(self.spares) < _SPARES:
+                wake = min(wake, max(refill_at - now, 0.0))
+            ready, _, _ = select.select([self.notes_in], [], [], wake)
             if not ready:
                 continue
             notes = os.read(self.notes_in, 4096)
@@ -190,6 +197,7 @@ class _Server:
                     notes[start + 1:start + 5], "big")
                 self.spares.discard(pid)
                 last = time.monotonic()
+                refill_at = last + _REFILL_DELAY_S
                 if kind == _NOTE_END:
                     return
 
@@ -243,7 +251,9 @@ class _Server:
 #: (its code changed, or it was told to stop); a byte and the worker's pid.
 _NOTE_TOOK: Final = b"T"
 _NOTE_END: Final = b"E"
-_SPARES: Final = 2
+_SPARES: Final = 3
+#: How long a used worker's replacement waits while another worker is still ready.
+_REFILL_DELAY_S: Final = 0.25
 
 
 def _note(server: _Server, kind: bytes) -> None:
