@@ -470,3 +470,23 @@ def test_a_run_ended_by_its_structured_response_fires_stop_once(mode: str) -> No
     assert result["structured_response"] == Verdict(answer="clean")
     assert harness.received == ["rm -rf /"]
     assert len(seen.payloads("stop")) == 1
+
+
+@MODES
+def test_a_bug_building_stop_is_logged_and_the_run_ends_normally(
+    mode: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    # stop is non-blocking: the adapter failing on it must not take the run's answer away.
+    class Broken(HookgateMiddleware):
+        @staticmethod
+        def _final(response: Any) -> AIMessage | None:
+            raise RuntimeError("bug")
+
+    engine, seen = engine_with()
+    harness = Harness(engine, mode)
+    harness.agent = create_agent(harness.model, [harness.shell], middleware=[Broken(engine)])
+    result = harness.run()
+    _drain(engine)
+    assert result["messages"][-1].text == "all done"
+    assert "stop" not in seen.names()
+    assert "hookgate.adapter.failure" in caplog.text

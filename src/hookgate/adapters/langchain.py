@@ -70,7 +70,7 @@ from langgraph.config import get_config
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Command
 
-from hookgate.adapters._gate import Gate, Target
+from hookgate.adapters._gate import Gate, Target, failed_closed
 from hookgate.adapters._mapping import (
     HookgateAbort,
     OutputVerdict,
@@ -311,13 +311,39 @@ class HookgateMiddleware(AgentMiddleware[HookgateState, Any, Any]):
             call["name"] in direct for call in calls
         )
 
+    # stop is non-blocking: a failure to build its payload is logged, never the run's end.
+
+    def _model_stop_payload(
+        self,
+        request: ModelRequest[Any],
+        response: ModelResponse[Any] | AIMessage,
+        start: _RunStart | None,
+    ) -> dict[str, Any] | None:
+        if not self.gate.wants("stop"):
+            return None
+        try:
+            final = self._final(response)
+            if final is None:
+                return None
+            state = request.state if start is None else start.update
+            return self._stop_payload(final.text, state)
+        except Exception as exc:
+            failed_closed("stop", exc)
+            return None
+
     def _tool_stop_payload(
         self, request: ToolCallRequest, result: ToolMessage | Command[Any]
     ) -> dict[str, Any] | None:
-        if not self.gate.wants("stop") or not self._ends_with_tool(request):
+        if not self.gate.wants("stop"):
             return None
-        text = result.text if isinstance(result, ToolMessage) else ""
-        return self._stop_payload(text, request.state)
+        try:
+            if not self._ends_with_tool(request):
+                return None
+            text = result.text if isinstance(result, ToolMessage) else ""
+            return self._stop_payload(text, request.state)
+        except Exception as exc:
+            failed_closed("stop", exc)
+            return None
 
     # -- the model call: before_llm, after_llm --------------------------------------------
 
@@ -365,11 +391,9 @@ class HookgateMiddleware(AgentMiddleware[HookgateState, Any, Any]):
         if start is not None:
             request = self._start_sync(request, start)
         response = self._model_call(request, handler, start)
-        if self.gate.wants("stop"):
-            final = self._final(response)
-            if final is not None:
-                state = request.state if start is None else start.update
-                self.gate.fire_sync("stop", self._stop_payload(final.text, state))
+        stop = self._model_stop_payload(request, response, start)
+        if stop is not None:
+            self.gate.fire_sync("stop", stop)
         return response if start is None else start.extended(response)
 
     def _model_call(
@@ -398,11 +422,9 @@ class HookgateMiddleware(AgentMiddleware[HookgateState, Any, Any]):
         if start is not None:
             request = await self._start_async(request, start)
         response = await self._amodel_call(request, handler, start)
-        if self.gate.wants("stop"):
-            final = self._final(response)
-            if final is not None:
-                state = request.state if start is None else start.update
-                await self.gate.fire("stop", self._stop_payload(final.text, state))
+        stop = self._model_stop_payload(request, response, start)
+        if stop is not None:
+            await self.gate.fire("stop", stop)
         return response if start is None else start.extended(response)
 
     async def _amodel_call(
