@@ -10,6 +10,7 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -335,3 +336,61 @@ def test_off_never_starts_one(folder: Path, tmp_path: Path,
     hooks = hooks_file(tmp_path, command("""echo '{"additional_context": "here"}'"""))
     assert context(bridge(hooks)) == "here"
     assert not list(folder.iterdir())
+
+
+def fake_warm_process(path: str, reply: bytes) -> threading.Thread:
+    """A listener at the warm process's socket that answers the first request with
+    ``reply`` (after reading the request and the commit that may follow a ``S``)."""
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)
+    listener.listen(1)
+
+    def serve() -> None:
+        with listener, listener.accept()[0] as conn:
+            conn.settimeout(30)
+            head, ancillary, _, _ = conn.recvmsg(9, socket.CMSG_SPACE(8))
+            for _, _, data in ancillary:  # close the relay's stdout and stderr copies
+                for index in range(0, len(data) - len(data) % 4, 4):
+                    os.close(int.from_bytes(data[index:index + 4], sys.byteorder))
+            left = int.from_bytes(head[5:9], "big")
+            while left > 0:
+                left -= len(conn.recv(min(left, 65536)))
+            conn.sendall(reply[:1])
+            if reply[:1] == wire.STARTED:
+                conn.recv(1)  # the commit
+                conn.sendall(reply[1:])
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    return thread
+
+
+@pytest.mark.parametrize(("reply", "event_name", "code"), [
+    (b"S?", "PreToolUse", 2), (b"S", "PreToolUse", 2), (b"S?", "Stop", 1)],
+    ids=["garbage", "closed", "garbage-on-stop"])
+def test_a_broken_answer_after_the_hand_over_fails_closed(
+    folder: Path, tmp_path: Path, reply: bytes, event_name: str, code: int
+) -> None:
+    runs = tmp_path / "runs"
+    hooks = hooks_file(tmp_path, command(f"echo ran >> {runs}"),
+                       {**command(f"echo ran >> {runs}", event="stop"), "name": "on-stop"})
+    where = place(os.environ)
+    assert where is not None
+    thread = fake_warm_process(where.socket, reply)
+    result = bridge(hooks, event(event_name), HOOKGATE_CLAUDE_CODE_WARM="on")
+    thread.join(30)
+    assert result.returncode == code, result.stderr
+    assert result.stderr.startswith("hookgate: the warm hookgate process failed")
+    assert result.stderr.count("\n") == 1
+    assert not runs.exists()  # the relay did not run the hooks itself
+
+
+def test_a_refusal_before_the_hand_over_runs_the_event_in_the_relay(
+    folder: Path, tmp_path: Path
+) -> None:
+    hooks = hooks_file(tmp_path, command(WARM_PID))
+    where = place(os.environ)
+    assert where is not None
+    thread = fake_warm_process(where.socket, wire.REFUSED)
+    assert context(bridge(hooks, HOOKGATE_CLAUDE_CODE_WARM="on")) == str(os.getpid())
+    thread.join(30)
