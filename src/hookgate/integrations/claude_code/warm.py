@@ -237,14 +237,20 @@ class _Server:
             ("idle_exit_s", self.idle_s), ("key", self.key.replace("\n", " | ")),
         ))
 
-    def close(self) -> None:
-        for pid in self.spares:
-            with contextlib.suppress(OSError):
-                os.kill(pid, signal.SIGTERM)  # waiting in accept(): nothing of theirs ran
+    def unlink_socket(self) -> None:
         if self._socket_is_ours():
             with contextlib.suppress(OSError):
                 os.unlink(self.path)
+
+    def close(self) -> None:
+        self.unlink_socket()  # first: no relay finds us any more
         self.listener.close()
+        for pid in self.spares:
+            # Waiting in accept(): it ends, nothing of its ran (a relay whose connection it
+            # had not taken yet runs the event itself). One that has just taken an event
+            # ignores this and answers it.
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGTERM)
 
 
 #: What a worker tells the warm process: it took a connection, or the warm process must end
@@ -261,6 +267,10 @@ def _note(server: _Server, kind: bytes) -> None:
         os.write(server.notes_out, kind + os.getpid().to_bytes(4, "big"))
 
 
+def _ignore(signum: int, frame: object) -> None:
+    pass
+
+
 def _spare(server: _Server) -> None:
     """A forked worker: wait for one connection, serve it, exit. Never returns."""
     try:
@@ -274,6 +284,10 @@ def _spare(server: _Server) -> None:
         while True:
             try:
                 conn, _ = server.listener.accept()
+                # From here the warm process's SIGTERM (its idle exit may cross an event that
+                # just came in) no longer ends this worker; a handler, not SIG_IGN: hook
+                # programs must not inherit an ignored SIGTERM.
+                signal.signal(signal.SIGTERM, _ignore)
                 break
             except TimeoutError:
                 if os.getppid() != parent:
@@ -299,6 +313,7 @@ def _serve_one(server: _Server, conn: socket.socket) -> None:
         kind, length = head[4:5], int.from_bytes(head[5:9], "big")
         if kind == wire.EVENT:
             if server.stale():
+                server.unlink_socket()  # before the answer: the relay's next try starts anew
                 conn.sendall(wire.REFUSED)
                 _note(server, _NOTE_END)
                 return
@@ -306,6 +321,7 @@ def _serve_one(server: _Server, conn: socket.socket) -> None:
         elif kind == wire.STATUS:
             conn.sendall(server.status().encode())
         elif kind == wire.STOP:
+            server.unlink_socket()
             _note(server, _NOTE_END)
             conn.sendall(b"K")
     except BaseException:
