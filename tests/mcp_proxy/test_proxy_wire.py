@@ -73,12 +73,13 @@ class Wire:
 
 @asynccontextmanager
 async def wire_proxy(state: Path, *extra: str) -> AsyncIterator[Wire]:
-    process = await asyncio.create_subprocess_exec(
-        HOOKGATE, "mcp-proxy", *extra, "--config", HOOKS, "--", *demo_command(state),
-        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-        stderr=open(state / "proxy.log", "w"),  # noqa: ASYNC230, SIM115 - the child's log
-        cwd=REPO, env=proxy_env(),
-    )
+    # The child writes its log to its own copy of the file; ours is closed once it started.
+    with open(state / "proxy.log", "w") as log:  # noqa: ASYNC230 - opened once, not read
+        process = await asyncio.create_subprocess_exec(
+            HOOKGATE, "mcp-proxy", *extra, "--config", HOOKS, "--", *demo_command(state),
+            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=log,
+            cwd=REPO, env=proxy_env(),
+        )
     wire = Wire(process)
     reader = asyncio.create_task(wire.read_all())
     try:

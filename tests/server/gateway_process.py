@@ -96,7 +96,14 @@ class GatewayProcess:
                 cwd=REPO,
                 env=gateway_env(**self.env),
             )
-        assert self.proc.stdout is not None
+        try:
+            return self._wait_until_healthy(timeout)
+        except BaseException:
+            self.stop()  # reaped here, not left running (or unwaited) for the GC to find
+            raise
+
+    def _wait_until_healthy(self, timeout: float) -> GatewayProcess:
+        assert self.proc is not None and self.proc.stdout is not None
         deadline = time.monotonic() + timeout
         # The banner: optional master key lines, then "listening on".
         while time.monotonic() < deadline:
