@@ -16,10 +16,12 @@ from tests.handlers.process_support import (
     wait_for,
 )
 
-from hookgate import Engine
+from hookgate import Engine, Outcome
 from hookgate.definition import DefinitionError
 from hookgate.definition_model import validate_definition
+from hookgate.handlers.process import rpc
 from hookgate.handlers.process.handler import ProcessHandler
+from hookgate.handlers.process.rpc import HookProcess
 
 TOOL = {"tool_name": "exec", "tool_input": {"cmd": "ls"}, "session_id": "s-1", "turn_id": "t-9"}
 
@@ -276,6 +278,76 @@ async def test_bad_hello_fails_the_start(env: dict[str, str], message: str) -> N
         outcome = await engine.fire("pre_tool_use", TOOL)
     assert outcome.decision == "block"
     assert message in (outcome.trace[0].error or "")
+
+
+async def test_a_close_during_a_restart_starts_no_process_behind_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The engine closes while a process that failed its hello is being restarted (the
+    restart is stopping the old process's tasks): no new process starts behind the close,
+    and the one that ran is reaped."""
+    log = tmp_path / "log.jsonl"
+    restarting: list[tuple[HookProcess, asyncio.Task[Any]]] = []
+    paused, resume = asyncio.Event(), asyncio.Event()
+    stop_tasks = HookProcess._stop_tasks
+
+    async def pausing_stop_tasks(self: HookProcess) -> None:
+        if self.state == "restarting":  # the restart's own stop, not the close's
+            restarting.append((self, asyncio.current_task()))  # type: ignore[arg-type]
+            paused.set()
+            await resume.wait()
+        await stop_tasks(self)
+
+    monkeypatch.setattr(HookProcess, "_stop_tasks", pausing_stop_tasks)
+    engine = Engine([process_hook(env={"HOOK_HELLO": '{"ok": false}'}, log=log)])
+    outcome = await engine.fire("pre_tool_use", TOOL)
+    assert "hook.hello was refused" in (outcome.trace[0].error or "")
+    await paused.wait()
+    child, restart = restarting[0]
+    first_pid = child.pid
+    assert first_pid is not None
+    closing = asyncio.create_task(engine.aclose())
+    assert await eventually(lambda: child.closed)
+    resume.set()
+    await closing
+    await asyncio.gather(restart, return_exceptions=True)  # the restart has ended too
+    assert child.state == "closed" and child.restarts == 0
+    assert [m["method"] for m in read_log(log)] == ["hook.hello"]  # one process, one hello
+    assert child.pid == first_pid and not pid_alive(first_pid)
+
+
+async def test_a_close_while_the_process_is_spawned_waits_for_its_exit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The engine closes while a start is inside its spawn (the child exists, the start is
+    not done): the cancelled start kills its child and ``aclose`` returns only once that
+    child's exit was seen, so no unreaped process outlives the engine and its loop."""
+    spawned: list[asyncio.subprocess.Process] = []
+    paused, resume = asyncio.Event(), asyncio.Event()
+    real_spawn = rpc.spawn
+
+    async def spawn_and_pause(*args: Any, **kwargs: Any) -> Any:
+        # Like asyncio's own spawn when cancelled before its pipes are connected: the
+        # child is killed, then waited for, before the cancellation goes on.
+        proc, exited = await real_spawn(*args, **kwargs)
+        spawned.append(proc)
+        paused.set()
+        try:
+            await resume.wait()
+        except asyncio.CancelledError:
+            proc.kill()
+            await proc.wait()
+            raise
+        return proc, exited
+
+    monkeypatch.setattr(rpc, "spawn", spawn_and_pause)
+    engine = Engine([process_hook()])
+    firing = asyncio.create_task(engine.fire("pre_tool_use", TOOL))
+    await paused.wait()
+    await engine.aclose()
+    assert spawned[0].returncode is not None  # waited for before aclose returned
+    outcome = (await asyncio.gather(firing, return_exceptions=True))[0]
+    assert isinstance(outcome, Outcome) and outcome.decision == "block"
 
 
 async def test_noise_on_stdout_and_stderr_never_wedges_the_reader() -> None:

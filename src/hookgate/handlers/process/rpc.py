@@ -11,7 +11,8 @@ deadline), multiplexes concurrent calls by id, and watches it:
 * stderr is drained continuously (its last lines are kept for the status and errors);
 * when the child dies, every pending call fails at once with the exit status, and the child
   is restarted after a back-off (0.2 s doubling to 30 s, reset once it stayed up 10 s);
-* :meth:`aclose` closes stdin (PicoClaw's shutdown signal), waits 2 s, then kills the group.
+* :meth:`aclose` closes stdin (PicoClaw's shutdown signal), waits 2 s, then kills the group;
+  a start or restart under way is cancelled and waited for, so no child outlives it.
 """
 
 from __future__ import annotations
@@ -151,9 +152,12 @@ class HookProcess:
 
     async def _close(self) -> None:
         self.state = "closing"
-        for task in (self._restart, self._starting):
-            if task is not None:
-                task.cancel()
+        # Cancelled and waited for: a start cancelled inside spawn kills its child and waits
+        # for the exit, which must happen before the engine (and its loop) is gone.
+        starts = [task for task in (self._restart, self._starting) if task is not None]
+        for task in starts:
+            task.cancel()
+        await asyncio.gather(*starts, return_exceptions=True)
         proc = self._proc
         if proc is not None:
             if proc.returncode is None and proc.stdin is not None:
@@ -194,9 +198,19 @@ class HookProcess:
                 details=self.status(),
             )
         if self._starting is None:
+            self.state = "starting"  # at once: a restart is never seen as "stopped"
             self._starting = self.loop.create_task(self._start())
         # Shielded: a caller's timeout must not abort a start other calls are waiting for.
-        await asyncio.shield(self._starting)
+        try:
+            await asyncio.shield(self._starting)
+        except asyncio.CancelledError:
+            caller = asyncio.current_task()
+            closed = self.state in ("closing", "closed")  # (changed while we waited)
+            if closed and caller is not None and not caller.cancelling():
+                # The close cancelled the start, not the caller: the call fails (a blocking
+                # event blocks) instead of cancelling the agent's task.
+                raise HookError(f"process hook {self.label!r} was closed") from None
+            raise
 
     async def _start(self) -> None:
         self.state = "starting"
@@ -270,10 +284,12 @@ class HookProcess:
 
     async def _restart_after(self, delay: float) -> None:
         await asyncio.sleep(delay)
+        await self._stop_tasks()
+        # No await from here to the new start: a close that began while the old tasks
+        # stopped is seen, and one that begins later cancels the start (which reaps).
         self._restart = None
         if self.closed:
             return
-        await self._stop_tasks()
         self.restarts += 1
         self.state = "stopped"
         with contextlib.suppress(HookError):  # a failed start plans the next attempt
