@@ -212,8 +212,9 @@ def _plain_run(hooks: Sequence[CompiledHook], settings: ChainSettings) -> PlainR
 
 
 # -- trace rows ---------------------------------------------------------------------------------
-# A row is a plain list (cheap on the hot path; made in ``_Chain.admit``), turned into a
-# TraceEntry only when read: hook, matched, skipped, decision, duration, error, breaker, details.
+# A row is a plain list (cheap on the hot path; made in ``_Chain.admit``, or in the fold for a
+# plain run's hook), turned into a TraceEntry only when read: hook, matched, skipped, decision,
+# duration, error, breaker, details. A plain run's abstention is final: its row is a tuple.
 
 
 def _skip(row: list[Any], why: str) -> None:
@@ -266,7 +267,8 @@ class _Chain:
         self.spec = spec
         self.settings = settings
         self.outcome = outcome = Outcome()
-        self.rows: list[list[Any]] = []
+        #: Trace rows: lists while the chain may still change them, a tuple once final.
+        self.rows: list[Sequence[Any]] = []
         outcome._rows = self.rows
         self.blocking = blocking = spec.blocking
         self.breakers = None if settings.dry_run else settings.breakers
@@ -491,9 +493,10 @@ class _Chain:
             if reply.__class__ is float:  # an abstention, by its duration alone
                 if row is None:
                     # A plain run's hook (see _plain_run) has no breaker entry and needs no
-                    # approval: its abstention is its trace row, made here.
+                    # approval: its abstention is its trace row, made here, and final (a
+                    # tuple, cheaper than a list).
                     #            hook, matched, skipped, decision, duration, error, breaker, details
-                    rows.append([hook, True, None, "abstain", reply, None, "closed", None])
+                    rows.append((hook, True, None, "abstain", reply, None, "closed", None))
                     continue
                 answer, failure, timed_out, duration = None, None, False, reply
             else:

@@ -9,7 +9,7 @@ to abstain); :func:`coerce_result` turns that into a :class:`HookResult` or rais
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
@@ -255,7 +255,7 @@ ROW_HOOK, ROW_MATCHED, ROW_SKIPPED, ROW_DECISION, ROW_DURATION, ROW_ERROR, ROW_B
 ROW_DETAILS = 7
 
 
-def entry_from_row(row: list[Any]) -> TraceEntry:
+def entry_from_row(row: Sequence[Any]) -> TraceEntry:
     definition = row[ROW_HOOK].definition
     return TraceEntry(
         hook_id=definition.id,
@@ -317,7 +317,7 @@ class Outcome:
         #: Set when a quality gate blocked: what the caller needs to run its retry loop.
         self.retry = retry
         self._trace = trace
-        self._rows: list[list[Any]] | None = None
+        self._rows: list[Sequence[Any]] | None = None
         #: The first hook that asked for a person: ``(definition, kind, reason, override)``;
         #: set by the chain when approvals are on, consumed by the engine.
         self._ask: tuple[Any, str, str | None, Any] | None = None
