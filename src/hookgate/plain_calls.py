@@ -39,6 +39,14 @@ class _Unwatched:
 UNWATCHED: Final[Watch] = _Unwatched()
 
 
+#: perf_counter and the monotonic clock read the same clock (Linux: CLOCK_MONOTONIC), so a
+#: deadline on the monotonic clock needs no conversion.
+_SAME_CLOCK: Final = (
+    time.get_clock_info("perf_counter").implementation
+    == time.get_clock_info("monotonic").implementation
+)
+
+
 class PlainCalls:
     """One batch of plain-function calls, run in order with the driver contract's stop rules.
 
@@ -105,8 +113,13 @@ class PlainCalls:
         # and the deadline is moved to perf_counter's time (``due``) to be checked against it.
         # A clock other than the monotonic one (a test's fake clock) is read before each call.
         started = perf()
-        due = math.inf if deadline is None else started + (deadline - clock())
         other_clock = deadline is not None and clock is not time.monotonic
+        if deadline is None:
+            due = math.inf
+        elif _SAME_CLOCK and not other_clock:
+            due = deadline  # a clock read is worth skipping: ~45 ns, as much as two calls
+        else:
+            due = started + (deadline - clock())
         for index, (hook, timeout_s, _, _, _) in enumerate(self.calls):
             if self.abandoned:
                 return
