@@ -394,3 +394,21 @@ def test_a_refusal_before_the_hand_over_runs_the_event_in_the_relay(
     thread = fake_warm_process(where.socket, wire.REFUSED)
     assert context(bridge(hooks, HOOKGATE_CLAUDE_CODE_WARM="on")) == str(os.getpid())
     thread.join(30)
+
+
+def test_a_warm_process_that_cannot_start_is_not_started_on_every_event(
+    folder: Path, tmp_path: Path
+) -> None:
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "yaml.py").write_text("raise ImportError('no yaml in this test')\n")
+    hooks = hooks_file(tmp_path, command("""echo '{"additional_context": "ran"}'"""))
+    env = {"PYTHONPATH": str(broken)}  # the warm process's imports fail, the relay's do not
+    assert context(bridge(hooks, HOOKGATE_CLAUDE_CODE_WARM="on", **env)) == "ran"
+    wait_until(lambda: list(folder.glob("*.failed")), "the failed start is noted")
+    marker, = folder.glob("*.failed")
+    assert "no yaml in this test" in marker.read_text()
+    refused = bridge(hooks, **env)  # require: none is started, so it fails at once
+    assert refused.returncode == 2 and "failed to start" in refused.stderr
+    assert context(bridge(hooks, HOOKGATE_CLAUDE_CODE_WARM="on", **env)) == "ran"
+    assert not warm_pids(folder)

@@ -80,8 +80,10 @@ def main(args: Sequence[str] | None = None) -> int:
     if _required():
         from hookgate.integrations.claude_code.main import _peek_event, fail
 
+        why = "" if found is None or not found.failed_recently() else (
+            f"; it failed to start less than a minute ago, see {found.failed}")
         return fail(_peek_event(raw), "no warm hookgate process took the event "
-                    "(HOOKGATE_CLAUDE_CODE_WARM=require)", sys.stderr)
+                    f"(HOOKGATE_CLAUDE_CODE_WARM=require){why}", sys.stderr)
     from hookgate.integrations.claude_code.main import run
 
     return run(parsed, raw, stdout=sys.stdout, stderr=sys.stderr)
@@ -206,6 +208,8 @@ def start_warm(where: Place, environ: Mapping[str, str] | None = None, *, wait: 
     import time
 
     env = os.environ if environ is None else environ
+    if where.failed_recently():
+        return None
     deadline = time.monotonic() + START_TIMEOUT_S
     for _ in range(3):  # (a new one, when the one that held the lock died meanwhile)
         try:

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Final
 
 from hookgate.integrations.claude_code import warm_wire as wire
 from hookgate.integrations.claude_code.basics import BridgeArgs
-from hookgate.integrations.claude_code.warm_place import peer_uid, process_key
+from hookgate.integrations.claude_code.warm_place import failed_marker, peer_uid, process_key
 
 if TYPE_CHECKING:
     from hookgate.definition import HookDefinition
@@ -436,7 +436,19 @@ def _take(conn: socket.socket, fds: list[int], length: int,
 
 def serve(path: str, lock_fd: int, environ: Mapping[str, str] | None = None) -> None:
     os.chdir("/")  # hold no project folder open
-    server = _Server(path, lock_fd, os.environ if environ is None else environ)
+    marker = failed_marker(path)
+    try:
+        server = _Server(path, lock_fd, os.environ if environ is None else environ)
+    except BaseException as exc:
+        # Relays run their events themselves meanwhile; the marker keeps them from starting
+        # a warm process that fails again on every event (and says why).
+        with contextlib.suppress(OSError):
+            fd = os.open(marker, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+            with os.fdopen(fd, "w") as file:
+                file.write(f"{time.ctime()}: {type(exc).__name__}: {exc}\n")
+        raise
+    with contextlib.suppress(OSError):
+        os.unlink(marker)
 
     def stop(signum: int, frame: object) -> None:
         raise SystemExit(0)

@@ -30,8 +30,10 @@ if TYPE_CHECKING:
 
 __all__ = [
     "OFF_VALUES",
+    "RETRY_START_S",
     "Place",
     "disabled",
+    "failed_marker",
     "folder_of",
     "peer_uid",
     "place",
@@ -41,6 +43,8 @@ __all__ = [
 
 #: ``HOOKGATE_CLAUDE_CODE_WARM`` values that turn the warm process off.
 OFF_VALUES: Final = ("off", "0", "no", "false")
+#: How long after a failed start no warm process is started again.
+RETRY_START_S: Final = 60.0
 #: Longest path a Unix socket address holds (``sun_path``, with its final NUL).
 _MAX_SOCKET_PATH: Final = 107
 
@@ -72,7 +76,7 @@ def _digest(text: str) -> str:
 class Place:
     """The socket and lock file of the warm process for one key."""
 
-    __slots__ = ("folder", "key", "lock", "socket")
+    __slots__ = ("failed", "folder", "key", "lock", "socket")
 
     def __init__(self, folder: str, key: str) -> None:
         self.folder = folder
@@ -80,6 +84,22 @@ class Place:
         name = "cc-" + _digest(key)
         self.socket = os.path.join(folder, name + ".sock")
         self.lock = os.path.join(folder, name + ".lock")
+        #: Written by a warm process that could not start (why); see ``failed_recently``.
+        self.failed = failed_marker(self.socket)
+
+    def failed_recently(self) -> bool:
+        """A warm process for this key failed to start less than ``RETRY_START_S`` ago: none
+        is started again until then (each would cost a Python start and fail again)."""
+        import time
+
+        try:
+            return os.stat(self.failed).st_mtime > time.time() - RETRY_START_S
+        except OSError:
+            return False
+
+
+def failed_marker(socket_path: str) -> str:
+    return socket_path.removesuffix(".sock") + ".failed"
 
 
 def folder_of(environ: Mapping[str, str]) -> str:
