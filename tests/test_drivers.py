@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from tests.support.chain_calls import Scripted, compile_scripted
 
-from hookgate.chain import Call, ChainSettings, Reply, run_chain
-from hookgate.drivers import drive_async, drive_sync
+from hookgate.chain import Call, ChainSettings, Reply, run_chain, run_chain_now
+from hookgate.drivers import drive_async
 from hookgate.events import get_event
 from hookgate.testing import FakeClock
 
@@ -72,17 +72,15 @@ async def test_observing_calls_get_their_own_timeouts_and_all_run() -> None:
     assert outcome.additional_context == ["a"]
 
 
-def test_drive_sync_sends_each_batch_its_replies() -> None:
-    """drive_sync hands every batch to ``execute`` and returns the chain's outcome."""
+def test_run_chain_now_sends_each_batch_its_replies() -> None:
+    """run_chain_now hands every batch to ``execute`` and returns the chain's outcome."""
     hooks = compile_scripted("pre_tool_use", [Scripted(name="one"), Scripted(name="two")])
     seen: list[list[str]] = []
 
-    def execute(batch: Any) -> list[Reply]:
-        calls, _payload, _deadline = batch
+    def execute(calls: Any, _payload: Any, _deadline: Any) -> list[Reply]:
         seen.append([call[0].definition.name for call in calls])
         return [({"decision": "block", "reason": "no"}, None, False, 1.0)]
 
-    chain = run_chain(hooks, get_event("pre_tool_use"), {}, ChainSettings())
-    outcome = drive_sync(chain, execute)
+    outcome = run_chain_now(hooks, get_event("pre_tool_use"), {}, ChainSettings(), execute)
     assert seen == [["one", "two"]]
     assert outcome.decision == "block" and outcome.reason == "no"

@@ -187,7 +187,8 @@ def run_chain_now(
 
 
 def _plain_run(hooks: Sequence[CompiledHook], settings: ChainSettings) -> PlainRun:
-    """Where the run of plain hooks at the end of ``hooks`` starts, and its calls.
+    """Where the run of plain hooks at the end of ``hooks`` starts, and its calls (made on a
+    miss of ``settings.plain_runs``, which ``_Chain`` looks up itself, and kept there).
 
     A plain hook (:attr:`CompiledHook.plain`: enabled, no matcher, no ``if_expr``, no required
     approval, no long wait) is admitted whatever the payload, so the calls of a run of them
@@ -196,9 +197,6 @@ def _plain_run(hooks: Sequence[CompiledHook], settings: ChainSettings) -> PlainR
     the caller waits.
     """
     cache = settings.plain_runs
-    cached = cache.get(id(hooks))
-    if cached is not None and cached[0] is hooks:
-        return cached[1]
     start = count = len(hooks)
     while start and hooks[start - 1].plain:
         start -= 1

@@ -2,7 +2,6 @@
 send back the replies, and hold no chain rule of their own.
 
 - :func:`drive_async`: on the event loop (any handler);
-- :func:`drive_sync`: without a loop, e.g. with the engine's worker threads;
 - :func:`sync_caller`: plain functions in the calling thread, for
   :func:`hookgate.chain.run_chain_now`;
 - :class:`LoopThread`: the loop a synchronous caller's async handlers run on.
@@ -15,7 +14,7 @@ import threading
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from hookgate.chain import Batch, Call, ChainGen, Execute, Reply, matters
+from hookgate.chain import Call, ChainGen, Execute, Reply, matters
 from hookgate.hook_event import HookEvent
 from hookgate.plain_calls import PlainCalls
 
@@ -23,19 +22,9 @@ if TYPE_CHECKING:
     from hookgate.outcome import Outcome
     from hookgate.registry import CompiledHook
 
-__all__ = ["LoopThread", "drive_async", "drive_sync", "sync_caller"]
+__all__ = ["LoopThread", "drive_async", "sync_caller"]
 
 T = TypeVar("T")
-
-
-def drive_sync(chain: ChainGen, execute: Callable[[Batch], Sequence[Reply]]) -> Outcome:
-    """Run a chain without an event loop: ``execute`` runs one batch per the driver contract."""
-    try:
-        batch = next(chain)
-        while True:
-            batch = chain.send(execute(batch))
-    except StopIteration as done:
-        return done.value  # type: ignore[no-any-return]
 
 
 async def drive_async(
@@ -78,8 +67,7 @@ def sync_caller(
     clock: Callable[[], float],
 ) -> Execute:
     """Runs batches of plain-function hooks in the calling thread, for
-    :func:`hookgate.chain.run_chain_now` (or, as ``lambda batch: run(*batch)``, for
-    :func:`drive_sync`).
+    :func:`hookgate.chain.run_chain_now`.
 
     The calls of a batch share one event view (they see the same payload). A plain function
     cannot be interrupted here, so a hook that overran its timeout (or the chain budget) is

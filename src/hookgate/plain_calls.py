@@ -50,7 +50,7 @@ _SAME_CLOCK: Final = (
 class PlainCalls:
     """One batch of plain-function calls, run in order with the driver contract's stop rules.
 
-    Run on the caller's thread (:class:`hookgate.drivers.SyncCaller`, the watchdog of
+    Run on the caller's thread (:func:`hookgate.drivers.sync_caller`, the watchdog of
     :mod:`hookgate.hook_alarm`) or on a worker (:mod:`hookgate.hook_threads`): written by the
     thread that runs it, read by the one that waits for it."""
 

@@ -3,8 +3,9 @@
 The process lives for one event, so what it imports is most of what it costs. Importing
 asyncio alone costs several times a bare Python start; so when every hook of the event is a
 ``command`` or a plain-function ``callable`` (the common hooks file), the chain runs here
-with a blocking driver: :func:`hookgate.chain.run_chain` holds every rule, as in the engine,
-and this module only executes its batches (commands with
+with a blocking driver: :mod:`hookgate.chain` holds every rule
+(:func:`~hookgate.chain.run_chain_now`, as for the engine's ``fire_sync``), and this module
+only executes its batches (commands with
 :func:`~hookgate.handlers.subprocess.runner.run_shell_blocking`, functions on a thread so that their
 timeout holds). The definitions come from :mod:`.definition_cache`.
 
@@ -25,7 +26,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
-from hookgate.chain import Batch, ChainSettings, Reply, matters, run_chain
+from hookgate.chain import Call, ChainSettings, Reply, matters, run_chain_now
 from hookgate.events import KNOWN_FIELDS, EventSpec, UnknownEventError, normalize_payload
 from hookgate.hook_event import HookEvent
 from hookgate.host_code import HostCodePolicy
@@ -118,18 +119,13 @@ def run_blocking(
     runner = _Runner(run_as, hooks, settings)
     if not runner.ready:
         return None
-    chain = run_chain(
+    return run_chain_now(
         hooks,
         run_as,
         data,
         ChainSettings(chain_budget_s=settings.chain_budget_s, max_depth=settings.max_depth),
+        runner,
     )
-    try:
-        batch = next(chain)
-        while True:
-            batch = chain.send(runner(batch))
-    except StopIteration as done:
-        return done.value  # type: ignore[no-any-return]
 
 
 class _Runner:
@@ -168,8 +164,9 @@ class _Runner:
                     return
                 self.functions[hook] = fn
 
-    def __call__(self, batch: Batch) -> list[Reply]:
-        calls, payload, deadline = batch
+    def __call__(
+        self, calls: Sequence[Call], payload: Mapping[str, Any], deadline: float | None
+    ) -> list[Reply]:
         view = HookEvent(self.spec.name, payload)
         replies: list[Reply] = []
         for call in calls:
