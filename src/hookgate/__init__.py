@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from hookgate.definition import DefinitionError, HookDefinition, Problem
     from hookgate.definition_model import validate_definition
     from hookgate.engine import Engine
-    from hookgate.errors import BudgetError, HookgateError
+    from hookgate.errors import BudgetError, EngineClosed, HookgateError
     from hookgate.events import CATALOGUE, EventSpec, UnknownEventError, get_event
     from hookgate.hook_event import HookEvent
     from hookgate.outcome import HookError, HookResult, MalformedAnswer, Outcome, TraceEntry
@@ -34,6 +34,7 @@ __all__ = [
     "BudgetError",
     "DefinitionError",
     "Engine",
+    "EngineClosed",
     "EventSpec",
     "ExecutionRecord",
     "HookDefinition",
@@ -65,6 +66,7 @@ _HOMES: Final[dict[str, str]] = {
     "validate_definition": "hookgate.definition_model",
     "Engine": "hookgate.engine",
     "BudgetError": "hookgate.errors",
+    "EngineClosed": "hookgate.errors",
     "HookgateError": "hookgate.errors",
     "CATALOGUE": "hookgate.events",
     "EventSpec": "hookgate.events",

@@ -29,6 +29,7 @@ from hookgate.engine_audit import (
     hand_off,
     input_refusal_record,
 )
+from hookgate.errors import EngineClosed
 from hookgate.events import CATALOGUE, KNOWN_FIELDS, EventSpec, get_event, normalize_payload
 from hookgate.handlers import Handler, Invocation, Services, handler_class
 from hookgate.hook_event import HookEvent
@@ -348,6 +349,8 @@ class Engine:
         as a blocking chain, so a quality gate blocks and an after_tool abort stops the turn;
         others run now and return their context, and still cannot block.
         """
+        if self._closed:
+            raise EngineClosed(f"{event}: this engine was closed")
         spec = _SPECS.get(event) or get_event(event)
         data = payload if not fields else {**(payload or {}), **fields}
         if data is None:
@@ -381,6 +384,8 @@ class Engine:
         Plain-function hooks run in the calling thread with no event loop; any other handler
         runs on an engine-owned loop thread. Do not call this from inside a running loop.
         """
+        if self._closed:
+            raise EngineClosed(f"{event}: this engine was closed")
         spec = _SPECS.get(event) or get_event(event)
         data = payload if not fields else {**(payload or {}), **fields}
         if data is None:
@@ -465,6 +470,8 @@ class Engine:
     async def _dry_run(
         self, spec: EventSpec, data: Mapping[str, Any], hooks: tuple[CompiledHook, ...]
     ) -> Outcome:
+        if self._closed:
+            raise EngineClosed(f"{spec.name}: this engine was closed")
         chain = run_chain(hooks, spec, data, self._dry_settings)
         return await drive_async(
             chain,

@@ -16,6 +16,7 @@ from tests.handlers.process_support import (
     wait_for,
 )
 
+import hookgate
 from hookgate import Engine, Outcome
 from hookgate.definition import DefinitionError
 from hookgate.definition_model import validate_definition
@@ -493,3 +494,21 @@ def test_fire_sync_runs_process_hooks_on_the_engine_loop() -> None:
     pid = handler_of(engine).status(outcome.trace[0].hook_id)["pid"]  # type: ignore[index]
     engine.close()
     assert wait_for(lambda: not pid_alive(pid))
+
+
+async def test_a_closed_engine_refuses_to_start_the_process_again(tmp_path: Path) -> None:
+    """Before EngineClosed, a fire after aclose started a new hook process that nothing
+    would ever stop (a second aclose returned at once)."""
+    log = tmp_path / "log.jsonl"
+    engine = Engine([process_hook(log=log, name="gate")])
+    assert (await engine.fire("pre_tool_use", TOOL)).decision == "allow"
+    await engine.aclose()
+    assert saw_eof(log)
+    started = len(read_log(log))
+    with pytest.raises(hookgate.EngineClosed, match="pre_tool_use: this engine was closed"):
+        await engine.fire("pre_tool_use", TOOL)
+    with pytest.raises(hookgate.HookgateError):
+        engine.fire_sync("pre_tool_use", TOOL)
+    with pytest.raises(RuntimeError):
+        await engine.simulate("pre_tool_use", TOOL)
+    assert len(read_log(log)) == started  # no second hook process said hello
