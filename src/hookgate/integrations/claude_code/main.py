@@ -48,7 +48,7 @@ def _one_line(text: str) -> str:
     return flat if len(flat) <= _MAX_REASON else flat[: _MAX_REASON - 1] + "…"
 
 
-def _peek_event(raw: bytes) -> str | None:
+def peek_event(raw: bytes) -> str | None:
     """The event name, if the input is readable enough to tell; ``None`` otherwise."""
     import json
 
@@ -156,7 +156,7 @@ def run(
 
             reply = ask_gateway(raw, gateway, env.get("HOOKGATE_API_KEY"))
             if reply.error is not None:
-                return fail(_peek_event(raw), reply.error, stderr)
+                return fail(peek_event(raw), reply.error, stderr)
             if reply.stdout:
                 stdout.write(reply.stdout + "\n")
                 stdout.flush()
@@ -177,7 +177,7 @@ def run(
         return answer.exit_code
     except BaseException as exc:  # fail closed on anything, even an interrupt
         reason = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-        return fail(_peek_event(raw), f"internal error: {reason}", stderr)
+        return fail(peek_event(raw), f"internal error: {reason}", stderr)
 
 
 def main(args: Sequence[str] | None = None) -> int:

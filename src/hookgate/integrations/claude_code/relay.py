@@ -72,17 +72,17 @@ def main(args: Sequence[str] | None = None) -> int:
     try:
         code = None if found is None else ask_warm(found, parsed, raw, wait=_required())
     except RelayBroken as exc:
-        from hookgate.integrations.claude_code.main import _peek_event, fail
+        from hookgate.integrations.claude_code.main import fail, peek_event
 
-        return fail(_peek_event(raw), f"the warm hookgate process failed: {exc}", sys.stderr)
+        return fail(peek_event(raw), f"the warm hookgate process failed: {exc}", sys.stderr)
     if code is not None:
         return code
     if _required():
-        from hookgate.integrations.claude_code.main import _peek_event, fail
+        from hookgate.integrations.claude_code.main import fail, peek_event
 
         why = "" if found is None or not found.failed_recently() else (
             f"; it failed to start less than a minute ago, see {found.failed}")
-        return fail(_peek_event(raw), "no warm hookgate process took the event "
+        return fail(peek_event(raw), "no warm hookgate process took the event "
                     f"(HOOKGATE_CLAUDE_CODE_WARM=require){why}", sys.stderr)
     from hookgate.integrations.claude_code.main import run
 
