@@ -4,9 +4,10 @@ Per framework, the same run (the model calls a tool once, then answers) in four 
 
 - ``without``: no adapter at all;
 - ``with``: the adapter and one matching callable ``pre_tool_use`` hook (the goal row: under
-  5 % added), the hook run the engine's default way, on one of its worker threads;
+  5 % added), the hook run the engine's default way: in place under its watchdog when the
+  tool runs on the main thread, on one of its worker threads from any other thread;
 - ``inline``: the same with ``Settings(inline_sync_hooks=True)``, the hook run in the caller:
-  the difference to ``with`` is the engine's thread hop;
+  the difference to ``with`` is the engine's thread hop, where there is one;
 - ``noop``: a no-op stand-in for the adapter registered at the same points of the framework
   (a middleware, plugin, capability or hook callbacks that do nothing): the framework's own
   cost of calling out at all, which no adapter can avoid.
@@ -20,6 +21,11 @@ blind to time spent waiting to be scheduled, which the thread hop pays in wall t
 Claude Agent SDK has fewer, longer rounds: its wall-clock rows move by more than the goal from
 run to run on a loaded machine; its CPU row is this process's only (the SDK's side of the hook
 callbacks), not the CLI's.
+
+``HOOKGATE_BENCH_FRAMEWORKS=pydantic-ai,smolagents`` measures only those (keys of
+:data:`FRAMEWORKS`). ``python -m bench.callgrind adapters pydantic-ai`` counts the instructions
+of each variant's run instead (bench/callgrind.py): the way to tell a 1 % difference from the
+machine's noise.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import logging
+import os
 import statistics
 import sys
 import tempfile
@@ -36,6 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bench.callgrind import active, measured
 from bench.harness import Row
 from hookgate import Engine
 from hookgate.settings import Settings
@@ -68,7 +76,9 @@ def _medians(walls: dict[str, list[float]], cpus: dict[str, list[float]]) -> dic
     }
 
 
-def _interleaved_sync(makes: dict[str, Callable[[], object]], samples: int) -> dict[str, Timing]:
+def _interleaved_sync(
+    makes: dict[str, Callable[[], object]], samples: int, group: str
+) -> dict[str, Timing]:
     walls: dict[str, list[float]] = {name: [] for name in makes}
     cpus: dict[str, list[float]] = {name: [] for name in makes}
     names = list(makes)
@@ -78,8 +88,9 @@ def _interleaved_sync(makes: dict[str, Callable[[], object]], samples: int) -> d
     for index in range(samples):
         shift = index % len(names)
         for name in names[shift:] + names[:shift]:
-            started, cpu_started = perf(), cpu()
-            makes[name]()
+            with measured(f"{group}:{name}"):
+                started, cpu_started = perf(), cpu()
+                makes[name]()
             cpus[name].append((cpu() - cpu_started) * 1e6)
             walls[name].append((perf() - started) * 1e6)
     return _medians(walls, cpus)
@@ -88,6 +99,7 @@ def _interleaved_sync(makes: dict[str, Callable[[], object]], samples: int) -> d
 async def _interleaved_async(
     makes: dict[str, Callable[[], Awaitable[object]]],
     samples: int,
+    group: str,
     cpu: Callable[[], float] = time.process_time,
 ) -> dict[str, Timing]:
     walls: dict[str, list[float]] = {name: [] for name in makes}
@@ -99,8 +111,9 @@ async def _interleaved_async(
     for index in range(samples):
         shift = index % len(names)
         for name in names[shift:] + names[:shift]:
-            started, cpu_started = perf(), cpu()
-            await makes[name]()
+            with measured(f"{group}:{name}"):
+                started, cpu_started = perf(), cpu()
+                await makes[name]()
             cpus[name].append((cpu() - cpu_started) * 1e6)
             walls[name].append((perf() - started) * 1e6)
     return _medians(walls, cpus)
@@ -150,6 +163,14 @@ def _rows(
             with_.cpu,
             "µs",
             f"the same run without the adapter ({cpu})",
+            without.cpu,
+        ),
+        Row(
+            "adapters",
+            f"{framework}: no-op hooks, CPU time",
+            timings["noop"].cpu,
+            "µs",
+            f"the same run without them ({cpu})",
             without.cpu,
         ),
     ]
@@ -213,6 +234,7 @@ def _langchain(samples: int) -> list[Row]:
     timings = _interleaved_sync(
         {name: (lambda agent=agent: agent.invoke(state)) for name, agent in agents.items()},
         samples,
+        "langchain-invoke",
     )
     # ainvoke runs the tools on the event loop's thread, invoke on LangGraph's worker threads
     # (where a plain-function hook costs the engine a thread hop).
@@ -220,6 +242,7 @@ def _langchain(samples: int) -> list[Row]:
         _interleaved_async(
             {name: (lambda agent=agent: agent.ainvoke(state)) for name, agent in agents.items()},
             samples,
+            "langchain-ainvoke",
         )
     )
     return [
@@ -273,6 +296,7 @@ def _openai_agents(samples: int) -> list[Row]:
                 "without": run(plain, None),
             },
             samples,
+            "openai-agents",
         )
     )
     return _rows("OpenAI Agents", timings)
@@ -330,6 +354,7 @@ def _pydantic_ai(samples: int) -> list[Row]:
         _interleaved_async(
             {name: (lambda agent=agent: agent.run("list")) for name, agent in agents.items()},
             samples,
+            "pydantic-ai",
         )
     )
     return _rows("Pydantic AI", timings)
@@ -422,6 +447,7 @@ def _adk(samples: int) -> list[Row]:
                 "without": runner([]),
             },
             samples,
+            "adk",
         )
     )
     return _rows("Google ADK", timings)
@@ -473,6 +499,7 @@ def _claude_agent_sdk(samples: int) -> list[Row]:
             _interleaved_async(
                 {"with": run(matchers), "noop": run(noop), "without": run(None)},
                 samples,
+                "claude-agent-sdk",
             )
         )
     return _rows("Claude Agent SDK (bundled CLI)", timings)
@@ -532,6 +559,7 @@ def _smolagents(samples: int) -> list[Row]:
             "without": lambda: plain.run("list"),
         },
         samples,
+        "smolagents",
     )
     engine.close()
     inline_engine.close()
@@ -548,11 +576,24 @@ FRAMEWORKS: dict[str, Callable[[int], list[Row]]] = {
 }
 
 
+def selected() -> dict[str, Callable[[int], list[Row]]]:
+    """The frameworks to measure: those named in ``HOOKGATE_BENCH_FRAMEWORKS`` (comma-separated
+    keys of :data:`FRAMEWORKS`), else all."""
+    names = [n.strip() for n in os.environ.get("HOOKGATE_BENCH_FRAMEWORKS", "").split(",")]
+    names = [n for n in names if n]
+    unknown = sorted(set(names) - set(FRAMEWORKS))
+    if unknown:
+        raise SystemExit(f"unknown framework(s) {unknown}: choose from {sorted(FRAMEWORKS)}")
+    return {n: FRAMEWORKS[n] for n in names} if names else dict(FRAMEWORKS)
+
+
 def run(quick: bool = False) -> list[Row]:
     rows = []
-    for name, measure in FRAMEWORKS.items():
-        # A CLI run takes seconds: fewer rounds there.
+    for name, measure in selected().items():
+        # A CLI run takes seconds: fewer rounds there. Instruction counts hardly vary.
         samples = (3 if quick else 25) if name == "claude-agent-sdk" else (20 if quick else 200)
+        if active():
+            samples = min(samples, 5)
         try:
             rows.extend(measure(samples))
         except ImportError as exc:
