@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.callgrind import active, measured
+from bench.callgrind import active, measured, rounds
 from bench.harness import Row
 from hookgate import Engine
 from hookgate.settings import Settings
@@ -340,12 +340,18 @@ def _pydantic_ai(samples: int) -> list[Row]:
         ) -> Any:
             return result
 
+    class Empty(AbstractCapability[Any]):
+        pass
+
     agents: dict[str, Agent[None, str]] = {
         "with": Agent(FunctionModel(respond), capabilities=[HookgateCapability(_engine())]),
         "inline": Agent(
             FunctionModel(respond), capabilities=[HookgateCapability(_engine(inline=True))]
         ),
         "noop": Agent(FunctionModel(respond), capabilities=[Noop()]),
+        # Pydantic AI calls every hook of every capability, overridden or not: what one more
+        # capability costs it, whatever the capability does.
+        "empty": Agent(FunctionModel(respond), capabilities=[Empty()]),
         "without": Agent(FunctionModel(respond)),
     }
     for agent in agents.values():
@@ -357,7 +363,15 @@ def _pydantic_ai(samples: int) -> list[Row]:
             "pydantic-ai",
         )
     )
-    return _rows("Pydantic AI", timings)
+    empty = Row(
+        "adapters",
+        "Pydantic AI: an empty capability, CPU time",
+        timings["empty"].cpu,
+        "µs",
+        "the same run without it (this process's CPU time)",
+        timings["without"].cpu,
+    )
+    return [*_rows("Pydantic AI", timings), empty]
 
 
 # -- Google ADK ----------------------------------------------------------------------------
@@ -593,7 +607,7 @@ def run(quick: bool = False) -> list[Row]:
         # A CLI run takes seconds: fewer rounds there. Instruction counts hardly vary.
         samples = (3 if quick else 25) if name == "claude-agent-sdk" else (20 if quick else 200)
         if active():
-            samples = min(samples, 5)
+            samples = rounds()
         try:
             rows.extend(measure(samples))
         except ImportError as exc:

@@ -2,6 +2,7 @@
 
     python -m bench.callgrind adapters             # every framework of bench_adapters
     python -m bench.callgrind adapters smolagents  # one (names as in bench_adapters.FRAMEWORKS)
+    python -m bench.callgrind --rounds 15 adapters pydantic-ai
 
 On a shared machine wall-clock and CPU-time ratios move by 5 to 15 % between runs, more than
 the 5 % an adapter may add; the number of instructions a run executes moves by well under 1 %.
@@ -33,10 +34,12 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-__all__ = ["active", "measured"]
+__all__ = ["active", "measured", "rounds"]
 
 #: Set (to the dump directory) in the environment of the bench run under callgrind.
 ENV = "HOOKGATE_BENCH_CALLGRIND"
+#: How many rounds a bench run under callgrind makes (the counts hardly vary: a few will do).
+ROUNDS_ENV = "HOOKGATE_BENCH_CALLGRIND_ROUNDS"
 
 _HELPER_C = """
 #include <valgrind/callgrind.h>
@@ -51,6 +54,11 @@ _helper: ctypes.CDLL | None = None
 def active() -> bool:
     """Whether this process is a bench run under :func:`main` (callgrind counting)."""
     return bool(os.environ.get(ENV))
+
+
+def rounds() -> int:
+    """The rounds a bench makes when :func:`active`."""
+    return int(os.environ.get(ROUNDS_ENV) or 5)
 
 
 def _load_helper() -> ctypes.CDLL:
@@ -95,14 +103,17 @@ def _totals(directory: Path) -> dict[str, list[int]]:
 
 
 def _report(found: dict[str, list[int]]) -> str:
-    """One line per label, each group's ratios against its ``without`` variant."""
-    lines = [f"{'variant':<44} {'runs':>4} {'instructions':>14} {'vs without':>11}"]
+    """One line per label: the median run, the spread of the runs (max - min, as a share of
+    the median) and the ratio to the ``without`` variant of its group."""
+    lines = [f"{'variant':<44} {'runs':>4} {'instructions':>14} {'spread':>7} {'vs without':>11}"]
     for label in sorted(found):
+        counts = found[label]
         group = label.rsplit(":", 1)[0]
-        median = statistics.median(found[label])
+        median = statistics.median(counts)
+        spread = f"{(max(counts) - min(counts)) / median:.1%}"
         base = found.get(f"{group}:without")
         ratio = f"{median / statistics.median(base):.4f}x" if base else ""
-        lines.append(f"{label:<44} {len(found[label]):>4} {median:>14,.0f} {ratio:>11}")
+        lines.append(f"{label:<44} {len(counts):>4} {median:>14,.0f} {spread:>7} {ratio:>11}")
     return "\n".join(lines)
 
 
@@ -113,9 +124,12 @@ def main(argv: list[str]) -> int:
     if shutil.which("valgrind") is None or shutil.which("cc") is None:
         print("needs valgrind (with its headers) and a C compiler (cc)", file=sys.stderr)
         return 2
+    count = 5
+    if argv[0] == "--rounds" and len(argv) > 2:
+        count, argv = int(argv[1]), argv[2:]
     area, selected = argv[0], argv[1:]
     with tempfile.TemporaryDirectory(prefix="hookgate-callgrind-") as tmp:
-        env = dict(os.environ, **{ENV: tmp})
+        env = dict(os.environ, **{ENV: tmp, ROUNDS_ENV: str(count)})
         if selected:
             env["HOOKGATE_BENCH_FRAMEWORKS"] = ",".join(selected)
         command = [

@@ -37,9 +37,11 @@ def test_the_dumps_are_read_per_label_and_compared_with_their_group_without(
     }
     lines = callgrind._report(found).splitlines()
     with_line = next(line for line in lines if line.startswith("smolagents:with "))
-    assert with_line.split()[1:] == ["1", "1,100", "1.0945x"]  # 1100 / median(1000, 1010)
+    assert with_line.split()[1:] == ["1", "1,100", "0.0%", "1.0945x"]  # 1100 / median(1000, 1010)
+    without_line = next(line for line in lines if line.startswith("smolagents:without"))
+    assert without_line.split()[1:] == ["2", "1,005", "1.0%", "1.0000x"]  # 10 / 1005
     noop_line = next(line for line in lines if line.startswith("pydantic-ai:noop"))
-    assert noop_line.split()[1:] == ["1", "500"]
+    assert noop_line.split()[1:] == ["1", "500", "0.0%"]
 
 
 def test_outside_callgrind_a_measured_block_only_runs(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -27,6 +27,11 @@ session start / stop        native       ``wrap_run``
 
 Payloads carry ``tool_use_id`` (the tool call id), ``turn_id`` (``ctx.run_id``),
 ``session_id`` (``ctx.conversation_id``) and ``agent_id`` (the agent's ``name``).
+
+Cost: Pydantic AI calls every hook of every capability, overridden or not, each with its own
+copy of the ``RunContext``, so any capability, an empty one too, costs it about 6 % of a run
+with an instant model; this one adds under 1 % on top (docs/adapters.md, Performance).
+Overriding fewer hooks would not make it cheaper.
 """
 
 from __future__ import annotations
