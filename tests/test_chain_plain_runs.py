@@ -10,13 +10,22 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tests.support.chain_calls import TIMEOUT, Scripted, compile_scripted, reply_for
 
 from hookgate import Engine, HookEvent
 from hookgate.audit import ExecutionRecord
-from hookgate.chain import Batch, ChainSettings, Reply, matters, run_chain
+from hookgate.chain import (
+    Batch,
+    ChainSettings,
+    Reply,
+    _plain_run,
+    matters,
+    run_chain,
+    run_chain_now,
+)
 from hookgate.events import get_event
 from hookgate.outcome import HookError, Outcome
 from hookgate.registry import CompiledHook
@@ -31,10 +40,12 @@ def _drive(
     answers: Mapping[str, Any],
     chain_settings: ChainSettings,
     *,
-    float_abstentions: bool,
+    abstentions: str,
 ) -> tuple[Outcome, list[list[str]]]:
     """Drive the chain by the driver contract with scripted answers (by hook name); an
-    abstention replies as PlainCalls does (a float) or as the async driver does (a tuple)."""
+    abstention replies as the async driver does (``"tuple"``), by its duration alone
+    (``"float"``), or as PlainCalls does (``"row"``: a plain run's hook with its final trace
+    row, any other with a float)."""
     chain = run_chain(hooks, get_event("pre_tool_use"), EXEC, chain_settings)
     batches: list[list[str]] = []
     try:
@@ -44,16 +55,49 @@ def _drive(
             names = [hook.definition.name for hook, *_ in calls]
             batches.append(names)
             replies: list[Reply] = []
-            for name in names:
+            for (hook, _, row, _, _), name in zip(calls, names, strict=True):
                 reply = reply_for(answers[name])
-                if float_abstentions and not matters(reply):
+                if abstentions != "tuple" and not matters(reply):
                     reply = reply[3]  # type: ignore[index]
+                    if abstentions == "row" and row is None:
+                        reply = (hook, True, None, "abstain", reply, None, "closed", None)
                 replies.append(reply)
                 if matters(reply):
                     break
             batch = chain.send(replies)
     except StopIteration as done:
         return done.value, batches
+
+
+def _drive_now(
+    hooks: Sequence[CompiledHook],
+    answers: Mapping[str, Any],
+    chain_settings: ChainSettings,
+    *,
+    abstentions: str,
+) -> tuple[Outcome, list[list[str]]]:
+    """:func:`_drive` through run_chain_now, with the hook list's plain run already known
+    (as from the second event on), so that a list that is one plain run takes its shortcut."""
+    _plain_run(hooks, chain_settings)
+    batches: list[list[str]] = []
+
+    def execute(calls: Any, _payload: Any, _deadline: Any) -> list[Reply]:
+        names = [hook.definition.name for hook, *_ in calls]
+        batches.append(names)
+        replies: list[Reply] = []
+        for (hook, _, row, _, _), name in zip(calls, names, strict=True):
+            reply = reply_for(answers[name])
+            if abstentions != "tuple" and not matters(reply):
+                reply = reply[3]  # type: ignore[index]
+                if abstentions == "row" and row is None:
+                    reply = (hook, True, None, "abstain", reply, None, "closed", None)
+            replies.append(reply)
+            if matters(reply):
+                break
+        return replies
+
+    outcome = run_chain_now(hooks, get_event("pre_tool_use"), EXEC, chain_settings, execute)
+    return outcome, batches
 
 
 def _general(hooks: Sequence[CompiledHook]) -> tuple[CompiledHook, ...]:
@@ -105,10 +149,17 @@ def _board(hooks: Sequence[CompiledHook], faults: Mapping[str, str | None]) -> B
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(specs=hook_lists, approvals=st.booleans(), float_abstentions=st.booleans())
+@given(
+    specs=hook_lists,
+    approvals=st.booleans(),
+    abstentions=st.sampled_from(["tuple", "float", "row"]),
+    now=st.booleans(),
+)
 def test_plain_runs_give_what_the_general_admission_gives(
-    specs: list[dict[str, Any]], approvals: bool, float_abstentions: bool
+    specs: list[dict[str, Any]], approvals: bool, abstentions: str, now: bool
 ) -> None:
+    """Driven as a generator, or by run_chain_now (whose shortcut takes a list that is one
+    plain run)."""
     scripted = [
         Scripted(
             KINDS[spec["kind"]],
@@ -128,11 +179,35 @@ def test_plain_runs_give_what_the_general_admission_gives(
     def run(hook_list: Sequence[CompiledHook]) -> tuple[dict[str, Any], list[list[str]], Any]:
         board = _board(hook_list, faults)
         chain_settings = ChainSettings(breakers=board, approvals=approvals)
-        outcome, batches = _drive(
-            hook_list, answers, chain_settings, float_abstentions=float_abstentions
-        )
+        drive = _drive_now if now else _drive
+        outcome, batches = drive(hook_list, answers, chain_settings, abstentions=abstentions)
         breakers = {hook_id: status.to_dict() for hook_id, status in board.statuses.items()}
         return {**outcome.to_dict(), "ask": outcome._ask}, batches, breakers
+
+    assert run(hooks) == run(_general(hooks))
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    kinds=st.lists(st.sampled_from(["abstain"] * 8 + list(KINDS)), min_size=1, max_size=6),
+    abstentions=st.sampled_from(["tuple", "float", "row"]),
+)
+def test_a_list_that_is_one_plain_run_gives_what_the_general_admission_gives(
+    kinds: list[str], abstentions: str
+) -> None:
+    """run_chain_now's shortcut (every hook plain, no breaker entry), whatever they answer."""
+    scripted = [Scripted(KINDS[kind], f"h{n}") for n, kind in enumerate(kinds)]
+    hooks = tuple(compile_scripted("pre_tool_use", scripted))
+    assert all(hook.plain for hook in hooks)
+    answers = {script.name: script.answer for script in scripted}
+
+    def run(hook_list: Sequence[CompiledHook]) -> Any:
+        board = BreakerBoard()
+        outcome, batches = _drive_now(
+            hook_list, answers, ChainSettings(breakers=board), abstentions=abstentions
+        )
+        breakers = {hook_id: status.to_dict() for hook_id, status in board.statuses.items()}
+        return outcome.to_dict(), batches, breakers
 
     assert run(hooks) == run(_general(hooks))
 
@@ -143,7 +218,7 @@ def test_an_answer_mid_run_starts_a_new_run_that_sees_it() -> None:
     )
     assert all(hook.plain for hook in hooks)
     answers: dict[str, Any] = {"h0": None, "h1": KINDS["rewrite"], "h2": None, "h3": None}
-    outcome, batches = _drive(hooks, answers, ChainSettings(), float_abstentions=True)
+    outcome, batches = _drive(hooks, answers, ChainSettings(), abstentions="row")
     assert batches == [["h0", "h1", "h2", "h3"], ["h2", "h3"]]
     assert outcome.updated_input == {"cmd": "ls -la"}
     assert [(e.name, e.decision, e.matched) for e in outcome.trace] == [
@@ -161,7 +236,7 @@ def test_a_hook_with_a_breaker_entry_runs_in_a_batch_of_its_own() -> None:
     board = _board(hooks, {"h1": "closed"})
     answers: dict[str, Any] = {"h0": None, "h1": None, "h2": None}
     outcome, batches = _drive(
-        hooks, answers, ChainSettings(breakers=board), float_abstentions=True
+        hooks, answers, ChainSettings(breakers=board), abstentions="row"
     )
     assert batches == [["h0"], ["h1"], ["h2"]]
     assert [e.decision for e in outcome.trace] == ["abstain"] * 3
@@ -231,6 +306,48 @@ def test_fire_sync_audit_records_are_those_of_the_general_admission() -> None:
         fast = engine.fire_sync("pre_tool_use", EXEC)
         fast_view = _comparable(records, fast)
         assert [r.decision for r in records] == ["abstain", "allow", "error", "abstain"]
+        records.clear()
+        _plain_runs_off(engine)
+        general = engine.fire_sync("pre_tool_use", EXEC)
+        assert _comparable(records, general) == fast_view
+    finally:
+        engine.close()
+
+
+@pytest.mark.parametrize("answering", [None, "rewrites", "fails"])
+@pytest.mark.parametrize("mode", ["alarm", "inline", "worker"])
+def test_fire_sync_of_one_plain_run_gives_the_general_admissions_records(
+    answering: str | None, mode: str
+) -> None:
+    """Every hook plain: run_chain_now's shortcut, with the rows PlainCalls makes."""
+    answers: dict[str, Any] = {
+        "rewrites": {"updated_input": {"cmd": "ls -la"}, "reason": "tidier"},
+        "fails": RuntimeError("boom"),
+    }
+
+    def hook_for(name: str) -> Any:
+        def hook(event: HookEvent) -> Any:
+            answer = answers.get(name) if name == answering else None
+            if isinstance(answer, Exception):
+                raise answer
+            return answer
+
+        return hook
+
+    engine = Engine(
+        settings=Settings(inline_sync_hooks=mode == "inline", interrupt_plain_hooks=mode == "alarm")
+    )
+    try:
+        for priority, name in enumerate(["last", "fails", "rewrites", "quiet"]):
+            engine.hook("pre_tool_use", name=name, priority=priority, on_error="allow")(
+                hook_for(name)
+            )
+        records = _records_of(engine)
+        engine.fire_sync("pre_tool_use", EXEC)  # the hook list's plain run is known from here
+        records.clear()
+        fast = engine.fire_sync("pre_tool_use", EXEC)
+        fast_view = _comparable(records, fast)
+        assert len(records) == 4
         records.clear()
         _plain_runs_off(engine)
         general = engine.fire_sync("pre_tool_use", EXEC)

@@ -64,6 +64,7 @@ from hookgate.outcome import (
     ROW_DETAILS,
     ROW_DURATION,
     ROW_ERROR,
+    ROW_LENGTH,
     ROW_MATCHED,
     ROW_SKIPPED,
     HookError,
@@ -103,8 +104,10 @@ Call = tuple["CompiledHook", float, list[Any] | None, int, int]
 Batch = tuple[tuple[Call, ...], Mapping[str, Any], float | None]
 #: A reply is ``(answer, error, timed_out, duration_ms)``: the handler's raw answer, or the
 #: exception it raised, or a timeout. An abstention may also reply with its ``duration_ms``
-#: alone (a float; :mod:`hookgate.plain_calls` does, a tuple per hook costs too much).
-Reply = tuple[Any, BaseException | None, bool, float] | float
+#: alone (a float), and a plain run's hook (a call with no row) with its final trace row,
+#: ``ROW_LENGTH`` long (:mod:`hookgate.plain_calls` does both: a tuple per hook, then a row
+#: per hook, cost as much as the rest of the hook's upkeep).
+Reply = tuple[Any, ...] | float
 ChainGen = Generator[Batch, Sequence[Reply], Outcome]
 #: A driver for :func:`run_chain_now`: runs a batch's ``(calls, payload, deadline)`` at once.
 Execute = Callable[[tuple[Call, ...], Mapping[str, Any], float | None], Sequence[Reply]]
@@ -117,9 +120,18 @@ PlainRun = tuple[int, tuple[Call, ...]]
 
 def matters(reply: Reply) -> bool:
     """Whether a blocking batch stops after this reply (an answer, a failure, a timeout)."""
-    if isinstance(reply, float):
+    if isinstance(reply, float) or len(reply) == ROW_LENGTH:
         return False
-    return reply[0] is not None or reply[1] is not None or reply[2]
+    return reply[0] is not None or reply[1] is not None or bool(reply[2])
+
+
+def _all_abstained(calls: tuple[Call, ...], replies: Sequence[Reply]) -> bool:
+    """Whether a plain run's batch ran to its end with every hook abstaining: the driver
+    stops at the first reply that matters, so the replies are then the batch's final rows."""
+    if len(replies) != len(calls) or not replies:
+        return False
+    last = replies[-1]
+    return last.__class__ is tuple and len(last) == ROW_LENGTH
 
 
 @dataclass(slots=True)
@@ -172,10 +184,32 @@ def run_chain_now(
 ) -> Outcome:
     """:func:`run_chain` for a driver that runs each batch at once in the calling thread
     (``Engine.fire_sync``'s plain functions): the same phases, without a generator in between,
-    whose start, send and stop cost as much as a hook (bench/bench_core.py)."""
-    chain = _Chain(hooks, spec, payload, settings)
-    if "depth" in payload and chain.too_deep(payload):
-        return chain.outcome
+    whose start, send and stop cost as much as a hook (bench/bench_core.py).
+
+    A hook list that is one plain run (see :func:`_plain_run`; the common case) with no
+    breaker entry at all has its one batch known before the chain's state is made: when every
+    hook abstains, the replies are the trace and that state is never needed."""
+    deadline = None
+    if spec.blocking and not settings.faulted and "depth" not in payload:
+        cached = settings.plain_runs.get(id(hooks))
+        if cached is not None and cached[0] is hooks and cached[1][0] == 0 and hooks:
+            plain = cached[1][1]
+            deadline = settings.clock() + settings.chain_budget_s
+            replies = execute(plain, payload, deadline)
+            if _all_abstained(plain, replies):
+                outcome = Outcome()
+                rows: Any = replies if replies.__class__ is list else list(replies)
+                outcome._rows = rows
+                return outcome
+            # As admission would have made it, with the batch in flight: fold its replies.
+            chain = _Chain(hooks, spec, payload, settings, deadline)
+            chain.index = len(plain)
+            if chain.fold_blocking(plain, replies):
+                return chain.outcome
+    if deadline is None:
+        chain = _Chain(hooks, spec, payload, settings)
+        if "depth" in payload and chain.too_deep(payload):
+            return chain.outcome
     count = len(hooks)
     while chain.index < count and (calls := chain.admit()) is not None:
         replies = execute(calls, chain.current, chain.deadline)
@@ -260,7 +294,9 @@ class _Chain:
         spec: EventSpec,
         payload: Mapping[str, Any],
         settings: ChainSettings,
+        deadline: float | None = None,
     ) -> None:
+        """``deadline``: a blocking chain's, when the caller read the clock for it."""
         self.hooks = hooks
         self.spec = spec
         self.settings = settings
@@ -281,7 +317,9 @@ class _Chain:
         self.ended = False
         if blocking:
             #: Clock time by which a blocking chain must be done (long waits extend it).
-            self.deadline: float | None = settings.clock() + settings.chain_budget_s
+            self.deadline: float | None = (
+                deadline if deadline is not None else settings.clock() + settings.chain_budget_s
+            )
             cached = settings.plain_runs.get(id(hooks))
             if cached is not None and cached[0] is hooks:
                 self.plain_from, self.plain_calls = cached[1]
@@ -483,6 +521,9 @@ class _Chain:
         answered; admission then resumes after it, against the payload it left.
         """
         breakers, faulted, rows = self.breakers, self.faulted, self.rows
+        if _all_abstained(calls, replies):  # a plain run's batch: its replies are its rows
+            rows.extend(replies)  # type: ignore[arg-type]
+            return False
         duration_at, decision_at = ROW_DURATION, ROW_DECISION  # locals: once per hook
         resumed = False
         # strict=False: a blocking batch's driver stops early by contract
@@ -497,6 +538,9 @@ class _Chain:
                     rows.append((hook, True, None, "abstain", reply, None, "closed", None))
                     continue
                 answer, failure, timed_out, duration = None, None, False, reply
+            elif row is None and len(reply) == ROW_LENGTH:  # type: ignore[arg-type]
+                rows.append(reply)  # type: ignore[arg-type]  # a plain run's abstention: its row
+                continue
             else:
                 answer, failure, timed_out, duration = reply  # type: ignore[misc]
             if row is None:  # a plain run's hook that answered: its row, as admit makes it

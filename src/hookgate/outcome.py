@@ -23,6 +23,7 @@ __all__ = [
     "ROW_DURATION",
     "ROW_ERROR",
     "ROW_HOOK",
+    "ROW_LENGTH",
     "ROW_MATCHED",
     "ROW_SKIPPED",
     "DECISIONS",
@@ -253,6 +254,8 @@ class TraceEntry:
 #: Rows become :class:`TraceEntry` objects only when someone reads ``Outcome.trace``.
 ROW_HOOK, ROW_MATCHED, ROW_SKIPPED, ROW_DECISION, ROW_DURATION, ROW_ERROR, ROW_BREAKER = range(7)
 ROW_DETAILS = 7
+#: A row's length: a reply that long is a row (see :data:`hookgate.chain.Reply`).
+ROW_LENGTH = 8
 
 
 def entry_from_row(row: Sequence[Any]) -> TraceEntry:

@@ -105,8 +105,10 @@ class PlainCalls:
         """The calls in order; a blocking batch (one with a deadline) stops at its first
         call that matters (an answer, an error, a timeout) or when the deadline has passed.
 
-        An abstention replies with its duration alone (a float, see :data:`Reply`): it is the
-        common answer, and a tuple per call costs as much as the rest of the call's upkeep."""
+        An abstention is the common answer, so it replies with no more than the chain's fold
+        needs (see :data:`Reply`): a plain run's hook (a call with no trace row) with its
+        final trace row, which the fold keeps as it is, any other hook with its duration
+        alone (a float)."""
         deadline, clock, perf = self.deadline, self.clock, time.perf_counter
         functions, view, replies, watch = self.functions, self.view, self.replies, self.watch
         # One perf_counter reading per call: the end of one call is the start of the next,
@@ -120,7 +122,7 @@ class PlainCalls:
             due = deadline  # a clock read is worth skipping: ~45 ns, as much as two calls
         else:
             due = started + (deadline - clock())
-        for index, (hook, timeout_s, _, _, _) in enumerate(self.calls):
+        for index, (hook, timeout_s, row, _, _) in enumerate(self.calls):
             if self.abandoned:
                 return
             if other_clock:
@@ -147,7 +149,13 @@ class PlainCalls:
                 if deadline is not None:
                     return
             elif answer is None:
-                replies.append(elapsed * 1000)
+                if row is None:  # a plain run's hook: its final trace row (hookgate.chain)
+                    #       hook, matched, skipped, decision, duration, error, breaker, details
+                    replies.append(
+                        (hook, True, None, "abstain", elapsed * 1000, None, "closed", None)
+                    )
+                else:
+                    replies.append(elapsed * 1000)
             else:
                 replies.append((answer, None, False, elapsed * 1000))
                 if deadline is not None:
