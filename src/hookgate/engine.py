@@ -564,14 +564,16 @@ class Engine:
             execute = sync_caller(event, functions, self._clock)
         else:
             threads, interrupt, clock = self.threads, self._interrupt, self._clock
-            plain = functions
+            plain, watched = functions, hook_alarm.run_batch
 
             def run(
                 calls: Sequence[Call], payload: Mapping[str, Any], deadline: float | None
             ) -> list[Reply]:
                 view = HookEvent(event, payload)
-                if interrupt and hook_alarm.available():
-                    return hook_alarm.run_batch(calls, plain, view, deadline, clock)
+                if interrupt:
+                    replies = watched(calls, plain, view, deadline, clock)
+                    if replies is not None:
+                        return replies
                 return threads.run_batch(calls, plain, view, deadline, clock)
 
             execute = run
@@ -597,7 +599,7 @@ class Engine:
                 calls, payload, deadline = batch
                 view = HookEvent(name, payload)
                 replies: list[Reply] | None = None
-                if interrupt and hook_alarm.available():
+                if interrupt:
                     replies = hook_alarm.run_batch(calls, functions, view, deadline, clock)
                 if replies is None:
                     replies = await threads.run_batch_async(calls, functions, view, deadline, clock)

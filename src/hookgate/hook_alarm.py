@@ -28,14 +28,15 @@ jump, CPython issue gh-108214; the timeout holds all the same.)
 
 The signal is only borrowed when nobody else uses it: if the application installed a
 ``SIGALRM`` handler of its own (or ignores the signal), or an interval timer with the default
-action is running when the engine would borrow it, :func:`available` answers ``False`` and
-the caller uses the worker threads; so do calls from other threads (a thread other than the
-main one cannot be interrupted inside ``time.sleep``) and chains fired from inside a hook
-(one batch is watched at a time). Once borrowed, the handler stays installed (putting the
-default back after every event would cost system calls), so an alarm the application arms
-later with ``signal.alarm`` and no handler of its own no longer ends the process: such an
-application installs its own handler first (the engine then leaves ``SIGALRM`` alone) or sets
-``Settings(interrupt_plain_hooks=False)``. A forked child has no watchdog thread: it starts
+action is running when the engine would borrow it, :func:`available` answers ``False``,
+:func:`run_batch` runs nothing and the caller uses the worker threads; so do calls from other
+threads (a thread other than the main one cannot be interrupted inside ``time.sleep``) and
+chains fired from inside a hook (one batch is watched at a time). Once borrowed, the
+handler stays installed (putting the default back after every event would cost system
+calls), so an alarm the application arms later with ``signal.alarm`` and no handler of its
+own no longer ends the process: such an application installs its own handler first (the
+engine then leaves ``SIGALRM`` alone) or sets ``Settings(interrupt_plain_hooks=False)``.
+A forked child has no watchdog thread: it starts
 again in the child at its first batch, or at once when the fork came from inside a hook.
 """
 
@@ -96,6 +97,7 @@ class _Watchdog:
         "main",
         "rings",
         "rung",
+        "spare",
         "thread",
         "wake_at",
     )
@@ -109,6 +111,9 @@ class _Watchdog:
         self.rings = 0
         self.main = threading.main_thread().ident or 0
         self.thread: threading.Thread | None = None
+        #: The job every batch on the main thread reuses (one runs at a time).
+        self.spare = PlainCalls((), {}, None, None, time.monotonic, copy_context=False)
+        self.spare.watch = self
         self._reset()
 
     def _reset(self) -> None:
@@ -210,7 +215,8 @@ def _on_alarm(signum: int, frame: FrameType | None) -> None:
 
 
 def available() -> bool:
-    """Whether a batch may run under the watchdog here and now."""
+    """Whether a batch may run under the watchdog here and now (:func:`run_batch` asks
+    it itself)."""
     watchdog = _WATCHDOG
     if (
         watchdog.job is None
@@ -242,16 +248,23 @@ def run_batch(
     view: Any,
     deadline: float | None,
     clock: Callable[[], float],
-) -> list[Reply]:
+) -> list[Reply] | None:
     """Run a batch here under the watchdog, with the same replies and stop rules as a
-    worker. Call :func:`available` first."""
+    worker; ``None`` (nothing run) when it may not run here and now (see :func:`available`,
+    whose common case is repeated here: a call less per event)."""
     watchdog = _WATCHDOG
+    if not (
+        watchdog.job is None
+        and _get_ident() == watchdog.main
+        and _handler_of(_SIGALRM) is _on_alarm
+    ) and not _borrow():
+        return None
     if watchdog.thread is None:
         watchdog.start()
     replies: list[Reply] = []
+    job = watchdog.spare
     while calls:
-        job = PlainCalls(calls, functions, view, deadline, clock, copy_context=False)
-        job.watch = watchdog
+        job.reuse(calls, functions, view, deadline, clock)
         watchdog.batches += 1
         watchdog.job = job
         try:
