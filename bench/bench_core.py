@@ -10,7 +10,8 @@ and any other thread's): one thread hop per event, whatever the number of hooks.
 ``inline_sync_hooks`` rows run them in place with no timeout at all, which is what pluggy does.
 In every ``fire_sync`` row the chain runs without a generator (hookgate.chain.run_chain_now)
 and the bench's hooks form one plain run: calls made once per hook list, an abstention
-folded straight into its trace row (docs/engine.md, Performance). Wall-clock numbers move
+replying with its final trace row, no chain state unless a hook answers (docs/engine.md,
+Performance). Wall-clock numbers move
 with the machine's load; instruction counts do not: a script that fires N events, under
 ``valgrind --tool=callgrind``, gives per event (I(N=2200) - I(N=200)) / 2000.
 """

@@ -229,8 +229,8 @@ def _plain_run(hooks: Sequence[CompiledHook], settings: ChainSettings) -> PlainR
     A plain hook (:attr:`CompiledHook.plain`: enabled, no matcher, no ``if_expr``, no required
     approval, no long wait) is admitted whatever the payload, so the calls of a run of them
     are made once per hook list (kept per tuple of hooks, which the registry caches) instead
-    of once per event; the fold makes their trace rows. Blocking chains only: that is where
-    the caller waits.
+    of once per event; the driver (an abstention) or the fold makes their trace rows.
+    Blocking chains only: that is where the caller waits.
     """
     cache = settings.plain_runs
     start = count = len(hooks)
