@@ -11,9 +11,11 @@ and any other thread's): one thread hop per event, whatever the number of hooks.
 In every ``fire_sync`` row the chain runs without a generator (hookgate.chain.run_chain_now)
 and the bench's hooks form one plain run: calls made once per hook list, an abstention
 replying with its final trace row, no chain state unless a hook answers (docs/engine.md,
-Performance). Wall-clock numbers move
-with the machine's load; instruction counts do not: a script that fires N events, under
-``valgrind --tool=callgrind``, gives per event (I(N=2200) - I(N=200)) / 2000.
+Performance). Wall-clock numbers move with the machine's load, so the ``fire_sync`` rows,
+pluggy and the direct calls of each hook count are timed in turns
+(:func:`bench.harness.interleaved_per_call_us`): their ratios are taken under the same load
+(the ``await fire`` rows are timed apart). Instruction counts do not move: a script that fires
+N events, under ``valgrind --tool=callgrind``, gives per event (I(N=2200) - I(N=200)) / 2000.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from typing import Any
 
 import pluggy
 
-from bench.harness import Row, per_call_us, per_call_us_async
+from bench.harness import Row, interleaved_per_call_us, per_call_us, per_call_us_async
 from hookgate import Engine
 from hookgate.settings import Settings
 
@@ -93,10 +95,21 @@ def run(quick: bool = False) -> list[Row]:
         ) -> None:
             pm.hook.pre_tool_use(tool_name="exec", tool_input=tool_input)
 
-        direct_us = per_call_us(direct, min_time=min_time)
-        pluggy_us = per_call_us(via_pluggy, min_time=min_time)
-        sync_us = per_call_us(lambda engine=engine: engine.fire_sync("pre_tool_use", payload),
-                              min_time=min_time)
+        inline = _engine(count, inline=True)
+        threaded = _engine(count, interrupt=False)
+        # In turns: each ratio to pluggy is then taken under the same load.
+        timed = interleaved_per_call_us(
+            {
+                "direct": direct,
+                "pluggy": via_pluggy,
+                "sync": lambda engine=engine: engine.fire_sync("pre_tool_use", payload),
+                "inline": lambda engine=inline: engine.fire_sync("pre_tool_use", payload),
+                "threaded": lambda engine=threaded: engine.fire_sync("pre_tool_use", payload),
+            },
+            min_time=min_time,
+        )
+        direct_us, pluggy_us, sync_us = timed["direct"], timed["pluggy"], timed["sync"]
+        inline_us, threaded_us = timed["inline"], timed["threaded"]
         async_us = per_call_us_async(lambda engine=engine: engine.fire("pre_tool_use", payload),
                                      min_time=min_time)
         rows.append(Row("core", f"direct calls of {count} function(s)", direct_us, "µs"))
@@ -106,15 +119,8 @@ def run(quick: bool = False) -> list[Row]:
                         f"pluggy calling the same {count} function(s)", pluggy_us, goal, passed))
         rows.append(Row("core", f"await fire, {count} matching callable hook(s)", async_us, "µs",
                         f"pluggy calling the same {count} function(s)", pluggy_us))
-        inline = _engine(count, inline=True)
-        inline_us = per_call_us(lambda engine=inline: engine.fire_sync("pre_tool_use", payload),
-                                min_time=min_time)
         rows.append(Row("core", f"fire_sync, {count} hook(s), inline_sync_hooks", inline_us,
                         "µs", f"pluggy calling the same {count} function(s)", pluggy_us))
-        threaded = _engine(count, interrupt=False)
-        threaded_us = per_call_us(
-            lambda engine=threaded: engine.fire_sync("pre_tool_use", payload), min_time=min_time
-        )
         rows.append(Row("core", f"fire_sync, {count} hook(s), worker thread", threaded_us,
                         "µs", f"pluggy calling the same {count} function(s)", pluggy_us))
         engine.close()

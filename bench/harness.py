@@ -14,7 +14,14 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 
-__all__ = ["Row", "per_call_us", "per_call_us_async", "interleaved_medians_us", "percentiles"]
+__all__ = [
+    "Row",
+    "interleaved_medians_us",
+    "interleaved_per_call_us",
+    "per_call_us",
+    "per_call_us_async",
+    "percentiles",
+]
 
 
 @dataclass(slots=True)
@@ -84,6 +91,43 @@ def per_call_us_async(
         return statistics.median(samples)
 
     return asyncio.run(main())
+
+
+def interleaved_per_call_us(
+    fns: Mapping[str, Callable[[], object]], *, min_time: float = 0.2, rounds: int = 21
+) -> dict[str, float]:
+    """Median µs per call of each function, measured in turns: each round times a run of
+    calls of every function, so all of them see the same machine load (on a busy machine a
+    ratio of two :func:`per_call_us` timed one after the other moves by tens of percent).
+    Runs are sized like :func:`per_call_us`'s (``min_time`` split over the rounds)."""
+    numbers: dict[str, int] = {}
+    for name, fn in fns.items():
+        number = 1
+        while True:
+            start = time.perf_counter()
+            for _ in range(number):
+                fn()
+            if time.perf_counter() - start >= min_time / 4 or number >= 1 << 22:
+                break
+            number *= 2
+        numbers[name] = max(1, number * 7 // rounds)
+    times: dict[str, list[float]] = {name: [] for name in fns}
+    names = list(fns)
+    gc_was = gc.isenabled()
+    gc.disable()
+    try:
+        for index in range(rounds):
+            shift = index % len(names)  # no function always runs right after the same other
+            for name in names[shift:] + names[:shift]:
+                fn, number = fns[name], numbers[name]
+                start = time.perf_counter()
+                for _ in range(number):
+                    fn()
+                times[name].append((time.perf_counter() - start) / number * 1e6)
+    finally:
+        if gc_was:
+            gc.enable()
+    return {name: statistics.median(values) for name, values in times.items()}
 
 
 async def interleaved_medians_us(
