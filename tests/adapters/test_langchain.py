@@ -4,6 +4,8 @@ with LangChain's own fake chat model scripted to call a tool."""
 from __future__ import annotations
 
 import asyncio
+import inspect
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
@@ -24,6 +26,7 @@ from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage  # noqa: E402
 from langchain_core.tools import tool  # noqa: E402
 from langgraph.checkpoint.memory import InMemorySaver  # noqa: E402
+from langsmith import tracing_context  # noqa: E402
 
 from hookgate import Engine  # noqa: E402
 from hookgate.adapters import HookgateAbort  # noqa: E402
@@ -337,6 +340,67 @@ def test_the_middleware_adds_no_graph_step() -> None:
     harness = Harness(Engine(), "sync")
     nodes = set(harness.agent.get_graph().nodes)
     assert not any(node.startswith("HookgateMiddleware") for node in nodes), nodes
+
+
+class CountingExecutor(ThreadPoolExecutor):
+    """The event loop's default executor, counting what is handed to it."""
+
+    def __init__(self) -> None:
+        super().__init__(max_workers=2)
+        self.handed = 0
+
+    def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> Any:
+        self.handed += 1
+        return super().submit(fn, *args, **kwargs)
+
+
+def _executor_hops(harness: Harness) -> int:
+    executor = CountingExecutor()
+
+    async def run() -> None:
+        asyncio.get_running_loop().set_default_executor(executor)
+        state = {"messages": [{"role": "user", "content": "clean up"}]}
+        await harness.agent.ainvoke(state, {"configurable": {"thread_id": "thread-7"}})
+
+    asyncio.run(run())
+    return executor.handed
+
+
+def test_ainvoke_hands_nothing_more_to_the_loop_executor() -> None:
+    # LangChain wraps each middleware hook in LangSmith's traceable, which starts and ends
+    # the span of a coroutine function on the loop's executor, tracing on or off: four
+    # thread hops per run. The middleware's async hooks are plain functions returning their
+    # coroutine, so they cost none (the sync tool itself runs there either way).
+    engine, seen = engine_with()
+    with_hooks = Harness(engine, "async")
+    plain = Harness(engine, "async")
+    plain.agent = create_agent(plain.model, [plain.shell], name="ops-agent")
+    assert _executor_hops(with_hooks) == _executor_hops(plain)
+    assert with_hooks.received == plain.received == ["rm -rf /"]
+    assert {"session_start", "pre_tool_use", "post_tool_use"} <= set(seen.names())
+
+
+@MODES
+def test_made_while_tracing_its_async_hooks_are_coroutine_functions(mode: str) -> None:
+    # LangSmith times a span of a coroutine function for as long as it runs, with the spans
+    # of what it calls inside; a middleware made while tracing is on keeps that.
+    engine, _ = engine_with(
+        {"pre_tool_use": lambda e: {"decision": "block", "reason": "no rm -rf"}}
+    )
+    with tracing_context(enabled=True):
+        traced = HookgateMiddleware(engine)
+    untraced = HookgateMiddleware(engine)
+    assert isinstance(traced, HookgateMiddleware)
+    assert traced.name == untraced.name == "HookgateMiddleware"
+    for hook in ("awrap_model_call", "awrap_tool_call"):
+        assert inspect.iscoroutinefunction(getattr(traced, hook))
+        assert not inspect.iscoroutinefunction(getattr(untraced, hook))
+    harness = Harness(engine, mode)
+    harness.agent = create_agent(harness.model, [harness.shell], middleware=[traced])
+    with tracing_context(enabled=False):  # nothing sent anywhere
+        harness.run()
+    assert harness.received == []
+    assert "no rm -rf" in harness.tool_message().text
 
 
 @MODES

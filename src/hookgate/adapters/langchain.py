@@ -45,8 +45,9 @@ state, not checkpointed) and ``agent_id`` (the agent's ``name``).
 
 from __future__ import annotations
 
+import inspect
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Annotated, Any, NotRequired
 
 from langchain.agents.middleware.types import (
@@ -69,6 +70,7 @@ from langgraph.channels.untracked_value import UntrackedValue
 from langgraph.config import get_config
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Command
+from langsmith.utils import tracing_is_enabled
 
 from hookgate.adapters._gate import Gate, Target, failed_closed
 from hookgate.adapters._mapping import (
@@ -195,6 +197,13 @@ class HookgateMiddleware(AgentMiddleware[HookgateState, Any, Any]):
     """Runs hookgate's hooks at every point of a LangChain v1 agent run."""
 
     state_schema = HookgateState
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> HookgateMiddleware:
+        # With LangSmith tracing on, the async hooks are coroutine functions, so that their
+        # spans time them and hold the model's and the tool's spans (see awrap_model_call).
+        if cls is HookgateMiddleware and tracing_is_enabled():
+            cls = _TracedHookgateMiddleware
+        return super().__new__(cls)
 
     def __init__(self, target: Target | Gate, *, agent_name: str | None = None) -> None:
         super().__init__()
@@ -415,7 +424,20 @@ class HookgateMiddleware(AgentMiddleware[HookgateState, Any, Any]):
         payload, message = self._after_payload(view, response, state)
         return self._apply_after(response, payload, message, gate.fire_sync("after_llm", payload))
 
-    async def awrap_model_call(
+    # The async hooks are plain functions that return the coroutine LangChain awaits, not
+    # ``async def``: LangChain wraps each middleware hook in LangSmith's ``traceable``, whose
+    # wrapper of a coroutine function starts and ends the span on a thread of the loop's
+    # executor (two thread hops and a task per call, tracing on or off); for a plain function
+    # it does both in place. The price, with tracing on: the span ends when the coroutine is
+    # made, before it runs. So a middleware made while tracing is on is a
+    # _TracedHookgateMiddleware, whose async hooks are coroutine functions.
+
+    def awrap_model_call(
+        self, request: ModelRequest[Any], handler: AsyncModelHandler
+    ) -> Coroutine[Any, Any, ModelCallResult[Any]]:
+        return self._awrap_model_call(request, handler)
+
+    async def _awrap_model_call(
         self, request: ModelRequest[Any], handler: AsyncModelHandler
     ) -> ModelCallResult[Any]:
         start = self._start(request)
@@ -523,7 +545,12 @@ class HookgateMiddleware(AgentMiddleware[HookgateState, Any, Any]):
             after = after_tool_sync(gate, payload, result.content)
         return self._finish(result, verdict, after)
 
-    async def awrap_tool_call(
+    def awrap_tool_call(
+        self, request: ToolCallRequest, handler: AsyncToolHandler
+    ) -> Coroutine[Any, Any, ToolMessage | Command[Any]]:
+        return self._awrap_tool_call(request, handler)  # not async def: see awrap_model_call
+
+    async def _awrap_tool_call(
         self, request: ToolCallRequest, handler: AsyncToolHandler
     ) -> ToolMessage | Command[Any]:
         result = await self._atool_call(request, handler)
@@ -552,3 +579,31 @@ class HookgateMiddleware(AgentMiddleware[HookgateState, Any, Any]):
             payload["tool_input"] = verdict.args
             after = await after_tool(gate, payload, result.content)
         return self._finish(result, verdict, after)
+
+
+class _TracedHookgateMiddleware(HookgateMiddleware):
+    """The middleware for a process that traces to LangSmith: its async hooks are coroutine
+    functions, so each one's span lasts as long as the hook and holds what it calls."""
+
+    async def awrap_model_call(
+        self, request: ModelRequest[Any], handler: AsyncModelHandler
+    ) -> ModelCallResult[Any]:
+        return await self._awrap_model_call(request, handler)
+
+    async def awrap_tool_call(
+        self, request: ToolCallRequest, handler: AsyncToolHandler
+    ) -> ToolMessage | Command[Any]:
+        return await self._awrap_tool_call(request, handler)
+
+
+def _keep_signatures(cls: type[AgentMiddleware[Any, Any, Any]]) -> None:
+    """LangSmith's ``traceable`` wrapper reads the hook's signature at every call
+    (``inspect.signature``, some tens of µs); one stored on the function is a lookup."""
+    for name in ("wrap_model_call", "awrap_model_call", "wrap_tool_call", "awrap_tool_call"):
+        function = cls.__dict__.get(name)
+        if function is not None:
+            function.__signature__ = inspect.signature(function)
+
+
+_keep_signatures(HookgateMiddleware)
+_keep_signatures(_TracedHookgateMiddleware)
