@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import inspect
 import logging
 import os
 import statistics
@@ -208,17 +209,24 @@ def _langchain(samples: int) -> list[Row]:
             return ChatResult(generations=[ChatGeneration(message=message)])
 
     class Noop(AgentMiddleware[Any, Any, Any]):
+        # Declared the cheapest way for LangChain to call, as the adapter is: the async hooks
+        # plain functions returning the handler's awaitable, the signatures stored (see
+        # hookgate.adapters.langchain).
         def wrap_model_call(self, request: Any, handler: Any) -> Any:
             return handler(request)
 
         def wrap_tool_call(self, request: Any, handler: Any) -> Any:
             return handler(request)
 
-        async def awrap_model_call(self, request: Any, handler: Any) -> Any:
-            return await handler(request)
+        def awrap_model_call(self, request: Any, handler: Any) -> Any:
+            return handler(request)
 
-        async def awrap_tool_call(self, request: Any, handler: Any) -> Any:
-            return await handler(request)
+        def awrap_tool_call(self, request: Any, handler: Any) -> Any:
+            return handler(request)
+
+    for hook in ("wrap_model_call", "wrap_tool_call", "awrap_model_call", "awrap_tool_call"):
+        function = Noop.__dict__[hook]
+        function.__signature__ = inspect.signature(function)
 
     shell = tool(_shell)
     model = Scripted(messages=iter(()))

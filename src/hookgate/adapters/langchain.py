@@ -41,6 +41,16 @@ session start / stop        native     the first model call of an invocation / t
 Payloads carry ``tool_use_id`` (the tool call id), ``session_id`` (the thread id),
 ``turn_id`` (the config's ``run_id``, else an id per invocation kept in the agent's
 state, not checkpointed) and ``agent_id`` (the agent's ``name``).
+
+LangChain wraps every middleware hook in LangSmith's ``traceable``, tracing on or off. Its
+wrapper of an ``async def`` hook starts and ends the span on a thread of the event loop's
+executor, two thread hops per call; so ``awrap_model_call`` and ``awrap_tool_call`` are
+plain functions that return the coroutine LangChain awaits, which the wrapper handles in
+place. With tracing on, such a span would end before its hook runs, so a middleware made
+while LangSmith tracing is on (``LANGSMITH_TRACING=true``, or inside ``tracing_context``)
+keeps ``async def`` hooks, whose spans time them and hold the model's and the tool's spans.
+One made with tracing off and then traced shows those two spans as instantaneous, with the
+model's and the tool's spans beside them instead of inside; nothing else changes.
 """
 
 from __future__ import annotations
