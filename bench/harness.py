@@ -43,16 +43,22 @@ class Row:
         return self.value / self.baseline_value
 
 
-def per_call_us(fn: Callable[[], object], *, min_time: float = 0.2, repeats: int = 7) -> float:
-    """Median µs per call: loop count raised until one repeat takes ``min_time``."""
+def _loop_size(fn: Callable[[], object], min_time: float) -> int:
+    """How many calls of ``fn`` one timed loop makes: doubled until they take a quarter of
+    ``min_time`` (at most 4M)."""
     number = 1
     while True:
         start = time.perf_counter()
         for _ in range(number):
             fn()
         if time.perf_counter() - start >= min_time / 4 or number >= 1 << 22:
-            break
+            return number
         number *= 2
+
+
+def per_call_us(fn: Callable[[], object], *, min_time: float = 0.2, repeats: int = 7) -> float:
+    """Median µs per call: loop count raised until one repeat takes ``min_time``."""
+    number = _loop_size(fn, min_time)
     samples = []
     gc_was = gc.isenabled()
     gc.disable()
@@ -102,15 +108,7 @@ def interleaved_per_call_us(
     Runs are sized like :func:`per_call_us`'s (``min_time`` split over the rounds)."""
     numbers: dict[str, int] = {}
     for name, fn in fns.items():
-        number = 1
-        while True:
-            start = time.perf_counter()
-            for _ in range(number):
-                fn()
-            if time.perf_counter() - start >= min_time / 4 or number >= 1 << 22:
-                break
-            number *= 2
-        numbers[name] = max(1, number * 7 // rounds)
+        numbers[name] = max(1, _loop_size(fn, min_time) * 7 // rounds)
     times: dict[str, list[float]] = {name: [] for name in fns}
     names = list(fns)
     gc_was = gc.isenabled()

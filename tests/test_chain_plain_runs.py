@@ -35,6 +35,24 @@ from hookgate.settings import Settings
 EXEC = {"tool_name": "exec", "tool_input": {"cmd": "ls"}}
 
 
+def _scripted(
+    calls: Any, names: list[str], answers: Mapping[str, Any], abstentions: str
+) -> list[Reply]:
+    """A batch's replies by the driver contract (it stops at the first that matters), each
+    abstention given as ``abstentions`` says (see :func:`_drive`)."""
+    replies: list[Reply] = []
+    for (hook, _, row, _, _), name in zip(calls, names, strict=True):
+        reply = reply_for(answers[name])
+        if abstentions != "tuple" and not matters(reply):
+            reply = reply[3]  # type: ignore[index]
+            if abstentions == "row" and row is None:
+                reply = (hook, True, None, "abstain", reply, None, "closed", None)
+        replies.append(reply)
+        if matters(reply):
+            break
+    return replies
+
+
 def _drive(
     hooks: Sequence[CompiledHook],
     answers: Mapping[str, Any],
@@ -54,17 +72,7 @@ def _drive(
             calls, _, _ = batch
             names = [hook.definition.name for hook, *_ in calls]
             batches.append(names)
-            replies: list[Reply] = []
-            for (hook, _, row, _, _), name in zip(calls, names, strict=True):
-                reply = reply_for(answers[name])
-                if abstentions != "tuple" and not matters(reply):
-                    reply = reply[3]  # type: ignore[index]
-                    if abstentions == "row" and row is None:
-                        reply = (hook, True, None, "abstain", reply, None, "closed", None)
-                replies.append(reply)
-                if matters(reply):
-                    break
-            batch = chain.send(replies)
+            batch = chain.send(_scripted(calls, names, answers, abstentions))
     except StopIteration as done:
         return done.value, batches
 
@@ -84,17 +92,7 @@ def _drive_now(
     def execute(calls: Any, _payload: Any, _deadline: Any) -> list[Reply]:
         names = [hook.definition.name for hook, *_ in calls]
         batches.append(names)
-        replies: list[Reply] = []
-        for (hook, _, row, _, _), name in zip(calls, names, strict=True):
-            reply = reply_for(answers[name])
-            if abstentions != "tuple" and not matters(reply):
-                reply = reply[3]  # type: ignore[index]
-                if abstentions == "row" and row is None:
-                    reply = (hook, True, None, "abstain", reply, None, "closed", None)
-            replies.append(reply)
-            if matters(reply):
-                break
-        return replies
+        return _scripted(calls, names, answers, abstentions)
 
     outcome = run_chain_now(hooks, get_event("pre_tool_use"), EXEC, chain_settings, execute)
     return outcome, batches

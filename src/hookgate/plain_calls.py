@@ -79,14 +79,10 @@ class PlainCalls:
         *,
         copy_context: bool = True,
     ) -> None:
-        self.calls = calls
-        self.functions = functions
-        self.view = view
-        self.deadline = deadline
-        self.clock = clock
-        self.replies: list[Reply] = []
+        self.replies: list[Reply]
         # (index, perf_counter at start, seconds allowed): one reference, swapped whole.
-        self.current: tuple[int, float, float] | None = None
+        self.current: tuple[int, float, float] | None
+        self.reuse(calls, functions, view, deadline, clock)
         self.abandoned = False
         self.finished = False
         self.notify: Callable[[], object] | None = None
@@ -105,7 +101,8 @@ class PlainCalls:
     ) -> None:
         """Make this finished job the next batch's, for a runner that runs one batch at a
         time (the watchdog's main thread): cheaper than a new one, which costs as much as
-        two of its calls. The fields it leaves are those only a worker's batch changes."""
+        two of its calls. The fields it leaves are those only a worker's batch changes (and
+        which ``__init__`` sets after calling this)."""
         self.calls = calls
         self.functions = functions
         self.view = view
