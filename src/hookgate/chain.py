@@ -167,10 +167,7 @@ def run_chain(
         return chain.outcome
     count = len(hooks)
     while chain.index < count and (calls := chain.admit()) is not None:
-        replies = yield (calls, chain.current, chain.deadline)
-        if not chain.blocking:
-            chain.fold_observing(calls, replies)
-        elif chain.fold_blocking(calls, replies):
+        if chain.fold(calls, (yield (calls, chain.current, chain.deadline))):
             break
     return chain.outcome
 
@@ -214,10 +211,7 @@ def run_chain_now(
             return chain.outcome
     count = len(hooks)
     while chain.index < count and (calls := chain.admit()) is not None:
-        replies = execute(calls, chain.current, chain.deadline)
-        if not chain.blocking:
-            chain.fold_observing(calls, replies)
-        elif chain.fold_blocking(calls, replies):
+        if chain.fold(calls, execute(calls, chain.current, chain.deadline)):
             break
     return chain.outcome
 
@@ -515,6 +509,14 @@ class _Chain:
         return True
 
     # -- blocking fold --------------------------------------------------------------------------
+
+    def fold(self, calls: tuple[Call, ...], replies: Sequence[Reply]) -> bool:
+        """Apply a batch's replies by the chain's kind; True when the outcome is final (a
+        non-blocking chain's never is: it runs every hook)."""
+        if self.blocking:
+            return self.fold_blocking(calls, replies)
+        self.fold_observing(calls, replies)
+        return False
 
     def fold_blocking(self, calls: tuple[Call, ...], replies: Sequence[Reply]) -> bool:
         """Apply a blocking batch's replies in order; True when the outcome is final.
