@@ -88,6 +88,10 @@ class ClaudeProject:
             # (an event it does not take fails), never the user's.
             "HOOKGATE_CLAUDE_CODE_WARM": "require",
         }
+        # A checkout run with PYTHONPATH pointing at its own src (a git worktree beside an
+        # editable install of another) must have its hooks run that same code.
+        if "PYTHONPATH" in os.environ:
+            env["PYTHONPATH"] = os.environ["PYTHONPATH"]
         warm_folder = os.environ.get("HOOKGATE_CLAUDE_CODE_WARM_DIR")
         if warm_folder:
             env["HOOKGATE_CLAUDE_CODE_WARM_DIR"] = warm_folder

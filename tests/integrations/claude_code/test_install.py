@@ -54,7 +54,7 @@ def test_gateway_transports_are_recognised_and_removed(tmp_path: Path, transport
         assert hook["url"] == "http://gw.example:8080" + CLAUDE_CODE_PATH
         assert hook["allowedEnvVars"] == ["HOOKGATE_API_KEY"]
     elif transport == "curl":
-        assert hook["command"].startswith("curl ")
+        assert hook["command"].startswith("HOOKGATE_ANSWER=$(curl ")
         assert "exit 2" in hook["command"]  # fail closed where Claude Code can be stopped
         stop = data["hooks"]["Stop"][0]["hooks"][0]["command"]
         assert "exit 1" in stop  # exit 2 on Stop would make Claude keep going

@@ -59,13 +59,17 @@ def ask_gateway(raw: bytes, url: str, api_key: str | None, *,
     if len(body) > _MAX_ANSWER:
         return GatewayAnswer(error=f"gateway {url}: answer over {_MAX_ANSWER} bytes")
     try:
-        document = json.loads(body) if body.strip() else {}
+        document = json.loads(body)
     except ValueError:
         document = None
     if response.status != 200:
         return GatewayAnswer(error=f"gateway {url}: HTTP {response.status}{_error(document)}")
-    if not isinstance(document, dict):
-        return GatewayAnswer(error=f"gateway {url}: the answer is not a JSON object")
+    # The gateway always answers a JSON object ({} when no hook spoke): an empty body or a
+    # page from a proxy in front of it is not its answer and must not let the action run.
+    content_type = (response.getheader("Content-Type") or "").split(";")[0].strip()
+    if content_type != "application/json" or not isinstance(document, dict):
+        return GatewayAnswer(error=f"gateway {url}: the answer is not the gateway's JSON object"
+                                   f" (Content-Type {content_type or 'none'})")
     return GatewayAnswer(stdout=json.dumps(document) if document else "")
 
 

@@ -74,6 +74,8 @@ DEFAULT_TIMEOUT_S: Final = 30
 #: How Claude Code reaches a gateway: curl (fail-closed, default), Claude Code's own http
 #: hook (fail-open when the gateway is down), or the Python bridge (fail-closed, slower start).
 TRANSPORTS: Final = ("curl", "http", "python")
+#: The shell variable the curl hook keeps the gateway's answer in (it marks the hook as ours).
+_CURL_ANSWER: Final = "HOOKGATE_ANSWER"
 #: Events where exit 2 stops the action (kept in step with the bridge's own rule).
 _BLOCKING: Final = frozenset({"PreToolUse", "PermissionRequest", "UserPromptSubmit"})
 
@@ -108,7 +110,8 @@ def is_hookgate_hook(hook: Any) -> bool:
         return True
     return (
         isinstance(command, str)
-        and command.startswith("curl ")
+        # today's form, and the bare ``curl …`` of earlier installs (still removed)
+        and command.startswith((f"{_CURL_ANSWER}=$(curl ", "curl "))
         and CLAUDE_CODE_PATH in command
         and "HOOKGATE_API_KEY" in command
     )
@@ -121,20 +124,32 @@ def _endpoint(gateway: str) -> str:
 def curl_command(gateway: str, *, event: str, timeout_s: int = DEFAULT_TIMEOUT_S) -> str:
     """A command hook that posts Claude Code's input to the gateway with curl.
 
-    Any failure (gateway down, slow, a refused key, an error status) exits 2 on events where
-    that stops the action, 1 elsewhere. curl gives up before Claude Code's own timeout would
-    (a timed-out hook lets the action proceed). The key goes in through a here-document on
-    file descriptor 3, so it never shows in the process list.
+    It prints the gateway's answer only when curl succeeded, the status is 200, the content
+    type is JSON and the body is a JSON object; anything else (gateway down or slow, a refused
+    key, an error status, a redirect, a 204, an HTML page from a proxy in front of the gateway)
+    exits 2 on events where that stops the action, 1 elsewhere: curl's own exit 0 on a page
+    that is not the gateway's answer would let Claude Code run the tool. curl gives up before
+    Claude Code's own timeout would (a timed-out hook lets the action proceed) and follows no
+    redirect. The key goes in through a here-document on file descriptor 3, so it never shows
+    in the process list. Every value the shell sees is single-quoted: a URL holding ``$(…)``
+    is never run.
     """
-    url = _endpoint(gateway)
+    url = shlex.quote(_endpoint(gateway))
     code = 2 if event in _BLOCKING else 1
     limit = max(1, timeout_s - 2)
+    failed = (f"printf 'hookgate: gateway %s did not answer with its JSON (curl exit %s,"
+              f" HTTP %s)\\n' {url} \"$s\" \"$meta\" >&2; exit {code}")
     return (
-        f"curl -sS -f -m {limit} --connect-timeout {min(5, limit)}"
+        f"{_CURL_ANSWER}=$(curl -sS --fail-with-body --max-redirs 0 --proto =http,https"
+        f" -m {limit} --connect-timeout {min(5, limit)}"
         " -H 'Content-Type: application/json' -H @/dev/fd/3 --data-binary @-"
-        f" {shlex.quote(url)} 3<<HOOKGATE_KEY || {{ echo \"hookgate: gateway {url} did not"
-        f" answer (curl exit $?)\" >&2; exit {code}; }}\n"
-        "Authorization: Bearer $HOOKGATE_API_KEY\nHOOKGATE_KEY"
+        f" -w '\\n%{{http_code}} %{{content_type}}' {url} 3<<HOOKGATE_KEY\n"
+        "Authorization: Bearer $HOOKGATE_API_KEY\nHOOKGATE_KEY\n"
+        ")\n"
+        "s=$?; meta=${HOOKGATE_ANSWER##*\'\n\'}; body=${HOOKGATE_ANSWER%\'\n\'*}\n"
+        "case \"$s $meta\" in '0 200 application/json'|'0 200 application/json;'*) ;;"
+        f" *) {failed};; esac\n"
+        f"case \"$body\" in '{{'*'}}') printf '%s\\n' \"$body\";; *) {failed};; esac"
     )
 
 
