@@ -18,6 +18,7 @@ __all__ = [
     "Row",
     "interleaved_medians_us",
     "interleaved_per_call_us",
+    "interleaved_per_call_us_async",
     "per_call_us",
     "per_call_us_async",
     "percentiles",
@@ -126,6 +127,54 @@ def interleaved_per_call_us(
         if gc_was:
             gc.enable()
     return {name: statistics.median(values) for name, values in times.items()}
+
+
+def interleaved_per_call_us_async(
+    fns: Mapping[str, Callable[[], object]],
+    makes: Mapping[str, Callable[[], Awaitable[object]]],
+    *,
+    min_time: float = 0.2,
+    rounds: int = 21,
+) -> dict[str, float]:
+    """:func:`interleaved_per_call_us` inside one running event loop: plain calls (``fns``,
+    called as they are) and awaited ones (``makes``) take turns, so an ``await fire`` is
+    compared with a plain call (pluggy's) under the same load."""
+
+    async def main() -> dict[str, float]:
+        async def loop_of(name: str, number: int) -> float:
+            start = time.perf_counter()
+            if name in fns:
+                fn = fns[name]
+                for _ in range(number):
+                    fn()
+            else:
+                make = makes[name]
+                for _ in range(number):
+                    await make()
+            return time.perf_counter() - start
+
+        names = [*fns, *makes]
+        numbers: dict[str, int] = {}
+        for name in names:
+            number = 1
+            while await loop_of(name, number) < min_time / 4 and number < 1 << 22:
+                number *= 2
+            numbers[name] = max(1, number * 7 // rounds)
+        times: dict[str, list[float]] = {name: [] for name in names}
+        gc_was = gc.isenabled()
+        gc.disable()
+        try:
+            for index in range(rounds):
+                shift = index % len(names)
+                for name in names[shift:] + names[:shift]:
+                    elapsed = await loop_of(name, numbers[name])
+                    times[name].append(elapsed / numbers[name] * 1e6)
+        finally:
+            if gc_was:
+                gc.enable()
+        return {name: statistics.median(values) for name, values in times.items()}
+
+    return asyncio.run(main())
 
 
 async def interleaved_medians_us(
