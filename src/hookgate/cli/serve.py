@@ -1,8 +1,11 @@
 """``hookgate serve``: run the gateway (WebSocket API, REST mirror, web panel, metrics).
 
 On first start (no API key in the store yet) it creates a master admin key and prints it
-once, with the address of the web panel. SIGINT/SIGTERM shut down gracefully: requests in
-flight finish, queued background hooks run, the audit log is flushed.
+once, with the address of the web panel: only once its socket listens, so a start that fails
+(a busy port, a bad option) never makes a key it did not show. Migrations, builtin seeding and
+that key are each done under the store's start-up lock: replicas may start at once.
+SIGINT/SIGTERM shut down gracefully: requests in flight finish, queued background hooks run,
+the audit log is flushed.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ import logging
 import os
 import socket
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -35,23 +39,45 @@ def register(main: click.Group) -> None:
     main.add_command(serve)
 
 
-async def _bootstrap(data_dir: str | None, database_url: str | None) -> tuple[str | None, str]:
-    """Migrate the store; create the master admin key when there is no key at all."""
+FIRST_KEY_NAME = "master admin (first start)"
+
+
+@dataclass(frozen=True, slots=True)
+class StartUp:
+    """What the start-up work found in the store."""
+
+    where: str
+    #: The master key this process created (first start), shown once.
+    token: str | None
+    #: An active master key exists (made now or before).
+    has_master: bool
+
+
+async def _bootstrap(data_dir: str | None, database_url: str | None) -> StartUp:
+    """Migrate the store, seed the builtin hooks and create the master admin key when there
+    is no key at all: each under the store's start-up lock, so replicas starting at once do
+    each exactly once. Called once the socket listens: a start that fails before (a busy
+    port, a bad option) creates no key it could not show."""
+    from hookgate.server.gateway import seed_builtin_hooks
+
     store = await open_store(data_dir=data_dir, database_url=database_url)
     try:
-        where = repr(store)
-        if await store.list_api_keys(Caller.master_scope()):
-            return None, where
-        _, token = await store.create_api_key(
-            Caller.master_scope(),
-            tenant_id="default",
-            role="admin",
-            master=True,
-            name="master admin (first start)",
-        )
-        return token, where
+        await seed_builtin_hooks(store)
+        created = await store.create_first_master_key(name=FIRST_KEY_NAME)
+        if created is not None:
+            return StartUp(repr(store), created[1], has_master=True)
+        keys = await store.list_api_keys(Caller.master_scope())
+        return StartUp(repr(store), None, has_master=any(k.master and k.active for k in keys))
     finally:
         await store.close()
+
+
+def _store_option_hint(data_dir: str | None, database_url: str | None) -> str:
+    """The store option ``hookgate keys`` needs to reach this store (never the URL: it may
+    hold a password)."""
+    if database_url:
+        return " --database-url URL"
+    return f" --data-dir {data_dir}" if data_dir else ""
 
 
 def _keyring(data_dir: str | None, database_url: str | None) -> Keyring | None:
@@ -94,11 +120,13 @@ def _configure_sandbox(
 
 
 def _bind(host: str, port: int) -> socket.socket:
+    """The listening socket (connections queue until the server runs)."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host, port))
+        sock.listen(2048)
     except OSError as exc:
         sock.close()
         raise click.ClickException(f"cannot listen on {host}:{port}: {exc.strerror}") from None
@@ -205,10 +233,6 @@ def serve(
     root_level = logging.getLogger().level or logging.WARNING
     configure_logging(min(root_level, logging.INFO), log_format)
     try:
-        token, where = asyncio.run(_bootstrap(data_dir, database_url))
-    except StoreError as exc:
-        raise click.ClickException(str(exc)) from None
-    try:
         provider = configure_tracing(trace_exporter)
     except TraceSetupError as exc:
         raise click.ClickException(str(exc)) from None
@@ -247,6 +271,14 @@ def serve(
     settings = Settings.from_env()
     _configure_sandbox(settings, hook_sandbox, data_dir, database_url)
 
+    # Everything that can refuse the start has run and the socket listens: only now may a
+    # first master key be made (it is printed at once).
+    try:
+        started = asyncio.run(_bootstrap(data_dir, database_url))
+    except StoreError as exc:
+        sock.close()
+        raise click.ClickException(str(exc)) from None
+
     async def make_gateway() -> Gateway:
         store = await open_store(data_dir=data_dir, database_url=database_url)
         # The keyring seals secret header values and execution error details, and opens
@@ -259,13 +291,20 @@ def serve(
             tracer_provider=provider,
         )
 
-    if token is not None:
+    if started.token is not None:
         click.echo("Created the master admin API key. It is shown only this once; store it now:")
-        click.echo(f"  {token}")
+        click.echo(f"  {started.token}")
         click.echo(f"Open the web panel at {base}/ and sign in with this key.")
+    elif not started.has_master:
+        store_hint = _store_option_hint(data_dir, database_url)
+        click.echo(
+            "This store has no active master key. Make one (it is shown once) with:\n"
+            f"  hookgate keys create --master --role admin{store_hint}"
+        )
     click.echo(
         f"hookgate gateway ({edition} edition) listening on {base} "
-        f"(WebSocket {base.replace('http', 'ws', 1)}/ws, REST {base}/api/v1); store: {where}"
+        f"(WebSocket {base.replace('http', 'ws', 1)}/ws, REST {base}/api/v1); "
+        f"store: {started.where}"
     )
     sys.stdout.flush()
     config = uvicorn.Config(

@@ -49,7 +49,7 @@ from hookgate.store.budget import SqlBudgetStore
 from hookgate.store.resolver import StoreHookSource
 from hookgate.store.sql import SqlStore
 
-__all__ = ["Gateway", "GatewayOptions"]
+__all__ = ["Gateway", "GatewayOptions", "seed_builtin_hooks"]
 
 DEFAULT_MAX_FRAME_BYTES: Final = 1 << 20
 
@@ -81,6 +81,18 @@ class GatewayOptions:
     approval_webhook_url: str | None = None
     #: The panel's public address, for the link in approval notifications.
     public_url: str | None = None
+
+
+async def seed_builtin_hooks(store: Store) -> None:
+    """Insert or upgrade the builtin hooks (once, however many replicas start at once)."""
+    seeded = await store.seed_builtins(builtin_definitions())
+    if seeded.created or seeded.updated:
+        log_event(
+            "hookgate.builtins.seeded",
+            level=logging.INFO,
+            created=list(seeded.created),
+            updated=list(seeded.updated),
+        )
 
 
 class Gateway:
@@ -184,15 +196,9 @@ class Gateway:
 
     async def start(self) -> None:
         await self.audit.start()
-        # Builtins first, so the resolver's first snapshot has them (seeding is idempotent).
-        seeded = await self.store.seed_builtins(builtin_definitions())
-        if seeded.created or seeded.updated:
-            log_event(
-                "hookgate.builtins.seeded",
-                level=logging.INFO,
-                created=list(seeded.created),
-                updated=list(seeded.updated),
-            )
+        # Builtins first, so the resolver's first snapshot has them (seeding is idempotent;
+        # `hookgate serve` has seeded already, under the start-up lock).
+        await seed_builtin_hooks(self.store)
         await self.source.start()
         if self.approvals is not None:
             await self.approvals.start()

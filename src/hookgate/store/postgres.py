@@ -35,7 +35,8 @@ __all__ = ["NOTIFY_CHANNEL", "PostgresStore"]
 NOTIFY_CHANNEL: Final = "hookgate_hooks"
 #: Every approval change (created, decided, expired): waiters on every replica wake up.
 APPROVALS_CHANNEL: Final = "hookgate_approvals"
-# pg_advisory_xact_lock key for migrations: any fixed number ("hookgate" in ASCII).
+# pg_advisory_xact_lock key for start-up work (migrations, builtin seeding, the first master
+# key): any fixed number ("hookgate" in ASCII).
 _MIGRATION_LOCK: Final = 0x686F6F6B67617465
 # Execution batches up to this size go in as one INSERT … SELECT FROM unnest(arrays) (one
 # round trip); larger ones by binary COPY (fewer bytes per row).
@@ -257,6 +258,9 @@ class PostgresStore(SqlStore):
     def _date_param(self, value: date) -> Any:
         return value
 
+    async def _lock_bootstrap(self, sql: Any) -> None:
+        await sql.fetchval("SELECT pg_advisory_xact_lock(?)", _MIGRATION_LOCK)
+
     async def _announce(self, sql: Any, version: int) -> None:
         # Delivered when the transaction commits, to every listener on the database.
         await sql.execute(
@@ -322,7 +326,7 @@ class PostgresStore(SqlStore):
         known = {m.version for m in migrations}
         async with self._write() as sql:
             # Serializes concurrent starts: the second waits, then finds nothing to do.
-            await sql.fetchval("SELECT pg_advisory_xact_lock(?)", _MIGRATION_LOCK)
+            await self._lock_bootstrap(sql)
             await sql.execute(
                 "CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY, "
                 "name text NOT NULL, applied_at double precision NOT NULL)"

@@ -79,6 +79,12 @@ class SqlBackend(ABC):
     @abstractmethod
     def _date_param(self, value: date) -> Any: ...
 
+    async def _lock_bootstrap(self, sql: Sql) -> None:
+        """Serialize start-up work (migrations, builtin seeding, the first master key) between
+        processes for the rest of the transaction. SQLite's write transaction already does;
+        PostgreSQL takes its advisory lock."""
+        return None
+
     async def _announce(self, sql: Sql, version: int) -> None:
         """Tell other processes that hooks changed (PostgreSQL NOTIFY); in the transaction."""
         return None

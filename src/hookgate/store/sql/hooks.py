@@ -432,6 +432,8 @@ class HookTable(SqlBackend):
         now = time.time()
         version: int | None = None
         async with self._write() as sql:
+            # Replicas starting at once seed one after the other: the second finds the rows.
+            await self._lock_bootstrap(sql)
             for definition in definitions:
                 if not definition.name:
                     raise StoreError("a builtin hook needs a name (it identifies the row)")

@@ -18,7 +18,7 @@ from hookgate.store.base import (
     hash_api_key,
     new_api_key,
 )
-from hookgate.store.sql.base import Row, SqlBackend
+from hookgate.store.sql.base import Row, Sql, SqlBackend
 
 __all__ = ["ApiKeyTable"]
 
@@ -37,6 +37,18 @@ def _key_from_row(row: Row) -> ApiKey:
         revoked_at=row["revoked_at"],
     )
 
+
+
+def _new_key(token: str, *, tenant_id: str, role: ApiKeyRole, master: bool, name: str) -> ApiKey:
+    return ApiKey(
+        id=str(uuid.uuid4()),
+        tenant_id=tenant_id,
+        role=role,
+        master=master,
+        name=name,
+        prefix=token[:10],
+        created_at=time.time(),
+    )
 
 
 class ApiKeyTable(SqlBackend):
@@ -59,34 +71,41 @@ class ApiKeyTable(SqlBackend):
         if not tenant_id:
             raise StoreError("an API key needs a tenant id")
         token = token or new_api_key()
-        key = ApiKey(
-            id=str(uuid.uuid4()),
-            tenant_id=tenant_id,
-            role=role,
-            master=master,
-            name=name,
-            prefix=token[:10],
-            created_at=time.time(),
-        )
+        key = _new_key(token, tenant_id=tenant_id, role=role, master=master, name=name)
         try:
             async with self._write() as sql:
-                await sql.execute(
-                    "INSERT INTO hookgate_api_keys (id, key_hash, prefix, tenant_id, role, "
-                    "master, name, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                    key.id,
-                    hash_api_key(token),
-                    key.prefix,
-                    key.tenant_id,
-                    key.role,
-                    key.master,
-                    key.name,
-                    key.created_at,
-                )
+                await self._insert_key(sql, key, token)
         except Exception as exc:
             if self._is_unique_violation(exc):
                 raise StoreError("that API key already exists") from None
             raise
         return key, token
+
+    async def create_first_master_key(self, *, name: str) -> tuple[ApiKey, str] | None:
+        token = new_api_key()
+        key = _new_key(token, tenant_id="default", role="admin", master=True, name=name)
+        async with self._write() as sql:
+            # Under the start-up lock: of replicas starting at once, the first makes the key
+            # and the others find it.
+            await self._lock_bootstrap(sql)
+            if await sql.fetchrow("SELECT 1 FROM hookgate_api_keys LIMIT 1") is not None:
+                return None
+            await self._insert_key(sql, key, token)
+        return key, token
+
+    async def _insert_key(self, sql: Sql, key: ApiKey, token: str) -> None:
+        await sql.execute(
+            "INSERT INTO hookgate_api_keys (id, key_hash, prefix, tenant_id, role, "
+            "master, name, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            key.id,
+            hash_api_key(token),
+            key.prefix,
+            key.tenant_id,
+            key.role,
+            key.master,
+            key.name,
+            key.created_at,
+        )
 
     async def list_api_keys(self, caller: Caller) -> list[ApiKey]:
         async with self._read() as sql:
