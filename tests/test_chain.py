@@ -276,12 +276,14 @@ async def test_non_blocking_hooks_run_concurrently_and_cannot_block() -> None:
 def test_outcome_serialises_with_exactly_the_documented_keys() -> None:
     tester = HookTester()
     tester.hook("pre_tool_use", matcher="^exec$", name="m")(lambda e: None)
-    tester.hook("pre_tool_use", matcher="^other$", name="skipped")(lambda e: None)
+    tester.hook("pre_tool_use", matcher="^other$", name="not-this-tool")(lambda e: None)
+    tester.hook("pre_tool_use", name="skipped", enabled=False)(lambda e: None)
     data = json.loads(tester.fire("pre_tool_use", EXEC).to_json())
     assert set(data) == {"decision", "reason", "updated_input", "additional_context", "result",
                          "abort", "continue", "retry", "trace"}
+    # A hook whose matcher rejects the tool leaves no row (issue 26); a disabled one does.
     assert [(t["name"], t["matched"], t["skipped"]) for t in data["trace"]] == [
-        ("m", True, None), ("skipped", False, "matcher did not match")]
+        ("m", True, None), ("skipped", False, "disabled")]
     assert set(data["trace"][0]) >= {"hook_id", "name", "handler_type", "matched", "skipped",
                                      "decision", "duration_ms", "error"}
 

@@ -38,7 +38,14 @@ from hookgate.host_code import HostCodePolicy
 from hookgate.log import log_event
 from hookgate.outcome import HookError, HookResult, Outcome
 from hookgate.payload_limits import payload_problem
-from hookgate.registry import CompiledHook, HookRegistry, HookSource, compile_hook
+from hookgate.registry import (
+    CompiledHook,
+    HookRegistry,
+    HookSource,
+    MatchingSource,
+    compile_hook,
+    match_subject,
+)
 from hookgate.safeguards import BreakerBoard
 from hookgate.settings import Settings
 from hookgate.state.binding import (
@@ -156,6 +163,9 @@ class Engine:
         # (the gateway's database) cannot take them, so adding raises instead of vanishing.
         self._registry = source if isinstance(source, HookRegistry) else None
         self.source: HookSource = source
+        #: The source's selection by matcher (hooks whose matcher rejects the event never
+        #: reach the chain); ``None`` for a source that leaves matchers to the chain.
+        self._select = source.resolve_matching if isinstance(source, MatchingSource) else None
         self.audit = audit
         self.listeners: list[Callable[[Sequence[ExecutionRecord]], None]] = []
         #: Plain-function hooks run here, so their timeouts hold (unless inline_sync_hooks).
@@ -361,10 +371,12 @@ class Engine:
             if depth is None or (type(depth) is int and depth <= self.settings.max_depth):
                 return Outcome()
         data = self._prepare(data, spec)
+        hooks = self._resolve(spec, data)
+        if not hooks and self._shallow(data):
+            return Outcome()
         problem = payload_problem(data)
         if problem is not None:
             return self.refuse_input(event, data, problem, wait=wait)
-        hooks = self.source.resolve(spec.name, data.get("tenant_id"), data.get("agent_id"))
         if not spec.waits(event, wait):
             self._background.submit(spec, data, hooks)
             return Outcome()
@@ -397,10 +409,12 @@ class Engine:
                 return Outcome()
         if spec.prepare is not None or not KNOWN_FIELDS.issuperset(data):
             data = self._prepare(data, spec)
+        hooks = self._resolve(spec, data)
+        if not hooks and self._shallow(data):
+            return Outcome()
         problem = payload_problem(data)
         if problem is not None:
             return self.refuse_input(event, data, problem, wait=wait)
-        hooks = self.source.resolve(spec.name, data.get("tenant_id"), data.get("agent_id"))
         waited = None if wait else _WAITED.get(event)
         if waited is None:
             if not spec.waits(event, wait):
@@ -430,6 +444,21 @@ class Engine:
                 return self._loop_thread().run(self._ask_person(spec, data, outcome))
             return outcome
         return self._loop_thread().run(self._run(spec, data, hooks))
+
+    def _resolve(self, spec: EventSpec, data: Mapping[str, Any]) -> Sequence[CompiledHook]:
+        """The hooks that run for the event: the source's, less those whose matcher rejects
+        it (they leave no trace row; with a source that cannot select, the chain skips them)."""
+        tenant_id, agent_id = data.get("tenant_id"), data.get("agent_id")
+        select = self._select
+        if select is None:
+            return self.source.resolve(spec.name, tenant_id, agent_id)
+        return select(spec.name, tenant_id, agent_id, match_subject(spec, data))
+
+    def _shallow(self, data: Mapping[str, Any]) -> bool:
+        """Within the loop guard's depth: with no hook to run, the event is answered at once
+        (deeper, the chain's loop guard answers it)."""
+        depth = data.get("depth")
+        return depth is None or (type(depth) is int and depth <= self.settings.max_depth)
 
     async def test(
         self,

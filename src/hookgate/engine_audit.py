@@ -57,6 +57,9 @@ def chain_records(
         if details:
             metadata = {k: v for k, v in details.items() if k != "reason"}
             reason = details.get("reason")
+        if definition.matcher not in (None, "", "*"):
+            # The source selected it by its matcher, so the chain had nothing to note.
+            metadata.setdefault("matcher_matched", True)
         if trace_id:
             metadata.setdefault("trace_id", trace_id)
         records.append(

@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any, Final
 
 import re2
@@ -30,10 +31,12 @@ __all__ = [
     "CelFilter",
     "FilterBudgetError",
     "FilterError",
+    "LiteralTerm",
     "Matcher",
     "cel_activation",
     "compile_if_expr",
     "compile_matcher",
+    "literal_terms",
 ]
 
 MAX_PATTERN_LENGTH: Final = 1024
@@ -79,47 +82,95 @@ _RE2_OPTIONS = re2.Options()
 _RE2_OPTIONS.log_errors = False  # errors are reported to the user, not to stderr
 
 
-# Characters that stand for themselves in a pattern (no RE2 meaning anywhere).
-_LITERAL = re.compile(r"[A-Za-z0-9_\-:/@ ]+")
-_ALTERNATIVES = re.compile(r"\^\(([^()]*)\)\$|\^([^()|]*)\$|([^()^$]*)")
+# Characters that stand for themselves anywhere in an RE2 pattern (no meaning of their own).
+_WORD: Final = re.compile(r"[A-Za-z0-9_\-:/@ ]+")
+# One group of alternatives with optional anchors: ``^(a|b)$``, ``(?:a|b)``, ``^(a|b).*``.
+_GROUP: Final = re.compile(r"(\^?)(\.\*)?\((?:\?:)?([^()]*)\)(\.\*)?(\$?)")
+# One alternative outside any group: ``^a$``, ``a``, ``^a.*``, ``.*a$``.
+_TERM: Final = re.compile(r"(\^?)(\.\*)?([^()|^$]*?)(\.\*)?(\$?)")
 
 
-def _literal_form(pattern: str) -> tuple[bool, tuple[str, ...]] | None:
-    """``(whole, words)`` when the pattern is only literal alternatives: ``^(a|b)$`` or
-    ``^a$`` (the subject must be one of the words) or ``a|b`` (it must contain one)."""
-    shape = _ALTERNATIVES.fullmatch(pattern)
-    if shape is None:
+@dataclass(frozen=True, slots=True)
+class LiteralTerm:
+    """One literal alternative of a matcher and where it must sit in the subject."""
+
+    word: str
+    at_start: bool
+    at_end: bool
+
+
+def _term(word: str, caret: str, lead: str | None, trail: str | None, dollar: str
+          ) -> LiteralTerm | None:
+    if not _WORD.fullmatch(word):
         return None
-    anchored, single, unanchored = shape.groups()
-    body = anchored if anchored is not None else single if single is not None else unanchored
-    words = tuple(body.split("|"))
-    if not all(_LITERAL.fullmatch(word) for word in words):
+    # ``.`` does not match a newline, so ``.*`` next to an anchor (``^.*a``, ``a.*$``) says
+    # something about newlines: only a ``.*`` that may match nothing is dropped.
+    if (lead and caret) or (trail and dollar):
         return None
-    return unanchored is None, words
+    return LiteralTerm(word, bool(caret), bool(dollar))
+
+
+def literal_terms(pattern: str) -> tuple[LiteralTerm, ...] | None:
+    """The pattern as literal alternatives, or ``None`` when it is anything else.
+
+    RE2's ``search`` is unanchored: ``Edit|Write`` accepts ``NotebookEdit``, ``^Bash$`` only
+    ``Bash``, ``^mcp__github__`` and ``mcp__github__.*`` every name starting with / containing
+    it, ``a$`` every name ending with it (``$`` is the end of the text, ``^`` its start:
+    no multi-line mode). A subject matches when any term does:
+    ``subject == word``, ``startswith``, ``endswith`` or ``word in subject``.
+    """
+    group = _GROUP.fullmatch(pattern)
+    if group is not None:
+        caret, lead, body, trail, dollar = group.groups()
+        terms = [_term(word, caret, lead, trail, dollar) for word in body.split("|")]
+    else:
+        terms = []
+        for alternative in pattern.split("|"):
+            shape = _TERM.fullmatch(alternative)
+            if shape is None:
+                return None
+            caret, lead, word, trail, dollar = shape.groups()
+            terms.append(_term(word, caret, lead, trail, dollar))
+    if not all(terms):
+        return None
+    return tuple(term for term in terms if term is not None)
+
+
+def _literal_test(terms: tuple[LiteralTerm, ...]) -> Callable[[str], bool]:
+    """A yes/no answer from string comparisons, the same as RE2's for these terms."""
+    exact = frozenset(t.word for t in terms if t.at_start and t.at_end)
+    prefixes = tuple(t.word for t in terms if t.at_start and not t.at_end)
+    suffixes = tuple(t.word for t in terms if t.at_end and not t.at_start)
+    contained = tuple(t.word for t in terms if not t.at_start and not t.at_end)
+    if exact and not (prefixes or suffixes or contained):
+        return exact.__contains__
+
+    def test(subject: str) -> bool:
+        return (
+            subject in exact
+            or (bool(prefixes) and subject.startswith(prefixes))
+            or (bool(suffixes) and subject.endswith(suffixes))
+            or any(word in subject for word in contained)
+        )
+
+    return test
 
 
 class Matcher:
     """An unanchored RE2 search over one event field (the tool name for tool events).
 
-    Most matchers name tools (``^(Bash|Write)$``, ``Edit|Write``): those are answered with
-    string comparisons, which give the same answer without entering RE2 (whose first search
-    on each new thread costs tens of µs, and some frameworks run each tool on a new thread).
+    Most matchers name tools (``^(Bash|Write)$``, ``Edit|Write``, ``mcp__github__.*``): those
+    are :attr:`literal` and answered with string comparisons, which give the same answer
+    without entering RE2 (whose first search on each new thread costs tens of µs, and some
+    frameworks run each tool on a new thread); a registry indexes them
+    (:mod:`hookgate.matcher_index`).
     """
 
-    __slots__ = ("_anchor", "_contains", "_native", "_search", "_whole", "pattern")
+    __slots__ = ("_anchor", "_literal_test", "_native", "_search", "literal", "pattern")
 
     def __init__(self, pattern: str) -> None:
         if len(pattern) > MAX_PATTERN_LENGTH:
             raise FilterError(f"matcher is longer than {MAX_PATTERN_LENGTH} characters")
-        literal = _literal_form(pattern)
-        self._whole: frozenset[str] | None = None
-        self._contains: tuple[str, ...] | None = None
-        if literal is not None:
-            whole, words = literal
-            if whole:
-                self._whole = frozenset(words)
-            else:
-                self._contains = words
         try:
             compiled = re2.compile(pattern, _RE2_OPTIONS)
         except re2.error as exc:
@@ -128,6 +179,9 @@ class Matcher:
                 message = message.decode("utf-8", "replace")
             raise FilterError(f"matcher does not compile: {message}") from None
         self.pattern = pattern
+        #: The literal alternatives of the pattern, when it is only those.
+        self.literal = literal_terms(pattern)
+        self._literal_test = _literal_test(self.literal) if self.literal is not None else None
         self._search = compiled.search
         # google-re2's search() wraps the C matcher in Python that maps byte offsets back to
         # characters and builds a match object; a yes/no answer needs only the C call.
@@ -137,10 +191,12 @@ class Matcher:
         self._anchor = anchor
 
     def matches(self, subject: str) -> bool:
-        if self._whole is not None:
-            return subject in self._whole
-        if self._contains is not None:
-            return any(word in subject for word in self._contains)
+        if self._literal_test is not None:
+            return self._literal_test(subject)
+        return self.searches(subject)
+
+    def searches(self, subject: str) -> bool:
+        """RE2's answer, whatever the pattern (what :meth:`matches` must agree with)."""
         if self._native is not None:
             encoded = subject.encode()
             spans = self._native(self._anchor, encoded, 0, len(encoded))

@@ -10,15 +10,25 @@ from __future__ import annotations
 
 import itertools
 import threading
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from typing import Final, Protocol, runtime_checkable
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final, Protocol, runtime_checkable
 
 from hookgate.definition import HookDefinition
-from hookgate.events import MAX_TIMEOUT_MS
+from hookgate.events import MAX_TIMEOUT_MS, EventSpec
+from hookgate.matcher_index import Selections
 from hookgate.matching import CelFilter, Matcher, compile_if_expr, compile_matcher
 
-__all__ = ["CompiledHook", "HookRegistry", "HookSource", "applies_to", "compile_hook", "sort_key"]
+__all__ = [
+    "CompiledHook",
+    "HookRegistry",
+    "HookSource",
+    "MatchingSource",
+    "applies_to",
+    "compile_hook",
+    "match_subject",
+    "sort_key",
+]
 
 
 def sort_key(priority: int, order: int, hook_id: str) -> tuple[int, int, str]:
@@ -41,6 +51,12 @@ class CompiledHook:
     #: Admitted without a look (:mod:`hookgate.chain`'s plain runs): enabled, no matcher, no
     #: ``if_expr``, no required approval, no long wait.
     plain: bool = False
+    #: This hook once its matcher accepted the event (the same hook with no matcher left to
+    #: test): what a source's selection hands the chain. Itself when it has no matcher.
+    when_matched: CompiledHook = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "when_matched", self)
 
 
 #: Hooks with a longer timeout (approvals, quality gates) are not bound by the chain budget.
@@ -52,20 +68,33 @@ def compile_hook(definition: HookDefinition) -> CompiledHook:
     condition = compile_if_expr(definition.if_expr)
     timeout_s = definition.timeout_ms / 1000.0
     approval = definition.approval
-    return CompiledHook(
+    order = sort_key(definition.priority, definition.order, definition.id)
+    plain_once_matched = (
+        definition.enabled
+        and condition is None
+        and (approval is None or not approval.required)
+        and timeout_s <= LONG_WAIT_S
+    )
+    compiled = CompiledHook(
         definition=definition,
         matcher=matcher,
         condition=condition,
         timeout_s=timeout_s,
-        sort_key=sort_key(definition.priority, definition.order, definition.id),
-        plain=(
-            definition.enabled
-            and matcher is None
-            and condition is None
-            and (approval is None or not approval.required)
-            and timeout_s <= LONG_WAIT_S
-        ),
+        sort_key=order,
+        plain=plain_once_matched and matcher is None,
     )
+    if matcher is not None:
+        matched = CompiledHook(definition, None, condition, timeout_s, order, plain_once_matched)
+        object.__setattr__(compiled, "when_matched", matched)
+    return compiled
+
+
+def match_subject(spec: EventSpec, data: Mapping[str, Any]) -> str:
+    """What an event's matchers are tested against: its match field when that is a string,
+    else ``""`` (the chain's rule too)."""
+    field_name = spec.match_field
+    subject = data.get(field_name) if field_name else ""
+    return subject if isinstance(subject, str) else ""
 
 
 def applies_to(definition: HookDefinition, tenant_id: str | None, agent_id: str | None) -> bool:
@@ -94,6 +123,19 @@ class HookSource(Protocol):
         ...
 
 
+@runtime_checkable
+class MatchingSource(HookSource, Protocol):
+    """A source that also applies the matchers (both sources of hookgate do; the engine tests
+    ``isinstance`` once, and leaves the matchers of another source to the chain)."""
+
+    def resolve_matching(
+        self, event: str, tenant_id: str | None, agent_id: str | None, subject: str
+    ) -> tuple[CompiledHook, ...]:
+        """The hooks :meth:`resolve` gives whose matcher accepts ``subject``, each as
+        :attr:`CompiledHook.when_matched`."""
+        ...
+
+
 class HookRegistry:
     """In-memory hooks, resolved per (event, tenant, agent) and cached until a change."""
 
@@ -102,6 +144,7 @@ class HookRegistry:
         self._hooks: dict[str, CompiledHook] = {}
         self._cache: dict[tuple[str, str | None, str | None], tuple[CompiledHook, ...]] = {}
         self._events: frozenset[str] = frozenset()
+        self._selections = Selections()
         self._sequence = itertools.count(1)
         for definition in definitions:
             self.put(definition)
@@ -159,6 +202,18 @@ class HookRegistry:
             self._cache[key] = hooks
         return hooks
 
+    def resolve_matching(
+        self, event: str, tenant_id: str | None, agent_id: str | None, subject: str
+    ) -> tuple[CompiledHook, ...]:
+        selections = self._selections
+        key = (event, tenant_id, agent_id, subject)
+        hooks = selections.selected.get(key)
+        if hooks is None:
+            hooks = selections.select(key, self.resolve(event, tenant_id, agent_id), subject)
+        return hooks
+
     def _changed(self) -> None:
         self._cache = {}
         self._events = frozenset(c.definition.event for c in self._hooks.values())
+        # Last: a selection made from here on resolves through the new cache.
+        self._selections = Selections()

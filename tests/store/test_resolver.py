@@ -92,6 +92,28 @@ async def test_a_change_invalidates_the_snapshot(store: Store) -> None:
         await source.close()
 
 
+async def test_the_selection_by_matcher_follows_the_store(store: Store) -> None:
+    """The gateway's source selects by matcher per tenant and tool name (issue 26), and a
+    change made through the store is in force for a tool name selected before it."""
+    await store.create_hook(A, hook(name="shell", matcher="^(exec|shell)$"))
+    await store.create_hook(B, hook(name="b-edits", matcher="Edit|Write"))
+    source = StoreHookSource(store, poll_interval_s=0)
+    await source.start()
+    try:
+        selected = source.resolve_matching("pre_tool_use", "tenant-a", None, "exec")
+        assert _names(selected) == ["shell"] and selected[0].matcher is None
+        assert source.resolve_matching("pre_tool_use", "tenant-a", None, "NotebookEdit") == ()
+        assert _names(source.resolve_matching("pre_tool_use", "tenant-b", None,
+                                              "NotebookEdit")) == ["b-edits"]
+        reloads = source.reloads
+        await store.create_hook(A, hook(name="edits", matcher="Edit|Write"))
+        await _until(lambda: source.reloads > reloads)
+        assert _names(source.resolve_matching("pre_tool_use", "tenant-a", None,
+                                              "NotebookEdit")) == ["edits"]
+    finally:
+        await source.close()
+
+
 async def test_another_process_change_is_seen(make_store: StoreFactory) -> None:
     gateway = await make_store()
     admin = await make_store()  # e.g. ``hookgate hooks import`` in another process

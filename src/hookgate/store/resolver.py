@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from typing import Final
 
 from hookgate.log import log_event
+from hookgate.matcher_index import Selections
 from hookgate.registry import CompiledHook, applies_to, compile_hook
 from hookgate.store.base import Caller, HookFilter, Store
 
@@ -38,6 +39,7 @@ class StoreHookSource:
         self.reloads = 0
         self._by_event: dict[str, tuple[CompiledHook, ...]] = {}
         self._cache: dict[_Key, tuple[CompiledHook, ...]] = {}
+        self._selections = Selections()
         self._compiled: dict[tuple[str, int], CompiledHook] = {}
         self._wanted = -1
         self._reloading: asyncio.Task[None] | None = None
@@ -59,6 +61,16 @@ class StoreHookSource:
             candidates = self._by_event.get(event, _NO_HOOKS)
             hooks = tuple(c for c in candidates if applies_to(c.definition, tenant_id, agent_id))
             cache[key] = hooks
+        return hooks
+
+    def resolve_matching(
+        self, event: str, tenant_id: str | None, agent_id: str | None, subject: str
+    ) -> tuple[CompiledHook, ...]:
+        selections = self._selections
+        key = (event, tenant_id, agent_id, subject)
+        hooks = selections.selected.get(key)
+        if hooks is None:
+            hooks = selections.select(key, self.resolve(event, tenant_id, agent_id), subject)
         return hooks
 
     # -- lifecycle --------------------------------------------------------------------------
@@ -100,6 +112,7 @@ class StoreHookSource:
                 for event, hooks in by_event.items()
             }
             self._cache = {}
+            self._selections = Selections()
             self._compiled = compiled
             self.version = max(self.version, version)
             self.reloads += 1

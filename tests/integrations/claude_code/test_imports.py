@@ -31,7 +31,8 @@ NOTHING_TO_RUN = ENTRY | {f"{CC}.definition_cache", "hookgate.errors"}
 CACHED = NOTHING_TO_RUN | {
     f"{CC}.local_run", f"{CC}.contract", "hookgate.chain", "hookgate.events",
     "hookgate.outcome", "hookgate.matching", "hookgate.hook_event", "hookgate.host_code",
-    "hookgate.payload_limits", "hookgate.registry", "hookgate.definition",
+    "hookgate.payload_limits", "hookgate.registry", "hookgate.matcher_index",
+    "hookgate.definition",
     "hookgate.settings",
     "hookgate.handlers", "hookgate.handlers.base", "hookgate.handlers.callable",
     "hookgate.handlers.command", "hookgate.handlers.subprocess",

@@ -43,7 +43,7 @@ from hookgate.integrations.claude_code.contract import (
 from hookgate.integrations.claude_code.definition_cache import InvalidHooksFile, load_definitions
 from hookgate.outcome import HookError, Outcome
 from hookgate.payload_limits import walked_payload_problem
-from hookgate.registry import CompiledHook, HookRegistry
+from hookgate.registry import CompiledHook, HookRegistry, match_subject
 
 if TYPE_CHECKING:
     from hookgate.definition import HookDefinition
@@ -109,13 +109,20 @@ def run_blocking(
         data = normalize_payload(data)
     if spec.prepare is not None:
         data = spec.prepare(data)
+    # As the engine: only the hooks whose matcher accepts the event reach the chain.
+    hooks = source.resolve_matching(
+        spec.name, data.get("tenant_id"), data.get("agent_id"), match_subject(spec, data)
+    )
+    if not hooks:
+        depth = data.get("depth")
+        if depth is None or (type(depth) is int and depth <= settings.max_depth):
+            return Outcome()
     run_as = spec.run_as(spec.name, True)
     problem = walked_payload_problem(data)
     if problem is not None:  # Engine.refuse_input, without the audit row (there is no log)
         if run_as.blocking:
             return Outcome(decision="block", reason=f"invalid input: {problem}")
         return Outcome()
-    hooks = source.resolve(spec.name, data.get("tenant_id"), data.get("agent_id"))
     runner = _Runner(run_as, hooks, settings)
     if not runner.ready:
         return None

@@ -1,0 +1,152 @@
+"""Which hooks of an event a match subject (the tool name, for tool events) selects.
+
+A hook's matcher is an unanchored RE2 search (:class:`hookgate.matching.Matcher`). Most
+matchers are literal names (``^Bash$``, ``Edit|Write``, ``mcp__github__.*``): a
+:class:`MatcherIndex`, made once per hook list, answers those with one dictionary lookup per
+distinct length of the anchored names, and only runs the others (``^Bash(Output)?$``) through
+RE2. :class:`Selections` keeps the answer per (event, tenant, agent, subject), bounded, and is
+replaced whole when the hooks change.
+
+What the chain receives is the selection: each selected hook as it is once its matcher
+accepted (:attr:`CompiledHook.when_matched`: no matcher left to test), so a hook whose matcher
+rejects the subject costs nothing per event and leaves no trace row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+from typing import TYPE_CHECKING, Final
+
+if TYPE_CHECKING:
+    from hookgate.matching import Matcher
+    from hookgate.registry import CompiledHook
+
+__all__ = ["MAX_CACHED_SUBJECT", "MatcherIndex", "Selections"]
+
+#: Subjects longer than this are selected every time, never kept (tool names are short; an
+#: agent's made-up long names must not fill memory).
+MAX_CACHED_SUBJECT: Final = 256
+#: Selections kept per source before the cache starts again (one per tool name in practice).
+MAX_SELECTIONS: Final = 4096
+
+
+def _lengths(table: dict[str, list[int]]) -> tuple[int, ...]:
+    return tuple(sorted({len(word) for word in table}))
+
+
+class MatcherIndex:
+    """Lookup tables over one sorted hook list, made once per list."""
+
+    __slots__ = (
+        "_always",
+        "_contained",
+        "_exact",
+        "_prefix_lengths",
+        "_prefixes",
+        "_searched",
+        "_selected",
+        "_suffix_lengths",
+        "_suffixes",
+        "hooks",
+    )
+
+    def __init__(self, hooks: Sequence[CompiledHook]) -> None:
+        self.hooks = hooks
+        always: list[int] = []
+        exact: dict[str, list[int]] = {}
+        prefixes: dict[str, list[int]] = {}
+        suffixes: dict[str, list[int]] = {}
+        contained: list[tuple[str, int]] = []
+        searched: list[tuple[Matcher, int]] = []
+        for position, hook in enumerate(hooks):
+            matcher = hook.matcher
+            if matcher is None:
+                always.append(position)
+            elif matcher.literal is None:
+                searched.append((matcher, position))
+            else:
+                for term in matcher.literal:
+                    if term.at_start and term.at_end:
+                        exact.setdefault(term.word, []).append(position)
+                    elif term.at_start:
+                        prefixes.setdefault(term.word, []).append(position)
+                    elif term.at_end:
+                        suffixes.setdefault(term.word, []).append(position)
+                    else:
+                        contained.append((term.word, position))
+        self._always = tuple(always)
+        self._exact = exact
+        self._prefixes, self._prefix_lengths = prefixes, _lengths(prefixes)
+        # A subject shorter than a length is looked up whole: found only if it is a word of
+        # its own length, which matches it anyway.
+        self._suffixes, self._suffix_lengths = suffixes, _lengths(suffixes)
+        self._contained = tuple(contained)
+        self._searched = tuple(searched)
+        #: One tuple per distinct selection: every subject that selects the same hooks gets
+        #: the same tuple, so what the engine keeps per hook list is made once.
+        self._selected: dict[tuple[int, ...], tuple[CompiledHook, ...]] = {}
+
+    def select(self, subject: str) -> tuple[CompiledHook, ...]:
+        """The hooks whose matcher accepts ``subject``, in list order, as matched."""
+        positions = set(self._always)
+        found = self._exact.get(subject)
+        if found:
+            positions.update(found)
+        if self._prefix_lengths:
+            prefixes = self._prefixes
+            for length in self._prefix_lengths:
+                found = prefixes.get(subject[:length])
+                if found:
+                    positions.update(found)
+        if self._suffix_lengths:
+            suffixes = self._suffixes
+            for length in self._suffix_lengths:
+                found = suffixes.get(subject[-length:])
+                if found:
+                    positions.update(found)
+        for word, position in self._contained:
+            if position not in positions and word in subject:
+                positions.add(position)
+        for matcher, position in self._searched:
+            if position not in positions and matcher.matches(subject):
+                positions.add(position)
+        key = tuple(sorted(positions))
+        selected = self._selected.get(key)
+        if selected is None:
+            hooks = self.hooks
+            selected = tuple(hooks[position].when_matched for position in key)
+            if len(self._selected) >= MAX_SELECTIONS:
+                self._selected.clear()
+            self._selected[key] = selected
+        return selected
+
+
+class Selections:
+    """A hook source's selections: per (event, tenant, agent, subject), bounded. A source
+    replaces its ``Selections`` whole when its hooks change."""
+
+    __slots__ = ("_indexes", "selected")
+
+    def __init__(self) -> None:
+        #: Read directly on the hot path: ``selected.get(key)``.
+        self.selected: dict[Hashable, tuple[CompiledHook, ...]] = {}
+        self._indexes: dict[int, MatcherIndex] = {}
+
+    def select(
+        self, key: Hashable, hooks: tuple[CompiledHook, ...], subject: str
+    ) -> tuple[CompiledHook, ...]:
+        """Select from ``hooks`` (the scoped, sorted list of ``key``'s event) and keep it."""
+        if not hooks:
+            return hooks
+        index = self._indexes.get(id(hooks))
+        if index is None or index.hooks is not hooks:
+            index = MatcherIndex(hooks)
+            if len(self._indexes) >= MAX_SELECTIONS:
+                self._indexes.clear()
+            self._indexes[id(hooks)] = index
+        selected = index.select(subject)
+        if len(subject) <= MAX_CACHED_SUBJECT:
+            if len(self.selected) >= MAX_SELECTIONS:
+                self.selected.clear()
+            self.selected[key] = selected
+        return selected
