@@ -69,6 +69,7 @@ from hookgate.outcome import (
     ROW_SKIPPED,
     HookError,
     HookResult,
+    InfrastructureError,
     MalformedAnswer,
     Outcome,
     coerce_result,
@@ -766,7 +767,8 @@ class _Chain:
     ) -> str:
         """Record a fault (it feeds the breaker) and return the policy that applies to it:
         ``on_timeout`` for a timeout, ``on_error`` for an error, ``block`` when malformed."""
-        if self.breakers is not None:
+        infrastructure = isinstance(failure, InfrastructureError)
+        if self.breakers is not None and not infrastructure:  # Redis or the database failed
             self.breakers.fault(definition.id, "timeout" if timed_out else _message(failure))
         if isinstance(failure, HookError) and failure.details:
             _details(row).update(failure.details)
@@ -781,7 +783,7 @@ class _Chain:
             return str(definition.on_timeout)
         malformed = isinstance(failure, MalformedAnswer)
         _record(row, "error", ("malformed answer: " if malformed else "") + _message(failure))
-        return "block" if malformed else str(definition.on_error)
+        return "block" if malformed or infrastructure else str(definition.on_error)
 
     def _fail_closed(self, definition: Any, detail: str) -> None:
         self._block(f"hook {definition.label!r} failed closed: {detail}")

@@ -28,6 +28,7 @@ __all__ = [
     "ROW_SKIPPED",
     "DECISIONS",
     "HookError",
+    "InfrastructureError",
     "HookResult",
     "MalformedAnswer",
     "Outcome",
@@ -51,6 +52,15 @@ class HookError(HookgateError):
     def __init__(self, message: str, *, details: Mapping[str, Any] | None = None) -> None:
         super().__init__(message)
         self.details: dict[str, Any] = dict(details or {})
+
+
+class InfrastructureError(HookError):
+    """The gateway's own infrastructure (Redis, the database) failed while a hook ran.
+
+    Not the hook's fault, so it never feeds the hook's circuit breaker: once the service is
+    back the hook runs again at once. It still fails closed: a blocking event is blocked,
+    whatever the hook's ``on_error``, because the guard could not be evaluated.
+    """
 
 
 class MalformedAnswer(HookError):

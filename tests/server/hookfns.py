@@ -55,3 +55,15 @@ def leaky(event: Any) -> dict[str, Any]:
         "decision": "block",
         "reason": "refused: the call carried api_key=REASON-SECRET-42 " + "x" * 400,
     }
+
+
+async def held(event: Any) -> dict[str, Any]:
+    """Says it started (creates ``tool_input.started``), then holds like :func:`gated`."""
+    import os
+    from pathlib import Path
+
+    Path(event["tool_input"]["started"]).touch()  # noqa: ASYNC240 - a test hook, tiny write
+    gate = event["tool_input"]["gate"]
+    while not os.path.exists(gate):  # noqa: ASYNC110, ASYNC240
+        await asyncio.sleep(0.01)
+    return {"decision": "allow", "reason": "held, then let through"}

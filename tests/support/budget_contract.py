@@ -116,3 +116,54 @@ class BudgetStoreContract:
         results = await asyncio.gather(*(store.deduct("tenant-a", 7) for _ in range(50)))
         assert sum(r.deducted for r in results) == 350
         assert (await store.check("tenant-a")).remaining == 10_000 - 350
+
+    async def test_reserve_takes_the_cap_and_settle_keeps_real_usage(
+        self, make_store: Any
+    ) -> None:
+        store = await self._store(make_store, MonthClock())
+        reservation = await store.reserve("tenant-a", 300)
+        assert reservation.tokens == 300 and reservation.status.remaining == 700
+        assert (await store.check("tenant-a")).remaining == 700  # held while the call runs
+        settled = await store.settle(reservation, 120)
+        assert (settled.remaining, settled.deducted) == (880, 120)
+
+    async def test_released_reservation_gives_everything_back(self, make_store: Any) -> None:
+        store = await self._store(make_store, MonthClock())
+        reservation = await store.reserve("tenant-a", 400)
+        released = await store.settle(reservation, 0)
+        assert (released.remaining, released.deducted) == (1000, 0)
+
+    async def test_usage_beyond_the_reservation_is_taken_down_to_zero(
+        self, make_store: Any
+    ) -> None:
+        store = await self._store(make_store, MonthClock())
+        await store.deduct("tenant-a", 950)
+        reservation = await store.reserve("tenant-a", 300)
+        assert reservation.tokens == 50  # what was left
+        refused = await store.reserve("tenant-a", 300)
+        assert refused.tokens == 0 and refused.status.exhausted
+        settled = await store.settle(reservation, 280)
+        assert (settled.remaining, settled.deducted) == (0, 50)
+
+    async def test_concurrent_reservations_overrun_by_at_most_one_cap(
+        self, make_store: Any
+    ) -> None:
+        store = await self._store(make_store, MonthClock(), total=1200)
+        cap, used = 250, 230
+        reservations = await asyncio.gather(*(store.reserve("tenant-a", cap) for _ in range(12)))
+        granted = [r for r in reservations if r.tokens > 0]
+        assert sum(r.tokens for r in granted) == 1200
+        # Every granted call spends its real usage; the model bills it all.
+        settled = await asyncio.gather(*(store.settle(r, used) for r in granted))
+        assert len(granted) == 5 and len(granted) * used <= 1200 + cap
+        # Usage beyond a reservation is charged only while tokens are left (down to zero).
+        charged = sum(s.deducted for s in settled)
+        assert 1200 - 5 * used <= 1200 - charged == (await store.check("tenant-a")).remaining
+
+    async def test_a_reservation_from_a_past_month_is_dropped(self, make_store: Any) -> None:
+        clock = MonthClock()
+        store = await self._store(make_store, clock)
+        reservation = await store.reserve("tenant-a", 600)
+        clock.next_month()
+        settled = await store.settle(reservation, 100)
+        assert (settled.remaining, settled.deducted) == (1000, 0)

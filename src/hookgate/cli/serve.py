@@ -6,6 +6,8 @@ once, with the address of the web panel: only once its socket listens, so a star
 that key are each done under the store's start-up lock: replicas may start at once.
 SIGINT/SIGTERM shut down gracefully: requests in flight finish, queued background hooks run,
 the audit log is flushed.
+SIGTERM drains first (see :mod:`hookgate.server.drain`): readiness 503, new requests refused,
+in-flight ones answered, and only then do the sockets close.
 """
 
 from __future__ import annotations
@@ -139,8 +141,8 @@ Environment settings:
   HOOKGATE_HOST, HOOKGATE_PORT, HOOKGATE_DATA_DIR, HOOKGATE_DATABASE_URL,
   HOOKGATE_EDITION, HOOKGATE_AUDIT_MODE, HOOKGATE_TRACE_EXPORTER,
   HOOKGATE_REDIS_URL, HOOKGATE_LLM_PROVIDERS, HOOKGATE_HOOK_SANDBOX,
-  HOOKGATE_TENANT_HOST_CODE, HOOKGATE_APPROVAL_WEBHOOK, HOOKGATE_PUBLIC_URL
-                             the options of the same name
+  HOOKGATE_TENANT_HOST_CODE, HOOKGATE_APPROVAL_WEBHOOK, HOOKGATE_PUBLIC_URL,
+  HOOKGATE_DRAIN_TIMEOUT     the options of the same name
   HOOKGATE_SSRF_ALLOWLIST    comma-separated CIDRs and host names that http and
                              prompt hooks may reach although private (default: none)
   HOOKGATE_SECRET_KEY        base64 key that seals secret headers and error details
@@ -200,6 +202,10 @@ See docs/gateway.md for every setting."""
 @click.option("--approval-webhook", envvar="HOOKGATE_APPROVAL_WEBHOOK", default=None,
               metavar="URL", help="POST a notification here (SSRF-guarded like http hooks) "
               "when a hook asks a person for approval.")
+@click.option("--drain-timeout", "drain_timeout_s", envvar="HOOKGATE_DRAIN_TIMEOUT",
+              type=click.FloatRange(min=0), default=30.0, show_default=True,
+              help="On SIGTERM: seconds to wait for requests in flight (readiness is 503 and "
+              "new requests are refused meanwhile) before the sockets close.")
 @click.option("--public-url", envvar="HOOKGATE_PUBLIC_URL", default=None, metavar="URL",
               help="The panel's address as people reach it (the link in approval "
               "notifications); default: the address this gateway listens on.")
@@ -221,11 +227,13 @@ def serve(
     approval_webhook: str | None,
     public_url: str | None,
     hook_sandbox: str,
+    drain_timeout_s: float,
 ) -> None:
     """Run the hookgate gateway."""
     import uvicorn
 
     from hookgate.server.app import create_app
+    from hookgate.server.drain import DrainingServer, drain_app
     from hookgate.server.gateway import Gateway, GatewayOptions
     from hookgate.server.logs import configure_logging
     from hookgate.server.tracing import TraceSetupError, configure_tracing
@@ -258,6 +266,7 @@ def serve(
         tenant_host_code=tenant_host_code,
         approval_webhook_url=approval_webhook,
         public_url=public_url or base,
+        drain_timeout_s=drain_timeout_s,
     )
     if redis_url:
         try:
@@ -307,8 +316,9 @@ def serve(
         f"store: {started.where}"
     )
     sys.stdout.flush()
+    app = create_app(make_gateway)
     config = uvicorn.Config(
-        create_app(make_gateway),
+        app,
         ws="auto",
         loop="asyncio",
         http="auto",
@@ -318,9 +328,10 @@ def serve(
         ws_max_size=max(16 << 20, 4 * max_frame_bytes),
         # Frames are small JSON: compressing each costs more CPU than it saves on loopback.
         ws_per_message_deflate=False,
-        timeout_graceful_shutdown=30,
+        # The drain already waited for requests in flight; this bounds what is left.
+        timeout_graceful_shutdown=max(1, int(drain_timeout_s)),
     )
-    server: Any = uvicorn.Server(config)
+    server: Any = DrainingServer(config, drain_app(app, drain_timeout_s))
     # The gateway's lifespan closes everything (store, audit log, spans): uvicorn re-raises
     # SIGTERM/SIGINT after a graceful shutdown, so nothing after run() is sure to execute.
     server.run(sockets=[sock])

@@ -1,9 +1,15 @@
-"""One model call for a hook, metered: budget checked first, real usage deducted after.
+"""One model call for a hook, metered: the call's cap reserved first, real usage settled after.
 
 Prompt and agent hooks both call :func:`metered_completion`. It picks the provider
-(:mod:`.select`), refuses the call when the tenant's monthly budget is spent, sends the
-request through the SSRF-guarded client, deducts the reply's real token usage and reports
-model and tokens as execution details (``prompt_model``, ``prompt_tokens``, …).
+(:mod:`.select`), reserves the call's cap (:func:`call_cap`) from the tenant's monthly budget
+in one atomic step, refusing the call when nothing is left, sends the request through the
+SSRF-guarded client, settles the reservation to the reply's real token usage (releases it
+when the call fails) and reports model and tokens as execution details (``prompt_model``,
+``prompt_tokens``, …). Concurrent calls, on one gateway or on many replicas sharing the
+store, cannot overrun the budget by more than one call's cap.
+
+A budget store that cannot be reached is the gateway's failure, not the hook's: it raises
+:class:`~hookgate.outcome.InfrastructureError` (fails closed, never trips the breaker).
 
 :class:`~hookgate.handlers.base.Services` used: ``budget_store`` (a
 :class:`~hookgate.handlers.prompt.budget.BudgetStore`; an in-memory one is created and
@@ -14,22 +20,24 @@ present, hooks may only use the operator's providers, see :mod:`hookgate.llm.pro
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
 from hookgate.handlers.base import Services
-from hookgate.handlers.prompt.budget import BudgetStore, MemoryBudgetStore
+from hookgate.handlers.prompt.budget import BudgetReservation, BudgetStore, MemoryBudgetStore
 from hookgate.llm.base import ChatReply, ChatRequest, ProviderError, ToolSpec
 from hookgate.llm.providers import open_api_key
 from hookgate.llm.select import ProviderChoice, choose_for_tenant, choose_provider, make_provider
 from hookgate.log import log_event
 from hookgate.net.outbound import shared_client
 from hookgate.net.ssrf import SsrfRefused
-from hookgate.outcome import HookError
+from hookgate.outcome import HookError, InfrastructureError
 from hookgate.secrets.keyring import SecretError
 
-__all__ = ["DEFAULT_TENANT", "MeteredReply", "budget_store", "metered_completion"]
+__all__ = ["DEFAULT_TENANT", "MeteredReply", "budget_store", "call_cap", "metered_completion"]
 
 #: Whose budget pays when neither the event nor the hook names a tenant (library use).
 DEFAULT_TENANT: Final = "default"
@@ -45,6 +53,36 @@ def budget_store(services: Services) -> BudgetStore:
     if services.budget_store is None:
         services.budget_store = MemoryBudgetStore()
     return services.budget_store
+
+
+#: Releases under way (a reference keeps each task alive until it finishes).
+_releasing: set[asyncio.Future[dict[str, Any]]] = set()
+
+
+def call_cap(request: ChatRequest) -> int:
+    """The most tokens a call may use, reserved before it: the output limit plus the input
+    counted generously (one token per two bytes; tokenizers average three to four)."""
+    prompt_bytes = len(request.system.encode()) + len(request.user.encode())
+    return request.max_tokens + prompt_bytes // 2 + 1
+
+
+async def _settle(
+    store: BudgetStore, reservation: BudgetReservation, used: int, hook_id: str
+) -> dict[str, Any]:
+    try:
+        after = await store.settle(reservation, used)
+    except Exception as exc:
+        # The model already answered; the reservation stays charged (it may only overcount).
+        log_event("security.hook.budget_deduct_failed", hook_id=hook_id, error=str(exc))
+        return {}
+    if after.crossed_warning:
+        log_event(
+            "security.hook.budget_low",
+            tenant_id=reservation.tenant_id,
+            remaining=after.remaining,
+            budget_total=after.budget_total,
+        )
+    return {"budget_remaining": after.remaining}
 
 
 def _choose(services: Services, config: Mapping[str, Any], hook_id: str) -> ProviderChoice:
@@ -79,28 +117,38 @@ async def metered_completion(
         raise HookError(f"model provider: {exc}") from None
     details: dict[str, Any] = {"prompt_model": choice.model, "prompt_provider": choice.provider}
     store = budget_store(services)
+    request = ChatRequest(choice.model, system, user, tool, max_tokens=max_tokens)
     try:
-        status = await store.check(tenant)
+        reservation = await store.reserve(tenant, call_cap(request))
     except Exception as exc:
         log_event("security.hook.budget_precheck_failed", hook_id=hook_id, error=str(exc))
-        raise HookError(f"token budget check failed: {exc}", details=details) from None
-    if status.exhausted:
+        raise InfrastructureError(f"token budget unavailable: {exc}", details=details) from None
+    if reservation.tokens == 0:
+        status = reservation.status
         raise HookError(
             f"monthly token budget of {status.budget_total} is used up for tenant "
             f"{tenant!r}; raise it or wait for the next month",
             details={**details, "budget_remaining": 0},
         )
-    request = ChatRequest(choice.model, system, user, tool, max_tokens=max_tokens)
     try:
         # The engine's timeout must win over the client's backstop deadline.
         reply = await provider.complete(request, timeout_s=timeout_s + 0.5)
-    except SsrfRefused as exc:
-        log_event("security.hook.ssrf_blocked", hook_id=hook_id, host=exc.host)
-        raise HookError(f"model endpoint refused: {exc}", details=details) from None
-    except ProviderError as exc:
-        if exc.status is not None:
-            details["http_status"] = exc.status
-        raise HookError(str(exc), details=details) from None
+    except BaseException as exc:
+        # Nothing was used (or nothing we can know of): give the reservation back, even when
+        # the engine's timeout cancelled us (shielded: a second cancel must not lose it).
+        release = asyncio.ensure_future(_settle(store, reservation, 0, hook_id))
+        _releasing.add(release)
+        release.add_done_callback(_releasing.discard)
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.shield(release)
+        if isinstance(exc, SsrfRefused):
+            log_event("security.hook.ssrf_blocked", hook_id=hook_id, host=exc.host)
+            raise HookError(f"model endpoint refused: {exc}", details=details) from None
+        if isinstance(exc, ProviderError):
+            if exc.status is not None:
+                details["http_status"] = exc.status
+            raise HookError(str(exc), details=details) from None
+        raise
     usage = reply.usage
     details.update(
         prompt_model=reply.model,
@@ -108,18 +156,5 @@ async def metered_completion(
         prompt_input_tokens=usage.input_tokens,
         prompt_output_tokens=usage.output_tokens,
     )
-    try:
-        after = await store.deduct(tenant, usage.total)
-    except Exception as exc:
-        # The model already answered; losing the charge is logged, the decision stands.
-        log_event("security.hook.budget_deduct_failed", hook_id=hook_id, error=str(exc))
-    else:
-        details["budget_remaining"] = after.remaining
-        if after.crossed_warning:
-            log_event(
-                "security.hook.budget_low",
-                tenant_id=tenant,
-                remaining=after.remaining,
-                budget_total=after.budget_total,
-            )
+    details.update(await _settle(store, reservation, usage.total, hook_id))
     return MeteredReply(reply, details)

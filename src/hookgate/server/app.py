@@ -1,4 +1,5 @@
-"""The ASGI application: ``/ws``, the REST mirror, ``/healthz``, ``/metrics`` and the panel.
+"""The ASGI application: ``/ws``, the REST mirror, ``/healthz`` and ``/readyz``, ``/metrics``
+and the panel.
 
 :func:`create_app` takes an async factory for the :class:`Gateway` so the store is opened on
 the server's own event loop; the app's lifespan starts the gateway and, on shutdown, closes
@@ -25,6 +26,7 @@ from hookgate.server.errors import ApiError
 from hookgate.server.gateway import Gateway
 from hookgate.server.metrics import CONTENT_TYPE
 from hookgate.server.openapi import openapi_document
+from hookgate.server.probes import HEALTH_PATH, READY_PATH, healthz, readyz
 from hookgate.server.rest import (
     API_PREFIX,
     authenticate,
@@ -60,13 +62,6 @@ class _PanelFiles:
         await self.app(scope, receive, send_with_headers)
 
 
-async def healthz(request: Request) -> Response:
-    gateway: Gateway = request.app.state.gateway
-    if gateway.closing:
-        return json_response({"status": "shutting down"}, 503)
-    return json_response({"status": "ok", "edition": gateway.edition})
-
-
 async def metrics(request: Request) -> Response:
     gateway: Gateway = request.app.state.gateway
     try:
@@ -99,7 +94,8 @@ def create_app(make_gateway: Callable[[], Awaitable[Gateway]]) -> Starlette:
             await gateway.close()
 
     routes = [
-        Route("/healthz", healthz, methods=["GET"]),
+        Route(HEALTH_PATH, healthz, methods=["GET"]),
+        Route(READY_PATH, readyz, methods=["GET"]),
         Route("/metrics", metrics, methods=["GET"]),
         Route(API_PREFIX + "/openapi.json", openapi, methods=["GET"]),
         WebSocketRoute("/ws", websocket_endpoint),

@@ -81,6 +81,8 @@ class GatewayOptions:
     approval_webhook_url: str | None = None
     #: The panel's public address, for the link in approval notifications.
     public_url: str | None = None
+    #: Seconds a drain (SIGTERM) waits for requests in flight before the sockets close.
+    drain_timeout_s: float = 30.0
 
 
 async def seed_builtin_hooks(store: Store) -> None:
@@ -123,6 +125,8 @@ class Gateway:
             keyring=keyring,
             mode="sync" if self.options.audit_mode == "sync" else "async",
         )
+        #: The shared Redis client (``--redis-url``), for the readiness probe and shared state.
+        self.redis: Any = None
         services = services or Services(settings=self.settings)
         # Collaborators the caller passed in stay; the gateway fills in the others.
         if services.keyring is None:
@@ -144,6 +148,7 @@ class Gateway:
             from hookgate.state.shared import RedisStateStore
 
             redis = connect(self.options.redis_url)
+            self.redis = redis
             if services.decision_cache is None:
                 services.decision_cache = RedisDecisionCache(redis)
             if services.turn_counter is None:
@@ -184,6 +189,7 @@ class Gateway:
         self._breaker_recorder = BreakerRecorder(store)
         self.engine.breakers.on_change = self._breaker_changed
         self._closing = False
+        self._draining = False
         self._inflight = 0
         self._idle = asyncio.Event()
         self._idle.set()
@@ -215,21 +221,50 @@ class Gateway:
             backend=getattr(self.store, "backend", "?"),
         )
 
-    async def close(self, *, drain_timeout_s: float = 30.0) -> None:
-        """Graceful shutdown: wait for in-flight requests, drain hooks, flush the audit log."""
+    async def drain(self, timeout_s: float | None = None) -> bool:
+        """Stop taking work while the sockets stay open: readiness turns 503, new requests
+        are refused (``UNAVAILABLE``, retryable: the client goes to another replica),
+        agents waiting for a person get ``pending`` with the approval id, requests in flight
+        are answered, the audit log is flushed. True when everything in flight finished
+        within ``timeout_s``. The caller closes the sockets afterwards."""
+        if timeout_s is None:
+            timeout_s = self.options.drain_timeout_s
+        if self._draining:
+            return await self._wait_idle(timeout_s)
+        self._draining = True
+        # Said first: how long the rest takes depends on the requests still in flight.
+        log_event("hookgate.gateway.draining", level=logging.INFO, inflight=self._inflight)
+        if self.approvals is not None:
+            # Agents waiting for a person get "pending" with the approval id now, instead of
+            # holding the shutdown; the approval stays in the store for any replica.
+            await self.approvals.close()
+        drained = await self._wait_idle(timeout_s)
+        try:
+            await asyncio.wait_for(self.audit.flush(), timeout=max(1.0, timeout_s))
+        except Exception as exc:  # the store is down: close() reports what is left
+            log_event("hookgate.gateway.audit_not_flushed", error=repr(exc))
+        log_event(
+            "hookgate.gateway.drained", level=logging.INFO, complete=drained,
+            inflight=self._inflight,
+        )
+        return drained
+
+    async def _wait_idle(self, timeout_s: float) -> bool:
+        try:
+            await asyncio.wait_for(self._idle.wait(), timeout=timeout_s)
+        except TimeoutError:
+            log_event("hookgate.gateway.drain_timeout", inflight=self._inflight)
+            return False
+        return True
+
+    async def close(self, *, drain_timeout_s: float | None = None) -> None:
+        """Graceful shutdown: drain (see :meth:`drain`), run queued hooks, flush the audit
+        log, close the store."""
         if self._closing:
             return
         self._closing = True
-        # Said first: how long the rest takes depends on the hooks still queued.
         log_event("hookgate.gateway.stopping", level=logging.INFO, inflight=self._inflight)
-        if self.approvals is not None:
-            # Agents waiting for a person get "pending" with the approval id now, instead of
-            # holding the shutdown; the approval stays in the store for the next gateway.
-            await self.approvals.close()
-        try:
-            await asyncio.wait_for(self._idle.wait(), timeout=drain_timeout_s)
-        except TimeoutError:
-            log_event("hookgate.gateway.drain_timeout", inflight=self._inflight)
+        await self.drain(drain_timeout_s)
         await self.source.close()
         await self.engine.aclose()  # runs every queued non-blocking event
         await self._breaker_recorder.drain()
@@ -244,10 +279,19 @@ class Gateway:
     def closing(self) -> bool:
         return self._closing
 
+    @property
+    def draining(self) -> bool:
+        """True from the start of a drain (SIGTERM) on: no new work is accepted."""
+        return self._draining or self._closing
+
     def enter(self) -> None:
-        """Count a request in; refused once shutdown began."""
-        if self._closing:
-            raise ApiError("UNAVAILABLE", "the gateway is shutting down", retryable=True)
+        """Count a request in; refused once a drain or shutdown began."""
+        if self.draining:
+            raise ApiError(
+                "UNAVAILABLE",
+                "this gateway replica is shutting down: retry on another one",
+                retryable=True,
+            )
         self._inflight += 1
         self._idle.clear()
 

@@ -254,9 +254,15 @@ class _Connection:
 
 async def websocket_endpoint(ws: WebSocket) -> None:
     gateway: Gateway = ws.app.state.gateway
-    if gateway.closing:
+    if gateway.draining:
         await ws.send_denial_response(
-            denial(ApiError("UNAVAILABLE", "the gateway is shutting down", retryable=True))
+            denial(
+                ApiError(
+                    "UNAVAILABLE",
+                    "this gateway replica is shutting down: retry on another one",
+                    retryable=True,
+                )
+            )
         )
         return
     principal = None

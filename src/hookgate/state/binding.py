@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from hookgate.definition import HookDefinition
 from hookgate.log import log_event
-from hookgate.outcome import HookResult
+from hookgate.outcome import HookResult, InfrastructureError
 from hookgate.state.model import (
     MAX_KEYS_PER_SCOPE,
     HookStateView,
@@ -69,7 +69,10 @@ async def prepare_state(
         # tenant cannot read or rewrite what a global guard keeps about its sessions.
         spec = StateSpec(f"tenant:{spec.namespace}", spec.ttl_s)
     keys = scope_keys(spec, payload)
-    loaded = await store.load(list(keys.values())) if keys else {}
+    try:
+        loaded = await store.load(list(keys.values())) if keys else {}
+    except Exception as exc:  # Redis or the database: the gateway's failure, not the hook's
+        raise InfrastructureError(f"hook state unavailable: {exc}") from None
     view = None
     if hook.handler_type == "callable":
         views = {scope: ScopeView(key, loaded.get(key, {}), spec.ttl_s)
@@ -109,7 +112,10 @@ async def commit_state(store: StateStore, pending: PendingState, answer: Any) ->
                 (names.discard if change.value is None else names.add)(change.name)
         if len(names) > MAX_KEYS_PER_SCOPE:
             raise StateError(f"a state scope holds at most {MAX_KEYS_PER_SCOPE} keys")
-    await store.apply(changes)
+    try:
+        await store.apply(changes)
+    except Exception as exc:
+        raise InfrastructureError(f"hook state not saved: {exc}") from None
     log_event("hookgate.state.changed", level=logging.DEBUG, namespace=pending.spec.namespace,
               changes=len(changes))
     return answer

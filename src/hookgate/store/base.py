@@ -514,14 +514,17 @@ class Store(Protocol):
     async def budget_apply(
         self,
         tenant_id: str,
-        op: Literal["check", "deduct", "set_total"],
+        op: Literal["check", "deduct", "set_total", "reserve", "settle"],
         amount: int = 0,
         *,
         today: date | None = None,
         default_total: int = DEFAULT_BUDGET_TOKENS,
+        reserved: int = 0,
+        reserved_month: date | None = None,
     ) -> BudgetStatus:
         """The atomic primitive behind :class:`hookgate.handlers.prompt.budget.BudgetStore`
-        (no caller: the engine's own accounting). Rolls over first; deductions stop at zero."""
+        (no caller: the engine's own accounting). Rolls over first; deductions and
+        reservations stop at zero; ``settle`` replaces ``reserved`` tokens by ``amount``."""
         ...
 
     # API keys

@@ -2,7 +2,8 @@
 over SQL.
 
 Each call is one transaction in the store (a row lock on PostgreSQL, the write lock on
-SQLite), so checks, deductions and rollovers from many processes never lose an update. The
+SQLite), so checks, reservations, settlements, deductions and rollovers from many processes
+(gateway replicas) never lose an update. The
 prompt and agent handlers use this class through the ``BudgetStore`` protocol.
 """
 
@@ -13,6 +14,7 @@ from datetime import datetime
 
 from hookgate.handlers.prompt.budget import (
     DEFAULT_MONTHLY_TOKENS,
+    BudgetReservation,
     BudgetStatus,
     month_start,
     utc_now,
@@ -57,4 +59,25 @@ class SqlBudgetStore:
             total,
             today=month_start(self.clock()),
             default_total=self.default_total,
+        )
+
+    async def reserve(self, tenant_id: str, tokens: int) -> BudgetReservation:
+        status = await self.store.budget_apply(
+            tenant_id,
+            "reserve",
+            tokens,
+            today=month_start(self.clock()),
+            default_total=self.default_total,
+        )
+        return BudgetReservation(tenant_id, status.month_start, status.deducted, status)
+
+    async def settle(self, reservation: BudgetReservation, used: int) -> BudgetStatus:
+        return await self.store.budget_apply(
+            reservation.tenant_id,
+            "settle",
+            used,
+            today=month_start(self.clock()),
+            default_total=self.default_total,
+            reserved=reservation.tokens,
+            reserved_month=reservation.month_start,
         )

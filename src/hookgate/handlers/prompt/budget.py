@@ -8,9 +8,17 @@ PostgreSQL ones in ``hookgate.store``):
   row is created on first use.
 * :meth:`BudgetStore.check` is the pre-call check: it applies a pending rollover and reports
   what is left. Callers refuse the call when ``status.exhausted``.
-* :meth:`BudgetStore.deduct` subtracts the *real* usage in one atomic step. The tokens were
-  already spent, so an overrun is not refused: ``remaining`` stops at zero and
-  ``deducted`` says how much was actually taken.
+* :meth:`BudgetStore.reserve` takes a call's cap (its most tokens) from what is left in one
+  atomic step *before* the call, or what is left when that is less; nothing when the budget
+  is spent. Concurrent calls therefore share what is left instead of each seeing all of it:
+  together they overrun the budget by at most one call's cap.
+* :meth:`BudgetStore.settle` replaces a reservation by the *real* usage after the call: the
+  unused part goes back (never above the total), usage beyond the reservation is taken down
+  to zero. A failed call settles with 0 (the reservation is released). A reservation made in
+  a month that has since rolled over is dropped.
+* :meth:`BudgetStore.deduct` subtracts real usage in one atomic step without a reservation.
+  The tokens were already spent, so an overrun is not refused: ``remaining`` stops at zero
+  and ``deducted`` says how much was actually taken.
 * Rollover: the first use in a new month resets ``remaining`` to ``budget_total``, and keeps a
   custom total (GoClaw resets it to the default, losing an operator's setting).
 * :meth:`BudgetStore.set_total` changes a tenant's total; the difference is added to (or taken
@@ -36,10 +44,12 @@ __all__ = [
     "DEFAULT_MONTHLY_TOKENS",
     "WARN_FRACTION",
     "BudgetExhausted",
+    "BudgetReservation",
     "BudgetStatus",
     "BudgetStore",
     "MemoryBudgetStore",
     "month_start",
+    "settled_remaining",
     "utc_now",
 ]
 
@@ -96,6 +106,27 @@ class BudgetStatus:
         return self.low and self.deducted > 0 and before >= self.budget_total * WARN_FRACTION
 
 
+@dataclass(frozen=True, slots=True)
+class BudgetReservation:
+    """Tokens taken from a tenant's budget before a call, until :meth:`BudgetStore.settle`."""
+
+    tenant_id: str
+    month_start: date
+    #: Tokens taken (0: the budget was spent and the call must not be made).
+    tokens: int
+    #: The budget right after the reservation.
+    status: BudgetStatus
+
+
+def settled_remaining(remaining: int, total: int, reserved: int, used: int) -> tuple[int, int]:
+    """``(remaining, charged)`` once a reservation of ``reserved`` tokens is replaced by
+    ``used``: the unused part goes back (capped at the total), more is taken down to zero."""
+    if used <= reserved:
+        return min(total, remaining + reserved - used), used
+    extra = min(used - reserved, max(remaining, 0))
+    return remaining - extra, reserved + extra
+
+
 @runtime_checkable
 class BudgetStore(Protocol):
     """Per-tenant monthly token budgets. Every method is atomic per tenant."""
@@ -110,6 +141,15 @@ class BudgetStore(Protocol):
 
     async def set_total(self, tenant_id: str, total: int) -> BudgetStatus:
         """Give a tenant a custom monthly total (kept across rollovers)."""
+        ...
+
+    async def reserve(self, tenant_id: str, tokens: int) -> BudgetReservation:
+        """Take up to ``tokens`` (a call's cap) before the call; none when the budget is spent."""
+        ...
+
+    async def settle(self, reservation: BudgetReservation, used: int) -> BudgetStatus:
+        """Replace a reservation by the real usage (0 releases it); ``deducted`` is the
+        call's whole charge."""
         ...
 
 
@@ -152,6 +192,32 @@ class MemoryBudgetStore:
             updated = replace(row, remaining=row.remaining - taken, deducted=0)
             self._rows[tenant_id] = updated
             return replace(updated, deducted=taken)
+
+    async def reserve(self, tenant_id: str, tokens: int) -> BudgetReservation:
+        if tokens < 0:
+            raise ValueError(f"cannot reserve a negative number of tokens ({tokens})")
+        with self._lock:
+            row = self._current(tenant_id)
+            taken = min(tokens, max(row.remaining, 0))
+            updated = replace(row, remaining=row.remaining - taken, deducted=0)
+            self._rows[tenant_id] = updated
+            return BudgetReservation(
+                tenant_id, row.month_start, taken, replace(updated, deducted=taken)
+            )
+
+    async def settle(self, reservation: BudgetReservation, used: int) -> BudgetStatus:
+        if used < 0:
+            raise ValueError(f"cannot settle a negative number of tokens ({used})")
+        with self._lock:
+            row = self._current(reservation.tenant_id)
+            if row.month_start != reservation.month_start:
+                return row  # the month the tokens were reserved in is over
+            remaining, charged = settled_remaining(
+                row.remaining, row.budget_total, reservation.tokens, used
+            )
+            updated = replace(row, remaining=remaining, deducted=0)
+            self._rows[reservation.tenant_id] = updated
+            return replace(updated, deducted=charged)
 
     async def set_total(self, tenant_id: str, total: int) -> BudgetStatus:
         if total < 0:

@@ -25,9 +25,10 @@ blocks whatever the decision said.
 Safeguards, in the order they apply: the decision cache (60 s, keyed by hook id, hook
 version, tenant and the canonical input, so editing the hook busts it); the per-turn cap
 (model calls per hook per tenant, ``session_id`` and ``turn_id``, cache hits not counted);
-the tenant's monthly token budget (checked before, real usage deducted after, see
-:mod:`hookgate.llm.metered`). Dry runs (``hooks.test``) skip the cache and the cap but
-spend real tokens.
+the tenant's monthly token budget (the call's cap reserved before, settled to real usage
+after, see :mod:`hookgate.llm.metered`). Redis or the database failing is an
+:class:`~hookgate.outcome.InfrastructureError`: it fails closed and never trips the breaker.
+Dry runs (``hooks.test``) skip the cache and the cap but spend real tokens.
 
 :class:`~hookgate.handlers.base.Services` used: ``decision_cache``, ``turn_counter``,
 ``budget_store``, ``http_client``.
@@ -59,7 +60,7 @@ from hookgate.llm.metered import metered_completion
 from hookgate.log import log_event
 from hookgate.net.outbound import close_shared_client
 from hookgate.net.ssrf import SsrfGuard, SsrfRefused
-from hookgate.outcome import HookError, HookResult, MalformedAnswer
+from hookgate.outcome import HookError, HookResult, InfrastructureError, MalformedAnswer
 
 __all__ = ["DECIDE_TOOL", "PREAMBLE", "PromptHandler", "evaluated_data", "parse_decide"]
 
@@ -248,7 +249,10 @@ class PromptHandler(Handler):
         tenant = str(payload.get("tenant_id") or hook.tenant_id or "")
         key = cache_key(hook.id, hook.version, tenant, call.event.name, canonical)
         if not call.dry_run:
-            cached = await self._cache().get(key)
+            try:
+                cached = await self._cache().get(key)
+            except Exception as exc:  # Redis down: the gateway's fault, not the hook's
+                raise InfrastructureError(f"decision cache unavailable: {exc}") from None
             if cached is not None:
                 details = {
                     "prompt_cache": "hit",
@@ -283,7 +287,12 @@ class PromptHandler(Handler):
             exc.details.update(details)
             raise
         if not call.dry_run:
-            await self._cache().put(key, {**decided, "model": metered.reply.model}, DECISION_TTL_S)
+            try:
+                await self._cache().put(
+                    key, {**decided, "model": metered.reply.model}, DECISION_TTL_S
+                )
+            except Exception as exc:  # the decision stands; only its reuse is lost
+                log_event("hookgate.prompt.cache_write_failed", hook_id=hook.id, error=str(exc))
         return _result(decided, details)
 
     async def aclose(self) -> None:
@@ -294,9 +303,12 @@ class PromptHandler(Handler):
         session = call.payload.get("session_id") or ""
         turn = call.payload.get("turn_id") or ""
         tenant = call.payload.get("tenant_id") or call.hook.tenant_id or ""
-        count = await self._counter().increment(
-            f"prompt-turn:{call.hook.id}:{tenant}:{session}:{turn}", TURN_TTL_S
-        )
+        try:
+            count = await self._counter().increment(
+                f"prompt-turn:{call.hook.id}:{tenant}:{session}:{turn}", TURN_TTL_S
+            )
+        except Exception as exc:  # the cap cannot be checked: fail closed, not a hook fault
+            raise InfrastructureError(f"per-turn counter unavailable: {exc}") from None
         if count > cap:
             where = (
                 f"turn {turn!r} of session {session!r}"

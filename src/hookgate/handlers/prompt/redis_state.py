@@ -8,6 +8,11 @@ should serve the others. ``hookgate serve --redis-url`` puts both here.
 Keys: ``<prefix>decision:<key>`` (a JSON value with the cache TTL) and ``<prefix>turn:<key>``
 (an integer whose expiry slides with each use). Increments are atomic (``INCR`` and
 ``EXPIRE`` in one MULTI/EXEC transaction).
+
+The client fails fast (1 s to connect, 2 s per reply) and retries a command once on a fresh
+connection, so the first command after a Redis restart succeeds instead of failing on a
+pooled connection the server closed. A failure still raised is the gateway's, not the
+hook's: callers turn it into :class:`~hookgate.outcome.InfrastructureError`.
 """
 
 from __future__ import annotations
@@ -17,13 +22,20 @@ from typing import Any
 
 import orjson
 from redis.asyncio import Redis
+from redis.asyncio.retry import Retry
+from redis.backoff import ExponentialBackoff
 
 __all__ = ["RedisDecisionCache", "RedisTurnCounter", "connect"]
 
 
 def connect(url: str) -> Redis:
     """A client for ``redis://host:port/db`` (it connects on first use)."""
-    return Redis.from_url(url)
+    return Redis.from_url(
+        url,
+        socket_connect_timeout=1.0,
+        socket_timeout=2.0,
+        retry=Retry(ExponentialBackoff(cap=0.2, base=0.02), 1),
+    )
 
 
 class RedisDecisionCache:

@@ -7,7 +7,12 @@ import time
 from datetime import date
 from typing import Any, Literal, cast
 
-from hookgate.handlers.prompt.budget import BudgetStatus, month_start, utc_now
+from hookgate.handlers.prompt.budget import (
+    BudgetStatus,
+    month_start,
+    settled_remaining,
+    utc_now,
+)
 from hookgate.store.base import (
     DEFAULT_BUDGET_TOKENS,
     BudgetExceeded,
@@ -20,7 +25,7 @@ from hookgate.store.sql.base import SqlBackend
 
 __all__ = ["BudgetOp", "BudgetTable"]
 
-BudgetOp = Literal["check", "deduct", "set_total"]
+BudgetOp = Literal["check", "deduct", "set_total", "reserve", "settle"]
 
 
 class BudgetTable(SqlBackend):
@@ -34,14 +39,19 @@ class BudgetTable(SqlBackend):
         *,
         today: date | None = None,
         default_total: int = DEFAULT_BUDGET_TOKENS,
+        reserved: int = 0,
+        reserved_month: date | None = None,
     ) -> BudgetStatus:
-        """Check, deduct or set a tenant's budget in one transaction, rolling over first.
+        """Check, deduct, reserve, settle or set a tenant's budget in one transaction, rolling
+        over first.
 
         ``today`` is any day of the current month (UTC); the SQL budget store passes its
-        clock's. Deductions stop at zero and report what was actually taken.
+        clock's. Deductions and reservations stop at zero and report what was actually taken.
+        ``settle`` replaces ``reserved`` tokens taken in ``reserved_month`` by ``amount`` of
+        real usage (see :func:`~hookgate.handlers.prompt.budget.settled_remaining`).
         """
         if amount < 0:
-            what = "deduct" if op == "deduct" else "set a budget total of"
+            what = "set a budget total of" if op == "set_total" else op
             raise ValueError(f"cannot {what} a negative number of tokens ({amount})")
         month = month_start(utc_now()) if today is None else date(today.year, today.month, 1)
         now = time.time()
@@ -68,9 +78,12 @@ class BudgetTable(SqlBackend):
             if stored_month < month:  # rollover keeps a custom total
                 stored_month, remaining = month, total
             taken = 0
-            if op == "deduct":
+            if op in ("deduct", "reserve"):
                 taken = min(amount, max(remaining, 0))
                 remaining -= taken
+            elif op == "settle":
+                if stored_month == reserved_month:  # else that month is over: nothing to do
+                    remaining, taken = settled_remaining(remaining, total, reserved, amount)
             elif op == "set_total":
                 remaining = max(0, remaining + amount - total)
                 total = amount

@@ -1,0 +1,164 @@
+"""Probes and the SIGTERM drain of one real ``hookgate serve`` process.
+
+``/healthz`` is liveness (the process answers, draining included); ``/readyz`` is readiness
+(database, migrations, Redis, not draining). SIGTERM drains before any socket closes: readiness
+503, new work refused with a retryable error, every request in flight answered (WebSocket and
+REST), agents waiting for a person answered ``pending`` with the approval id.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import threading
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from tests.server.conftest import start_gateway
+from tests.server.gateway_process import GatewayProcess
+from tests.server.wsutil import ok, open_ws
+from tests.support.redis_server import RedisServer
+from tests.support.waiting import wait_until
+from websockets.exceptions import InvalidStatus
+
+HELD = {
+    "event": "pre_tool_use", "handler_type": "callable", "scope": "tenant", "name": "held",
+    "matcher": "^held$", "config": {"callable": "tests.server.hookfns:held"},
+    "timeout_ms": 10_000,
+}
+ASK = {
+    "event": "pre_tool_use", "handler_type": "callable", "scope": "tenant", "name": "asks",
+    "matcher": "^deploy$", "config": {"callable": "tests.server.hookfns:ask"},
+}
+
+
+def test_probes_on_a_healthy_gateway(tmp_path: Path) -> None:
+    served = start_gateway(tmp_path)
+    try:
+        live = httpx.get(served.url + "/healthz")
+        assert live.status_code == 200 and live.json()["status"] == "ok"
+        ready = httpx.get(served.url + "/readyz")
+        assert ready.status_code == 200, ready.text
+        assert ready.json() == {"status": "ready", "checks": {
+            "draining": "ok", "database": "ok", "migrations": "ok", "redis": "not configured",
+        }}
+    finally:
+        served.stop()
+
+
+@pytest.mark.redis
+def test_readiness_follows_redis(tmp_path: Path) -> None:
+    redis = RedisServer(tmp_path / "redis").start()
+    served = GatewayProcess(tmp_path / "data", args=("--redis-url", redis.url)).start()
+    try:
+        assert httpx.get(served.url + "/readyz").status_code == 200
+        redis.stop()
+        down = httpx.get(served.url + "/readyz")
+        assert down.status_code == 503
+        body = down.json()
+        assert body["status"] == "not ready" and body["checks"]["database"] == "ok"
+        assert body["checks"]["redis"].startswith("unreachable (")
+        assert str(redis.port) not in down.text  # names the failure, not the address
+        assert httpx.get(served.url + "/healthz").status_code == 200  # alive all the same
+        redis.start()
+        wait_until(lambda: httpx.get(served.url + "/readyz").status_code == 200,
+                   "ready again once Redis is back")
+    finally:
+        served.stop()
+        redis.stop()
+
+
+def _dispatch_ws(served: GatewayProcess, key: str, tool_input: dict[str, Any],
+                 answers: list[Any]) -> None:
+    with open_ws(served.ws_url, key) as ws:
+        answers.append(ok(ws, "hooks.dispatch", {
+            "event": "pre_tool_use", "input": {"tool_name": "held", "tool_input": tool_input},
+        }))
+
+
+def _dispatch_rest(served: GatewayProcess, key: str, payload: dict[str, Any],
+                   answers: list[Any]) -> None:
+    answers.append(served.rest("POST", "/api/v1/dispatch", key, json=payload))
+
+
+def test_sigterm_drains_before_closing_any_socket(tmp_path: Path) -> None:
+    served = start_gateway(tmp_path, "--drain-timeout", "60")
+    gate = tmp_path / "gate"
+    threads: list[threading.Thread] = []
+    try:
+        key = served.master_key  # callable hooks run host code: master scope
+        assert key is not None
+        for hook in (HELD, ASK):
+            created = served.rest("POST", "/api/v1/hooks", key, json=hook)
+            assert created.status_code == 201, created.text
+        ws_answers: list[Any] = []
+        rest_answers: list[httpx.Response] = []
+        waiting: list[httpx.Response] = []
+        started = []
+        for n in range(3):
+            mark = tmp_path / f"ws-{n}"
+            started.append(mark)
+            tool_input = {"gate": str(gate), "started": str(mark)}
+            threads.append(threading.Thread(
+                target=_dispatch_ws, args=(served, key, tool_input, ws_answers)))
+        for n in range(2):
+            mark = tmp_path / f"rest-{n}"
+            started.append(mark)
+            payload = {"event": "pre_tool_use", "input": {
+                "tool_name": "held", "tool_input": {"gate": str(gate), "started": str(mark)}}}
+            threads.append(threading.Thread(
+                target=_dispatch_rest, args=(served, key, payload, rest_answers)))
+        ask = {"event": "pre_tool_use", "input": {"tool_name": "deploy"}, "approvalWaitS": 60}
+        threads.append(threading.Thread(target=_dispatch_rest, args=(served, key, ask, waiting)))
+        for thread in threads:
+            thread.start()
+        wait_until(lambda: all(mark.exists() for mark in started), "every dispatch in flight")
+        wait_until(lambda: _pending_approvals(served, key) == 1, "the agent waits for a person")
+
+        assert served.proc is not None
+        served.proc.send_signal(signal.SIGTERM)
+        wait_until(lambda: '"key":"hookgate.gateway.draining"' in served.log(), "the drain")
+        # Sockets are still open: the probes and the refusals answer.
+        ready = httpx.get(served.url + "/readyz")
+        assert ready.status_code == 503 and ready.json()["checks"]["draining"] != "ok"
+        live = httpx.get(served.url + "/healthz")
+        assert live.status_code == 200 and live.json()["status"] == "draining"
+        refused = served.rest("POST", "/api/v1/dispatch", key, json={
+            "event": "pre_tool_use", "input": {"tool_name": "ls"}})
+        assert refused.status_code == 503, refused.text
+        error = refused.json()["error"]
+        assert error["code"] == "UNAVAILABLE" and error["retryable"] is True
+        with pytest.raises(InvalidStatus) as denied:
+            open_ws(served.ws_url, key).close()
+        assert denied.value.response.status_code == 503
+        # The agent waiting for a person gets "pending" with the approval id at once.
+        wait_until(lambda: waiting, "the approval wait answered")
+        approval = waiting[0].json()["approval"]
+        assert approval["status"] == "pending" and approval["id"].startswith("apr_")
+        # Requests in flight are still running, and are answered once their hooks finish.
+        assert served.proc.poll() is None and not ws_answers and not rest_answers
+        gate.touch()
+        for thread in threads:
+            thread.join(timeout=60)
+        assert [a["decision"] for a in ws_answers] == ["allow"] * 3
+        assert [(a.status_code, a.json()["decision"]) for a in rest_answers] == [
+            (200, "allow")] * 2
+        served.proc.wait(timeout=60)
+        assert served.stopped_gracefully()
+    finally:
+        gate.touch()
+        for thread in threads:
+            thread.join(timeout=60)
+        served.stop()
+    log = served.log()
+    key_drained = '"hookgate.gateway.drained"'
+    drained = [json.loads(line) for line in log.splitlines() if key_drained in line]
+    assert drained and drained[0]["complete"] is True
+
+
+def _pending_approvals(served: GatewayProcess, key: str) -> int:
+    listed = served.rest("GET", "/api/v1/approvals", key, params={"status": "pending"})
+    return len(listed.json()["approvals"]) if listed.status_code == 200 else 0
+
