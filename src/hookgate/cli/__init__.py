@@ -18,6 +18,8 @@ COMMAND_MODULES: tuple[str, ...] = (
     "hookgate.cli.events",
     "hookgate.cli.migrate",
     "hookgate.integrations.claude_code.cli",
+    "hookgate.integrations.codex.cli",
+    "hookgate.integrations.gemini.cli",
     "hookgate.cli.serve",
     "hookgate.cli.keys",
     "hookgate.cli.db",

@@ -1,0 +1,238 @@
+"""The one run of a coding agent's command hook (Codex CLI, Gemini CLI): the agent's stdin
+JSON in, one hookgate decision (a local hooks file or a gateway), the agent's JSON out.
+
+What differs per agent is an :class:`AgentContract`: its event names, how an outcome is
+written in its JSON, and the explicit deny it honours when hookgate itself fails. What is
+the same lives here: reading stdin, mapping tool names (:mod:`.agent_tools`), deciding,
+the loop guard of the "stop" events, and turning **every** failure into that explicit deny,
+because both agents let the action run when a hook crashes, times out or prints garbage.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import sys
+import tempfile
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import IO, Any, Protocol
+
+from hookgate.integrations.agent_tools import canonical_tool
+from hookgate.outcome import Outcome
+
+__all__ = ["AgentContract", "BridgeReply", "StopCounter", "answer", "block_reason",
+           "contract_for", "main"]
+
+
+@dataclass(slots=True)
+class BridgeReply:
+    """What the hook prints: a JSON object on stdout (or nothing), a note on stderr."""
+
+    stdout: dict[str, Any] | None = None
+    stderr: str = ""
+
+
+class AgentContract(Protocol):
+    #: The agent's name, for messages and the stop counter (``codex``, ``gemini``).
+    name: str
+    #: The agent's event name → hookgate's canonical event.
+    events: Mapping[str, str]
+    #: The agent's events that end a turn and can be blocked into another one.
+    stop_events: frozenset[str]
+    #: The agent's field names where hookgate's differ, per agent event.
+    renames: Mapping[str, Mapping[str, str]]
+
+    def reply(self, event: str, outcome: Outcome, stop_blocks_so_far: int) -> BridgeReply: ...
+
+    def failure(self, event: str | None, message: str) -> BridgeReply: ...
+
+
+def contract_for(agent: str) -> AgentContract:
+    """The contract of ``hookgate <agent>`` (``codex`` or ``gemini``)."""
+    if agent == "codex":
+        from hookgate.integrations.codex.contract import CodexContract
+
+        return CodexContract()
+    from hookgate.integrations.gemini.contract import GeminiContract
+
+    return GeminiContract()
+
+
+def block_reason(outcome: Outcome) -> str | None:
+    """Why the outcome blocks, or why a hook asked to block a non-blocking event (a
+    ``post_tool_use`` hook withholding an output: the chain records it without deciding)."""
+    if outcome.blocked:
+        return outcome.reason or "blocked by hookgate"
+    for entry in outcome.trace:
+        if entry.decision == "block":
+            return str(entry.details.get("reason") or f"blocked by hook {entry.name!r}")
+    return None
+
+
+#: Decide one event: (canonical event, payload) → Outcome.
+Decide = Callable[[str, dict[str, Any]], Outcome]
+
+
+class StopCounter:
+    """How many times in a row a session's "stop" was blocked, in a private folder of the
+    user's (one small file per session), so a hook that always blocks cannot loop forever."""
+
+    def __init__(self, agent: str, environ: Mapping[str, str]) -> None:
+        base = environ.get("XDG_RUNTIME_DIR") or tempfile.gettempdir()
+        self.folder = os.path.join(base, f"hookgate-{os.getuid()}", f"{agent}-stops")
+        self.agent = agent
+
+    def _path(self, session: str) -> str:
+        digest = hashlib.sha256(session.encode("utf-8", "replace")).hexdigest()[:32]
+        return os.path.join(self.folder, digest)
+
+    def get(self, session: str) -> int:
+        try:
+            fd = os.open(self._path(session), os.O_RDONLY | os.O_NOFOLLOW)
+        except OSError:
+            return 0
+        with os.fdopen(fd) as file:
+            text = file.read(16).strip()
+        return int(text) if text.isdigit() else 0
+
+    def set(self, session: str, count: int) -> None:
+        path = self._path(session)
+        if count == 0:
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+            return
+        os.makedirs(self.folder, mode=0o700, exist_ok=True)
+        if os.lstat(self.folder).st_uid != os.getuid():
+            raise PermissionError(f"{self.folder} is not the user's own folder")
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "w") as file:
+            file.write(str(count))
+
+
+def answer(contract: AgentContract, raw: bytes, decide: Decide,
+           counter: StopCounter | None = None) -> BridgeReply:
+    """One hook event: never raises; every failure is ``contract.failure``."""
+    event: str | None = None
+    try:
+        data = json.loads(raw.decode("utf-8"))
+        if not isinstance(data, dict):
+            return contract.failure(None, f"stdin is not a {contract.name} hook input object")
+        named = data.get("hook_event_name")
+        event = named if isinstance(named, str) else None
+        canonical = contract.events.get(event or "")
+        if canonical is None:
+            # An event hookgate has no name for (agents add events often): nothing to run,
+            # but never a silent pass on something that looks like a tool call.
+            if event is None or "tool_name" in data:
+                return contract.failure(event, f"unknown {contract.name} event {event!r}")
+            return BridgeReply()
+        renames = contract.renames.get(event or "", {})
+        payload = {renames.get(key, key): value for key, value in data.items()}
+        canonical_tool(payload)
+        outcome = decide(canonical, payload)
+        blocks = 0
+        session = str(data.get("session_id") or "")
+        if event in contract.stop_events and counter is not None:
+            blocks = counter.get(session) if data.get("stop_hook_active") else 0
+            reply = contract.reply(event, outcome, blocks)
+            counter.set(session, blocks + 1 if reply.stdout else 0)
+            return reply
+        return contract.reply(event or "", outcome, blocks)
+    except BaseException as exc:  # fail closed on anything, even an interrupt
+        reason = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+        return contract.failure(event, f"internal error: {reason}")
+
+
+def local_decider(config: str, environ: Mapping[str, str]) -> Decide:
+    """Decide with the engine on a hooks file (every event waits for its whole chain: the
+    agent waits for this process anyway, and non-blocking hooks' context belongs in it)."""
+
+    def decide(event: str, payload: dict[str, Any]) -> Outcome:
+        import asyncio
+
+        from hookgate.config import ConfigError
+        from hookgate.engine import Engine
+        from hookgate.settings import Settings
+
+        async def run() -> Outcome:
+            engine = Engine(settings=Settings.from_env(environ))
+            try:
+                try:
+                    engine.load(config)
+                except ConfigError as exc:
+                    raise RuntimeError(f"hooks file {config} is invalid: "
+                                       f"{exc.problems[0]}") from None
+                return await engine.fire(event, payload, wait=True)
+            finally:
+                await engine.aclose()
+
+        return asyncio.run(run())
+
+    return decide
+
+
+def gateway_decider(url: str, api_key: str | None) -> Decide:
+    """Decide through a gateway's ``hooks.dispatch`` (a person may be asked, within the
+    agent's hook timeout)."""
+
+    def decide(event: str, payload: dict[str, Any]) -> Outcome:
+        import asyncio
+
+        from hookgate.client import AsyncGatewayClient, outcome_from_payload
+
+        if not api_key:
+            raise RuntimeError("--gateway needs an API key in HOOKGATE_API_KEY")
+
+        async def run() -> Outcome:
+            async with AsyncGatewayClient(url, api_key, timeout=25.0) as client:
+                reply = await client.dispatch(event, payload, wait=True, approval_wait_s=20.0)
+                return outcome_from_payload(reply)
+
+        return asyncio.run(run())
+
+    return decide
+
+
+def main(contract: AgentContract, config: str | None, gateway: str | None, *,
+         stdin: IO[bytes] | None = None, stdout: IO[str] | None = None,
+         stderr: IO[str] | None = None, environ: Mapping[str, str] | None = None) -> int:
+    """``hookgate <agent> [--config F | --gateway URL]``; always exit 0 with the answer."""
+    env = os.environ if environ is None else environ
+    out = stdout or sys.stdout
+    err = stderr or sys.stderr
+    try:
+        raw = (stdin or sys.stdin.buffer).read()
+    except BaseException as exc:
+        reply = contract.failure(None, f"cannot read stdin: {exc}")
+    else:
+        gateway = gateway or env.get("HOOKGATE_GATEWAY_URL")
+        config = config or env.get(f"HOOKGATE_{contract.name.upper()}_CONFIG")
+        decide: Decide
+        if gateway:
+            decide = gateway_decider(gateway, env.get("HOOKGATE_API_KEY"))
+        elif config:
+            decide = local_decider(config, env)
+        else:
+            decide = _no_policy(contract.name)
+        reply = answer(contract, raw, decide, StopCounter(contract.name, env))
+    return _print(reply, out, err)
+
+
+def _no_policy(agent: str) -> Decide:
+    def decide(event: str, payload: dict[str, Any]) -> Outcome:
+        raise RuntimeError(f"hookgate {agent} needs --config FILE or --gateway URL")
+
+    return decide
+
+
+def _print(reply: BridgeReply, out: IO[str], err: IO[str]) -> int:
+    if reply.stdout is not None:
+        out.write(json.dumps(reply.stdout, default=str) + "\n")
+        out.flush()
+    if reply.stderr:
+        err.write(" ".join(reply.stderr.split()) + "\n")
+        err.flush()
+    return 0

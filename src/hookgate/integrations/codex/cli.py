@@ -1,0 +1,88 @@
+"""``hookgate codex``: hookgate as Codex CLI's hook, and ``hookgate codex install|uninstall``.
+
+* ``hookgate codex [--config FILE | --gateway URL]``: what Codex runs for each hook event;
+  Codex's JSON on stdin, its JSON answer on stdout, always exit 0 (an explicit deny when
+  hookgate fails: Codex would let the action run on an error).
+* ``hookgate codex install --config FILE [--gateway URL] [--codex-home DIR]``: hooks.json
+  for every event ``codex exec`` fires, and the trust entries in config.toml.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from hookgate.integrations.codex import install as codex_install
+from hookgate.integrations.codex.contract import INSTALLED_EVENTS
+
+
+def register(main: click.Group) -> None:
+    main.add_command(codex)
+
+
+@click.group("codex", invoke_without_command=True)
+@click.option("-c", "--config", "config_path", type=click.Path(dir_okay=False), default=None,
+              help="Hooks file (default: $HOOKGATE_CODEX_CONFIG).")
+@click.option("--gateway", "gateway_url", default=None,
+              help="Ask this hookgate gateway (http://host:port) instead of a hooks file; "
+              "the API key comes from HOOKGATE_API_KEY.")
+@click.pass_context
+def codex(ctx: click.Context, config_path: str | None, gateway_url: str | None) -> None:
+    """Run as Codex CLI's hook: Codex's JSON on stdin, its JSON answer on stdout."""
+    if ctx.invoked_subcommand is not None:
+        return
+    from hookgate.integrations.agent_bridge import main
+    from hookgate.integrations.codex.contract import CodexContract
+
+    raise SystemExit(main(CodexContract(), config_path, gateway_url))
+
+
+@codex.command("install")
+@click.option("-c", "--config", "config_path", type=click.Path(dir_okay=False, exists=True),
+              default=None, help="Hooks file the installed command passes with --config.")
+@click.option("--gateway", "gateway_url", default=None,
+              help="Ask this gateway instead; the key is read from HOOKGATE_API_KEY when Codex "
+              "runs the hook.")
+@click.option("--codex-home", default=None,
+              help="Codex's folder (default: $CODEX_HOME, else ~/.codex).")
+@click.option("-e", "--event", "events", multiple=True, type=click.Choice(INSTALLED_EVENTS),
+              help="Codex event to hook (repeatable; default: all of "
+              f"{', '.join(INSTALLED_EVENTS)}).")
+@click.option("--timeout", type=click.IntRange(3, 600),
+              default=codex_install.DEFAULT_TIMEOUT_S, show_default=True,
+              help="Seconds Codex waits for hookgate.")
+def install(config_path: str | None, gateway_url: str | None, codex_home: str | None,
+            events: tuple[str, ...], timeout: int) -> None:
+    """Add hookgate to Codex's hooks.json and trust it in config.toml."""
+    if bool(config_path) == bool(gateway_url):
+        raise click.UsageError("give exactly one of --config FILE and --gateway URL")
+    if gateway_url and not gateway_url.startswith(("http://", "https://")):
+        raise click.UsageError("--gateway must be an http:// or https:// URL")
+    from hookgate.integrations.claude_code.settings_file import _hookgate_executable
+
+    command = codex_install.bridge_command(_hookgate_executable(), config=config_path,
+                                           gateway=gateway_url)
+    home = codex_install.codex_home(codex_home)
+    try:
+        report = codex_install.install(home, command, events or INSTALLED_EVENTS,
+                                       timeout_s=timeout)
+    except codex_install.InstallError as exc:
+        raise click.ClickException(str(exc)) from None
+    click.echo(f"hookgate installed in {report.hooks_json} for: {', '.join(report.events)}")
+    click.echo(f"trusted in {report.config_toml} (edit a hook and Codex skips it until "
+               "`hookgate codex install` runs again)")
+
+
+@codex.command("uninstall")
+@click.option("--codex-home", default=None,
+              help="Codex's folder (default: $CODEX_HOME, else ~/.codex).")
+def uninstall(codex_home: str | None) -> None:
+    """Take hookgate out of Codex's hooks.json and config.toml."""
+    home = codex_install.codex_home(codex_home)
+    try:
+        report = codex_install.uninstall(home)
+    except codex_install.InstallError as exc:
+        raise click.ClickException(str(exc)) from None
+    click.echo(f"removed {report.removed} hookgate hook group(s) from {report.hooks_json}",
+               file=sys.stdout)
