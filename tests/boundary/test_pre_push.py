@@ -50,8 +50,6 @@ def repo(tmp_path: Path) -> Path:
     commit(work, "README.md", "hello\n", "start")
     done = run(work, "hookgate", "pre-push", "install")
     assert "git push --no-verify" in done.stdout
-    run(work, "git", "add", "hooks/pre-push")
-    run(work, "git", "commit", "-q", "-m", "pre-push guard")
     run(work, "git", "push", "-q", "origin", "main")
     return work
 
@@ -61,12 +59,26 @@ def remote_head(repo: Path, branch: str = "main") -> str:
     return done.stdout.split()[0] if done.stdout else ""
 
 
-def test_install_writes_a_tracked_hook_and_sets_hooks_path(repo: Path) -> None:
-    hook = repo / "hooks" / "pre-push"
+def test_install_writes_the_hook_into_the_repositorys_own_hooks_directory(repo: Path) -> None:
+    # Issue 24: the hook no longer lives in a tracked folder with core.hooksPath on it.
+    hook = repo / ".git" / "hooks" / "pre-push"
     assert os.access(hook, os.X_OK)
-    assert run(repo, "git", "config", "--get", "core.hooksPath").stdout.strip() == "hooks"
-    assert "hooks/pre-push" in run(repo, "git", "ls-files").stdout
+    assert run(repo, "git", "config", "--get", "core.hooksPath", check=False).stdout == ""
+    assert "pre-push" not in run(repo, "git", "ls-files").stdout
     assert "git push --no-verify" in hook.read_text()
+
+
+def test_uninstall_removes_the_hook_and_restores_the_one_it_replaced(repo: Path) -> None:
+    hook = repo / ".git" / "hooks" / "pre-push"
+    run(repo, "hookgate", "pre-push", "uninstall")
+    assert not hook.exists()
+    hook.write_text("#!/bin/sh\nexit 0\n")
+    refused = run(repo, "hookgate", "pre-push", "install", check=False)
+    assert refused.returncode == 1 and "was not written by hookgate" in refused.stderr
+    run(repo, "hookgate", "pre-push", "install", "--force")
+    assert "hookgate pre-push guard" in hook.read_text()
+    run(repo, "hookgate", "pre-push", "uninstall")
+    assert hook.read_text() == "#!/bin/sh\nexit 0\n"
 
 
 def test_clean_push_goes_through(repo: Path) -> None:
@@ -146,7 +158,7 @@ def test_policy_and_threshold_from_install(repo: Path) -> None:
 
 
 def test_install_refuses_to_overwrite_a_foreign_hook(repo: Path) -> None:
-    (repo / "hooks" / "pre-push").write_text("#!/bin/sh\nexit 0\n")
+    (repo / ".git" / "hooks" / "pre-push").write_text("#!/bin/sh\nexit 0\n")
     done = run(repo, "hookgate", "pre-push", "install", check=False)
     assert done.returncode == 1 and "was not written by hookgate" in done.stderr
     run(repo, "hookgate", "pre-push", "install", "--force")
@@ -163,3 +175,46 @@ def test_scan_git_range(repo: Path) -> None:
     assert (finding["path"], finding["line"], finding["commit"]) == ("a.txt", 2, head)
     bad = run(repo, "hookgate", "scan", "--git-range", "nope..HEAD", check=False)
     assert bad.returncode == 2 and "nope" in bad.stderr
+
+
+def test_a_clone_with_the_old_hooks_path_is_warned_at_each_push(repo: Path) -> None:
+    # An old-layout clone: git runs hooks from the tracked folder; the guard says so.
+    (repo / "hooks").mkdir()
+    shutil.copy(repo / ".git" / "hooks" / "pre-push", repo / "hooks" / "pre-push")
+    run(repo, "git", "config", "core.hooksPath", "hooks")
+    commit(repo, "a.txt", "fine\n", "fine")
+    done = run(repo, "git", "push", "origin", "main")
+    assert "core.hooksPath is 'hooks', a folder of the work tree" in done.stderr
+    assert "hookgate pre-push install" in done.stderr
+
+
+def test_a_foreign_hooks_path_is_left_alone_without_force(repo: Path) -> None:
+    run(repo, "git", "config", "core.hooksPath", ".husky")
+    done = run(repo, "hookgate", "pre-push", "install", check=False)
+    assert done.returncode == 1 and "every branch you check out" in done.stderr
+    assert run(repo, "git", "config", "--get", "core.hooksPath").stdout.strip() == ".husky"
+    run(repo, "hookgate", "pre-push", "install", "--force")
+    assert run(repo, "git", "config", "--get", "core.hooksPath", check=False).stdout == ""
+
+
+def test_an_octopus_merge_is_scanned_against_each_parent(repo: Path) -> None:
+    base = run(repo, "git", "rev-parse", "HEAD").stdout.strip()
+    for name in ("one", "two"):
+        run(repo, "git", "checkout", "-q", "-b", name, base)
+        commit(repo, f"{name}.txt", f"{name}\n", name)
+    run(repo, "git", "checkout", "-q", "main")
+    run(repo, "git", "merge", "-q", "--no-commit", "one", "two")
+    (repo / "evil.txt").write_text(f"slack {SLACK}\n")
+    run(repo, "git", "add", "evil.txt")
+    run(repo, "git", "commit", "-q", "-m", "octopus")
+    done = run(repo, "git", "push", "origin", "main", check=False)
+    assert done.returncode != 0 and "evil.txt:1:7: critical [slack-token]" in done.stderr
+
+
+def test_inline_allow_counts_in_commits_when_the_policy_says_so(repo: Path) -> None:
+    (repo / "guard.yaml").write_text(
+        "inline_allow: true\nrules:\n  - {id: slack, detector: slack-token}\n")
+    commit(repo, "guard.yaml", (repo / "guard.yaml").read_text(), "policy")
+    run(repo, "hookgate", "pre-push", "install", "--policy", "guard.yaml")
+    commit(repo, "demo.txt", f"{SLACK}  # hookgate:allow\n", "documented demo token")
+    run(repo, "git", "push", "-q", "origin", "main")

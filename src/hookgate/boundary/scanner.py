@@ -8,13 +8,14 @@ a fingerprint.
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import os
 import subprocess
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Final
+from typing import Final, NamedTuple
 
 import re2
 
@@ -22,6 +23,7 @@ from hookgate.boundary.policy import Policy, Rule, severity_rank
 
 __all__ = [
     "Finding",
+    "RuleMatch",
     "ScanReport",
     "Scanner",
     "Skipped",
@@ -43,8 +45,7 @@ def fingerprint_of(rule_id: str, value: bytes) -> str:
 
 def mask_value(value: str) -> str:
     """Keep a short prefix (enough to recognise the kind), star the rest; newlines stay."""
-    keep = min(4, len(value) // 4)
-    return value[:keep] + "".join("\n" if char == "\n" else "*" for char in value[keep:])
+    return _starred(value, min(4, len(value) // 4))
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,26 +107,46 @@ def looks_binary(data: bytes) -> bool:
     return b"\0" in data[:BINARY_SNIFF_BYTES]
 
 
-class Scanner:
-    """Scans with one policy. Safe to share across threads (compiled RE2 is immutable)."""
+class RuleMatch(NamedTuple):
+    """One rule's match in the scanned bytes (before allow-lists)."""
 
-    def __init__(self, policy: Policy) -> None:
+    start: int
+    end: int
+    rule: Rule
+
+
+class Scanner:
+    """Scans with one policy. Safe to share across threads (compiled RE2 is immutable).
+
+    ``inline_allow`` says whether a ``hookgate:allow`` comment in the scanned text accepts the
+    findings on its line. Only text the repository's owner wrote and reviews (its files and
+    commits, scanned by ``hookgate scan`` and the pre-push guard) may carry one; text an agent
+    or a tool produced (content-guard, ``scan --stdin``, staged artifacts for ``scrub``) is
+    data, and a marker in it accepts nothing. Off unless the caller says so.
+    """
+
+    def __init__(self, policy: Policy, *, inline_allow: bool = False) -> None:
         self.policy = policy
+        self.inline_allow = inline_allow
 
     # -- raw matching -------------------------------------------------------------------
-    def matches(self, data: bytes) -> list[tuple[Rule, int, int]]:
-        """Every (rule, start, end) in ``data``, sorted; generic rules give way on overlap."""
-        specific: list[tuple[Rule, int, int]] = []
-        generic: list[tuple[Rule, int, int]] = []
+    def matches(self, data: bytes) -> list[RuleMatch]:
+        """Every rule match in ``data``, sorted; generic rules give way on overlap.
+
+        O(n log n) in the number of matches: overlap is a binary search in the merged
+        spans of the specific matches, never a walk over all of them.
+        """
+        specific: list[RuleMatch] = []
+        generic: list[RuleMatch] = []
         for rule in self.policy.rules:
             for candidate in rule.matcher.candidates(data):
                 (generic if rule.generic else specific).append(
-                    (rule, candidate.start, candidate.end))
+                    RuleMatch(candidate.start, candidate.end, rule))
         if generic:
-            spans = sorted((start, end) for _, start, end in specific)
-            kept_generic = [item for item in generic if not _overlaps(spans, item[1], item[2])]
+            taken = _MergedSpans(specific)
+            kept_generic = [item for item in generic if not taken.overlaps(item.start, item.end)]
             specific.extend(_dedupe_generic(kept_generic))
-        specific.sort(key=lambda item: (item[1], item[2], item[0].id))
+        specific.sort(key=lambda item: (item.start, item.end, item.rule.id))
         return specific
 
     # -- findings -----------------------------------------------------------------------
@@ -134,33 +155,33 @@ class Scanner:
         """Findings in ``data`` after inline and policy allow-lists.
 
         ``line_map`` maps 0-based line indexes of ``data`` to the line numbers to report
-        (used when ``data`` is the added lines of a diff).
+        (used when ``data`` is the added lines of a diff). Linear in ``len(data)`` plus the
+        matches: lines are found by one forward walk, each line is decoded and masked once,
+        and each finding's excerpt is a slice of its masked line.
         """
         hits = self.matches(data)
         if not hits:
             return []
+        masked = _MergedSpans(hits)
+        lines = _LineWalker(data, masked)
+        allow_list = bool(self.policy.allow)
         findings = []
-        line_index, counted_to = 0, 0
-        for rule, start, end in hits:
-            line_index += data.count(b"\n", counted_to, start)
-            counted_to = start
-            line_start = data.rfind(b"\n", 0, start) + 1
-            line_end = data.find(b"\n", start)
-            line_end = len(data) if line_end < 0 else line_end
-            line = data[line_start:line_end]
-            if _inline_allowed(line, rule.id):
+        for hit in hits:
+            rule, start, end = hit.rule, hit.start, hit.end
+            line = lines.at(start)
+            if self.inline_allow and line.allows(rule.id):
                 continue
             value = data[start:end]
             fingerprint = fingerprint_of(rule.id, value)
-            if self.policy.allowed(rule.id, path, fingerprint):
+            if allow_list and self.policy.allowed(rule.id, path, fingerprint):
                 continue
-            number = line_map[line_index] if line_map is not None else line_index + 1
+            column = lines.column(start)
+            number = line_map[line.index] if line_map is not None else line.index + 1
             findings.append(Finding(
                 rule_id=rule.id, severity=rule.severity, message=rule.message, path=path,
-                line=number, column=len(data[line_start:start].decode("utf-8", "replace")) + 1,
-                start=start, end=end,
-                excerpt=_excerpt(line, line_start, hits, start),
-                fingerprint=fingerprint, commit=commit, value=value,
+                line=number, column=column + 1, start=start, end=end,
+                excerpt=line.excerpt(column), fingerprint=fingerprint, commit=commit,
+                value=value,
             ))
         return findings
 
@@ -195,50 +216,136 @@ class Scanner:
         return report
 
 
-def _overlaps(spans: list[tuple[int, int]], start: int, end: int) -> bool:
-    return any(s < end and start < e for s, e in spans)
+class _MergedSpans:
+    """The union of match spans as sorted, disjoint [start, end) intervals."""
+
+    def __init__(self, matches: Iterable[RuleMatch]) -> None:
+        starts: list[int] = []
+        ends: list[int] = []
+        for start, end, _ in sorted(matches, key=lambda item: (item.start, item.end)):
+            if ends and start < ends[-1]:
+                ends[-1] = max(ends[-1], end)
+            else:
+                starts.append(start)
+                ends.append(end)
+        self.starts, self.ends = starts, ends
+
+    def overlaps(self, start: int, end: int) -> bool:
+        index = bisect.bisect_right(self.ends, start)  # the first span ending after ``start``
+        return index < len(self.starts) and self.starts[index] < end
+
+    def within(self, low: int, high: int) -> Iterator[tuple[int, int]]:
+        """The spans that overlap [low, high), in order."""
+        index = bisect.bisect_right(self.ends, low)
+        while index < len(self.starts) and self.starts[index] < high:
+            yield self.starts[index], self.ends[index]
+            index += 1
 
 
-def _dedupe_generic(items: list[tuple[Rule, int, int]]) -> list[tuple[Rule, int, int]]:
+def _dedupe_generic(items: list[RuleMatch]) -> list[RuleMatch]:
     """Two generic rules on one span (keyword and entropy) report it once: the first rule."""
-    kept: list[tuple[Rule, int, int]] = []
-    for item in sorted(items, key=lambda item: (item[1], item[2])):
-        if kept and kept[-1][1] < item[2] and item[1] < kept[-1][2]:
+    kept: list[RuleMatch] = []
+    for item in sorted(items, key=lambda item: (item.start, item.end)):
+        if kept and kept[-1].start < item.end and item.start < kept[-1].end:
             continue
         kept.append(item)
     return kept
 
 
-def _inline_allowed(line: bytes, rule_id: str) -> bool:
+_EVERY_RULE: Final = frozenset({"*"})
+
+
+class _Line:
+    """One line of the scanned bytes, decoded and masked once for every finding on it."""
+
+    __slots__ = ("_allowed", "_masked", "data", "end", "index", "masks", "start")
+
+    def __init__(self, data: bytes, index: int, start: int, end: int,
+                 masks: _MergedSpans) -> None:
+        self.data, self.index, self.start, self.end, self.masks = data, index, start, end, masks
+        self._allowed: frozenset[str] | None = None
+        self._masked: str | None = None
+
+    def allows(self, rule_id: str) -> bool:
+        """True when a ``hookgate:allow`` comment on this line accepts ``rule_id``."""
+        if self._allowed is None:
+            self._allowed = _inline_allowed_rules(self.data[self.start:self.end])
+        return self._allowed is _EVERY_RULE or rule_id in self._allowed
+
+    def excerpt(self, column: int) -> str:
+        """The line with every finding masked, cut to EXCERPT_WIDTH around ``column``."""
+        if self._masked is None:
+            self._masked = self._mask()
+        text = self._masked
+        if len(text) <= EXCERPT_WIDTH:
+            return text.strip()
+        begin = max(0, min(column - EXCERPT_WIDTH // 3, len(text) - EXCERPT_WIDTH))
+        cut = text[begin:begin + EXCERPT_WIDTH]
+        return ("…" if begin else "") + cut + ("…" if begin + EXCERPT_WIDTH < len(text) else "")
+
+    def _mask(self) -> str:
+        data, pieces, cursor = self.data, [], self.start
+        for span_start, span_end in self.masks.within(self.start, self.end):
+            start, end = max(span_start, cursor), min(span_end, self.end)
+            pieces.append(data[cursor:start].decode("utf-8", "replace"))
+            # The kept prefix belongs to the value's first line only: a value that began on
+            # an earlier line (a private key block) is starred from the line's start.
+            keep = _kept_prefix(data, span_start, span_end) if start == span_start else 0
+            pieces.append(_starred(data[start:end].decode("utf-8", "replace"), keep))
+            cursor = end
+        pieces.append(data[cursor:self.end].decode("utf-8", "replace"))
+        return "".join(pieces).replace("\t", " ").strip("\r")
+
+
+class _LineWalker:
+    """Finds the line of each match by walking forward once (matches come sorted by start)."""
+
+    def __init__(self, data: bytes, masks: _MergedSpans) -> None:
+        self.data, self.masks = data, masks
+        end = data.find(b"\n")
+        self.line = _Line(data, 0, 0, len(data) if end < 0 else end, masks)
+        self._column_at, self._column = 0, 0
+
+    def at(self, position: int) -> _Line:
+        line = self.line
+        if position <= line.end:
+            return line
+        data = self.data
+        index = line.index + data.count(b"\n", line.end, position)
+        start = data.rfind(b"\n", line.end, position) + 1
+        end = data.find(b"\n", position)
+        self.line = _Line(data, index, start, len(data) if end < 0 else end, self.masks)
+        self._column_at, self._column = start, 0
+        return self.line
+
+    def column(self, position: int) -> int:
+        """0-based column of ``position`` on the current line, in characters."""
+        self._column += len(self.data[self._column_at:position].decode("utf-8", "replace"))
+        self._column_at = position
+        return self._column
+
+
+def _kept_prefix(data: bytes, start: int, end: int) -> int:
+    """How many characters of a value :func:`mask_value` keeps (at most 4, a quarter)."""
+    if end - start >= 64:  # at least 16 characters whatever the encoding
+        return 4
+    return min(4, len(data[start:end].decode("utf-8", "replace")) // 4)
+
+
+def _starred(value: str, keep: int) -> str:
+    rest = value[keep:]
+    if "\n" not in rest:
+        return value[:keep] + "*" * len(rest)
+    return value[:keep] + "\n".join("*" * len(part) for part in rest.split("\n"))
+
+
+def _inline_allowed_rules(line: bytes) -> frozenset[str]:
     if _ALLOW_MARKER not in line:
-        return False
+        return frozenset()
     scoped = _ALLOW_RULES.search(line)
     if scoped is None:
-        return True
-    return rule_id in scoped.group(1).decode("ascii").split(",")
-
-
-def _excerpt(line: bytes, line_start: int, hits: list[tuple[Rule, int, int]], focus: int) -> str:
-    """The line with every finding on it masked, cut to EXCERPT_WIDTH around ``focus``."""
-    line_end = line_start + len(line)
-    pieces: list[str] = []
-    cursor = line_start
-    for _, start, end in hits:
-        if end <= cursor or start >= line_end:
-            continue
-        start = max(start, cursor)
-        pieces.append(line[cursor - line_start:start - line_start].decode("utf-8", "replace"))
-        value = line[start - line_start:min(end, line_end) - line_start]
-        pieces.append(mask_value(value.decode("utf-8", "replace")))
-        cursor = min(end, line_end)
-    pieces.append(line[cursor - line_start:].decode("utf-8", "replace"))
-    text = "".join(pieces).replace("\t", " ").strip("\r")
-    offset = len(line[:max(0, focus - line_start)].decode("utf-8", "replace"))
-    if len(text) <= EXCERPT_WIDTH:
-        return text.strip()
-    begin = max(0, min(offset - EXCERPT_WIDTH // 3, len(text) - EXCERPT_WIDTH))
-    cut = text[begin:begin + EXCERPT_WIDTH]
-    return ("…" if begin else "") + cut + ("…" if begin + EXCERPT_WIDTH < len(text) else "")
+        return _EVERY_RULE
+    return frozenset(scoped.group(1).decode("ascii").split(","))
 
 
 def iter_files(paths: Iterable[str | Path]) -> Iterator[tuple[Path, str]]:

@@ -60,13 +60,20 @@ def scan(paths: tuple[str, ...], from_stdin: bool, git_ranges: tuple[str, ...],
 
     Exit status: 0 clean, 1 findings at or above --fail-on, 2 bad usage or policy.
     """
-    from hookgate.boundary.gitscan import GitError, scan_revisions
+    from hookgate.boundary.gitscan import GitError, scan_revisions, user_range
     from hookgate.boundary.scanner import Scanner, ScanReport, Skipped, looks_binary
 
     if not (paths or from_stdin or git_ranges):
         raise click.UsageError("give PATH..., --stdin or --git-range A..B")
+    try:
+        ranges = [user_range(git_range) for git_range in git_ranges]
+    except GitError as exc:
+        click.echo(f"hookgate scan: --git-range: {exc}", err=True)
+        raise SystemExit(2) from None
     policy = _policy(policy_path)
-    scanner = Scanner(policy)
+    # The repository's own files and commits may carry `hookgate:allow` when the policy says
+    # so; standard input is some program's output, and a marker in it accepts nothing.
+    scanner = Scanner(policy, inline_allow=policy.inline_allow)
     report = ScanReport()
     if from_stdin:
         data = sys.stdin.buffer.read(policy.max_file_bytes + 1)
@@ -76,12 +83,12 @@ def scan(paths: tuple[str, ...], from_stdin: bool, git_ranges: tuple[str, ...],
             report.skipped.append(Skipped("<stdin>", "binary"))
         else:
             report.scanned += 1
-            report.findings.extend(scanner.scan_bytes(data, "<stdin>"))
+            report.findings.extend(Scanner(policy).scan_bytes(data, "<stdin>"))
     if paths:
         report.extend(scanner.scan_paths(paths))
-    for git_range in git_ranges:
+    for revisions in ranges:
         try:
-            report.extend(scan_revisions(scanner, [git_range]))
+            report.extend(scan_revisions(scanner, revisions))
         except GitError as exc:
             click.echo(f"hookgate scan: {exc}", err=True)
             raise SystemExit(2) from None
@@ -119,6 +126,7 @@ def scrub(paths: tuple[str, ...], policy_path: str | None, apply_changes: bool,
     from hookgate.boundary.scrub import apply_plan, plan_scrub, render_preview
 
     policy = _policy(policy_path)
+    # Staged artifacts are what pipelines and agents produced: no inline marker counts.
     plan = plan_scrub(Scanner(policy), paths)
     for skipped in plan.skipped:
         click.echo(f"note: skipped {skipped.path}: {skipped.reason}", err=True)
@@ -148,9 +156,10 @@ def pre_push() -> None:
               help="Policy file, relative to the repository root (default: the shipped one).")
 @click.option("--fail-on", type=SEVERITY_CHOICE, default=None)
 @click.option("--force", is_flag=True,
-              help="Replace a hooks/pre-push that is not ours, or another core.hooksPath.")
+              help="Replace a pre-push hook that is not ours (kept for uninstall), or remove a "
+                   "core.hooksPath that is not ours.")
 def pre_push_install(policy_path: str | None, fail_on: str | None, force: bool) -> None:
-    """Write a tracked hooks/pre-push and run `git config core.hooksPath hooks`."""
+    """Write the pre-push hook into the repository's own hooks directory (.git/hooks)."""
     from hookgate.boundary.prepush import InstallError, install
 
     try:
@@ -158,11 +167,37 @@ def pre_push_install(policy_path: str | None, fail_on: str | None, force: bool) 
     except InstallError as exc:
         click.echo(f"hookgate pre-push install: {exc}", err=True)
         raise SystemExit(1) from None
-    click.echo(f"wrote {installed.path} and set core.hooksPath=hooks")
-    click.echo("commit hooks/pre-push; after cloning, each contributor runs: "
-               "git config core.hooksPath hooks")
+    click.echo(f"wrote {installed.path}")
+    if installed.hooks_path_removed is not None:
+        click.echo(f"removed core.hooksPath={installed.hooks_path_removed}: git ran hooks from "
+                   "a folder of the work tree, so any branch you checked out could run code "
+                   "through it; hooks now run from the repository's own hooks directory only")
+    if installed.saved is not None:
+        click.echo(f"kept the previous pre-push hook as {installed.saved}; "
+                   "'hookgate pre-push uninstall' puts it back")
+    if installed.stale_tracked_hook is not None:
+        click.echo(f"{installed.stale_tracked_hook} (the old layout) is no longer used: "
+                   "remove it from the repository (git rm) so nobody switches it on again")
+    click.echo("each clone runs 'hookgate pre-push install' once (git never installs hooks by "
+               "cloning)")
     click.echo("git push --no-verify bypasses the hook: use it only when you know exactly "
                "what you are pushing")
+
+
+@pre_push.command("uninstall")
+def pre_push_uninstall() -> None:
+    """Remove the pre-push hook; put back the one it replaced, if any."""
+    from hookgate.boundary.prepush import InstallError, uninstall
+
+    try:
+        removed = uninstall(Path.cwd())
+    except InstallError as exc:
+        click.echo(f"hookgate pre-push uninstall: {exc}", err=True)
+        raise SystemExit(1) from None
+    if removed.restored is not None:
+        click.echo(f"removed hookgate's hook and put the previous one back at {removed.path}")
+    else:
+        click.echo(f"removed {removed.path}")
 
 
 @pre_push.command("run", hidden=True)
@@ -172,18 +207,21 @@ def pre_push_install(policy_path: str | None, fail_on: str | None, force: bool) 
 @click.option("--fail-on", type=SEVERITY_CHOICE, default=None)
 def pre_push_run(remote: str, url: str | None, policy_path: str | None,
                  fail_on: str | None) -> None:
-    """Called by hooks/pre-push: scan the commits git says are being pushed (stdin)."""
+    """Called by the pre-push hook: scan the commits git says are being pushed (stdin)."""
     from hookgate.boundary.gitscan import GitError, parse_pre_push, push_revisions, scan_revisions
     from hookgate.boundary.report import render
     from hookgate.boundary.scanner import Scanner, ScanReport
 
+    _warn_tracked_hooks_path()
     policy = _policy(policy_path)
     threshold = fail_on or policy.fail_on
-    scanner = Scanner(policy)
+    scanner = Scanner(policy, inline_allow=policy.inline_allow)
     report = ScanReport()
     try:
         for ref in parse_pre_push(sys.stdin.read()):
-            report.extend(scan_revisions(scanner, push_revisions(ref, remote)))
+            revisions = push_revisions(ref, remote)
+            if revisions is not None:
+                report.extend(scan_revisions(scanner, revisions))
     except GitError as exc:  # fail closed: an unscanned push does not go out
         click.echo(f"pre-push: cannot scan the pushed commits ({exc}); push blocked", err=True)
         click.echo("pre-push: 'git push --no-verify' bypasses this check", err=True)
@@ -192,9 +230,32 @@ def pre_push_run(remote: str, url: str | None, policy_path: str | None,
     if report.findings or report.skipped:
         click.echo(render(report, policy, "text", threshold), err=True)
     if failing:
+        allow_hint = ("the policy's allow-list or a 'hookgate:allow' comment"
+                      if policy.inline_allow else "the policy's allow-list")
         click.echo(f"pre-push: push blocked by hookgate: {len(failing)} finding(s) at or above "
                    f"{threshold} in the commits being pushed. Remove them (rewrite the commits), "
-                   "accept them in the policy's allow-list or with a 'hookgate:allow' comment, "
-                   "or bypass with 'git push --no-verify' if you know exactly what you are "
-                   "pushing.", err=True)
+                   f"accept them in {allow_hint}, or bypass with 'git push --no-verify' if you "
+                   "know exactly what you are pushing.", err=True)
         raise SystemExit(1)
+    if report.skipped:  # fail closed: what could not be scanned does not go out either
+        click.echo(f"pre-push: push blocked by hookgate: {len(report.skipped)} change(s) in the "
+                   "commits being pushed could not be scanned (see 'skipped' above). Split "
+                   "them, raise the policy's max_file_bytes, accept their paths in the "
+                   "policy's allow-list, or bypass with 'git push --no-verify' if you know "
+                   "exactly what you are pushing.", err=True)
+        raise SystemExit(1)
+
+
+def _warn_tracked_hooks_path() -> None:
+    """Say so when git runs hooks from a folder of the work tree (the old layout)."""
+    from hookgate.boundary.prepush import InstallError, tracked_hooks_path
+
+    try:
+        value = tracked_hooks_path(Path.cwd())
+    except InstallError:
+        return
+    if value is not None:
+        click.echo(f"pre-push: warning: core.hooksPath is {value!r}, a folder of the work tree: "
+                   "any branch you check out can run code through it. Run 'hookgate pre-push "
+                   "install' to move the guard into the repository's own hooks directory.",
+                   err=True)
