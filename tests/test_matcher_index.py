@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from hookgate import Engine
 from hookgate.definition import HookDefinition
+from hookgate.events import get_event
 from hookgate.matcher_index import MAX_CACHED_SUBJECT, MatcherIndex
 from hookgate.matching import compile_matcher
 from hookgate.registry import HookRegistry, compile_hook
@@ -52,6 +53,10 @@ def _hook(index: int, pattern: str | None) -> HookDefinition:
                           config={"callable": "builtins:print"})
 
 
+def _select(source: HookRegistry, tool: str, event: str = "pre_tool_use") -> tuple[Any, ...]:
+    return source.select(get_event(event), {"tool_name": tool})
+
+
 @settings(max_examples=400, deadline=None)
 @given(pattern=_pattern(), subject=_SUBJECT)
 def test_a_matcher_answers_as_re2_searches(pattern: str, subject: str) -> None:
@@ -88,31 +93,30 @@ def test_a_selected_hook_is_its_matched_twin_and_the_same_selection_is_one_tuple
     """What the chain gets has no matcher left to test; subjects that select the same hooks
     share one tuple (the engine keeps an executor per tuple)."""
     registry = HookRegistry([_hook(0, "^(exec|shell)$"), _hook(1, None), _hook(2, "Edit|Write")])
-    exec_hooks = registry.resolve_matching("pre_tool_use", None, None, "exec")
+    exec_hooks = _select(registry, "exec", "pre_tool_use")
     assert [h.definition.id for h in exec_hooks] == ["h0", "h1"]
     assert exec_hooks[0].matcher is None and exec_hooks[0].plain
     assert exec_hooks[0] is registry.resolve("pre_tool_use", None, None)[0].when_matched
-    assert registry.resolve_matching("pre_tool_use", None, None, "shell") is exec_hooks
-    notebook = registry.resolve_matching("pre_tool_use", None, None, "NotebookEdit")
+    assert _select(registry, "shell", "pre_tool_use") is exec_hooks
+    notebook = _select(registry, "NotebookEdit", "pre_tool_use")
     assert [h.definition.id for h in notebook] == ["h1", "h2"]
-    assert registry.resolve_matching("stop", None, None, "") == ()
+    assert _select(registry, "", "stop") == ()
 
 
 def test_a_change_to_the_registry_is_seen_by_the_next_selection() -> None:
     registry = HookRegistry([_hook(0, "^exec$")])
-    assert len(registry.resolve_matching("pre_tool_use", None, None, "exec")) == 1
+    assert len(_select(registry, "exec", "pre_tool_use")) == 1
     registry.put(_hook(1, "exec"))
-    assert len(registry.resolve_matching("pre_tool_use", None, None, "exec")) == 2
+    assert len(_select(registry, "exec", "pre_tool_use")) == 2
     registry.remove("h0")
-    assert [h.definition.id for h in registry.resolve_matching("pre_tool_use", None, None,
-                                                                "exec")] == ["h1"]
+    assert [h.definition.id for h in _select(registry, "exec", "pre_tool_use")] == ["h1"]
 
 
 def test_long_subjects_are_selected_but_never_kept() -> None:
     """Tool names come from the agent: a made-up long one must not stay in memory."""
     registry = HookRegistry([_hook(0, "^x")])
     long = "x" * (MAX_CACHED_SUBJECT + 1)
-    assert len(registry.resolve_matching("pre_tool_use", None, None, long)) == 1
+    assert len(_select(registry, long, "pre_tool_use")) == 1
     assert all(key[3] != long for key in registry._selections.selected)
 
 
@@ -165,4 +169,16 @@ def test_audit_records_still_say_the_matcher_matched() -> None:
         lambda e: {"decision": "block", "reason": "no"})
     engine.fire_sync("pre_tool_use", {"tool_name": "exec", "tool_input": {}})
     assert [r.metadata.get("matcher_matched") for r in records] == [True]
+    engine.close()
+
+
+def test_a_match_field_that_is_not_a_string_is_tested_as_empty() -> None:
+    """As the chain always did: a tool name that is a number or a mapping (library callers)
+    is matched as ``""``, never a crash of the cache."""
+    engine = Engine()
+    engine.hook("pre_tool_use", matcher="^(exec|shell)$", name="named")(_noop)
+    engine.hook("pre_tool_use", matcher="^$", name="unnamed")(_noop)
+    for tool in ({"name": "exec"}, ["exec"], 7, None):
+        outcome = engine.fire_sync("pre_tool_use", {"tool_name": tool, "tool_input": {}})
+        assert [t.name for t in outcome.trace] == ["unnamed"], tool
     engine.close()

@@ -44,7 +44,6 @@ from hookgate.registry import (
     HookSource,
     MatchingSource,
     compile_hook,
-    match_subject,
 )
 from hookgate.safeguards import BreakerBoard
 from hookgate.settings import Settings
@@ -163,9 +162,12 @@ class Engine:
         # (the gateway's database) cannot take them, so adding raises instead of vanishing.
         self._registry = source if isinstance(source, HookRegistry) else None
         self.source: HookSource = source
-        #: The source's selection by matcher (hooks whose matcher rejects the event never
-        #: reach the chain); ``None`` for a source that leaves matchers to the chain.
-        self._select = source.resolve_matching if isinstance(source, MatchingSource) else None
+        #: The hooks that run for an event: the source's selection by matcher (hooks whose
+        #: matcher rejects the event never reach the chain), or, for a source that cannot
+        #: select, its hooks for the tenant and agent (the chain then skips on the matcher).
+        self._select: Callable[[EventSpec, Mapping[str, Any]], Sequence[CompiledHook]] = (
+            source.select if isinstance(source, MatchingSource) else self._resolve
+        )
         self.audit = audit
         self.listeners: list[Callable[[Sequence[ExecutionRecord]], None]] = []
         #: Plain-function hooks run here, so their timeouts hold (unless inline_sync_hooks).
@@ -371,7 +373,7 @@ class Engine:
             if depth is None or (type(depth) is int and depth <= self.settings.max_depth):
                 return Outcome()
         data = self._prepare(data, spec)
-        hooks = self._resolve(spec, data)
+        hooks = self._select(spec, data)
         if not hooks and self._shallow(data):
             return Outcome()
         problem = payload_problem(data)
@@ -409,7 +411,7 @@ class Engine:
                 return Outcome()
         if spec.prepare is not None or not KNOWN_FIELDS.issuperset(data):
             data = self._prepare(data, spec)
-        hooks = self._resolve(spec, data)
+        hooks = self._select(spec, data)
         if not hooks and self._shallow(data):
             return Outcome()
         problem = payload_problem(data)
@@ -446,13 +448,8 @@ class Engine:
         return self._loop_thread().run(self._run(spec, data, hooks))
 
     def _resolve(self, spec: EventSpec, data: Mapping[str, Any]) -> Sequence[CompiledHook]:
-        """The hooks that run for the event: the source's, less those whose matcher rejects
-        it (they leave no trace row; with a source that cannot select, the chain skips them)."""
-        tenant_id, agent_id = data.get("tenant_id"), data.get("agent_id")
-        select = self._select
-        if select is None:
-            return self.source.resolve(spec.name, tenant_id, agent_id)
-        return select(spec.name, tenant_id, agent_id, match_subject(spec, data))
+        """A source's hooks for the event's tenant and agent (sources that cannot select)."""
+        return self.source.resolve(spec.name, data.get("tenant_id"), data.get("agent_id"))
 
     def _shallow(self, data: Mapping[str, Any]) -> bool:
         """Within the loop guard's depth: with no hook to run, the event is answered at once

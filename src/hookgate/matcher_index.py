@@ -14,14 +14,15 @@ rejects the subject costs nothing per event and leaves no trace row.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
-from typing import TYPE_CHECKING, Final
+from collections.abc import Hashable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
+    from hookgate.events import EventSpec
     from hookgate.matching import Matcher
     from hookgate.registry import CompiledHook
 
-__all__ = ["MAX_CACHED_SUBJECT", "MatcherIndex", "Selections"]
+__all__ = ["MAX_CACHED_SUBJECT", "MatcherIndex", "SelectingSource", "Selections"]
 
 #: Subjects longer than this are selected every time, never kept (tool names are short; an
 #: agent's made-up long names must not fill memory).
@@ -150,3 +151,45 @@ class Selections:
                 self.selected.clear()
             self.selected[key] = selected
         return selected
+
+
+class SelectingSource:
+    """What a hook source adds to select by matcher (the registry and the gateway's store
+    source): it sets ``_selections`` (a new :class:`Selections` after every change, made
+    last) and has ``resolve``."""
+
+    _selections: Selections
+
+    def resolve(
+        self, event: str, tenant_id: str | None, agent_id: str | None
+    ) -> tuple[CompiledHook, ...]:
+        raise NotImplementedError
+
+    def select(self, spec: EventSpec, data: Mapping[str, Any]) -> tuple[CompiledHook, ...]:
+        """The hooks that run for one event: :meth:`resolve`'s list for its tenant and agent,
+        less those whose matcher rejects its match field (the tool name for tool events; a
+        value that is not a string is tested as ``""``), each as
+        :attr:`CompiledHook.when_matched`. Once per event: a dictionary lookup when cached."""
+        field = spec.match_field
+        key = (
+            spec.name,
+            data.get("tenant_id"),
+            data.get("agent_id"),
+            data.get(field, "") if field else "",
+        )
+        try:
+            hooks = self._selections.selected.get(key)
+        except TypeError:  # a value that cannot be a key (not a string): selected below
+            hooks = None
+        if hooks is None:
+            hooks = self._select_again(key)
+        return hooks
+
+    def _select_again(self, key: tuple[str, Any, Any, Any]) -> tuple[CompiledHook, ...]:
+        """A selection not kept (yet): made from :meth:`resolve`'s list and kept."""
+        event, tenant_id, agent_id, subject = key
+        if subject.__class__ is not str:
+            subject = ""
+            key = (event, tenant_id, agent_id, subject)
+        selections = self._selections
+        return selections.select(key, self.resolve(event, tenant_id, agent_id), subject)

@@ -16,7 +16,7 @@ from typing import Any, Final, Protocol, runtime_checkable
 
 from hookgate.definition import HookDefinition
 from hookgate.events import MAX_TIMEOUT_MS, EventSpec
-from hookgate.matcher_index import Selections
+from hookgate.matcher_index import SelectingSource, Selections
 from hookgate.matching import CelFilter, Matcher, compile_if_expr, compile_matcher
 
 __all__ = [
@@ -26,7 +26,6 @@ __all__ = [
     "MatchingSource",
     "applies_to",
     "compile_hook",
-    "match_subject",
     "sort_key",
 ]
 
@@ -89,14 +88,6 @@ def compile_hook(definition: HookDefinition) -> CompiledHook:
     return compiled
 
 
-def match_subject(spec: EventSpec, data: Mapping[str, Any]) -> str:
-    """What an event's matchers are tested against: its match field when that is a string,
-    else ``""`` (the chain's rule too)."""
-    field_name = spec.match_field
-    subject = data.get(field_name) if field_name else ""
-    return subject if isinstance(subject, str) else ""
-
-
 def applies_to(definition: HookDefinition, tenant_id: str | None, agent_id: str | None) -> bool:
     """Scope rule: global hooks apply everywhere; tenant hooks to their tenant; agent hooks
     to the listed agents of their tenant."""
@@ -128,15 +119,14 @@ class MatchingSource(HookSource, Protocol):
     """A source that also applies the matchers (both sources of hookgate do; the engine tests
     ``isinstance`` once, and leaves the matchers of another source to the chain)."""
 
-    def resolve_matching(
-        self, event: str, tenant_id: str | None, agent_id: str | None, subject: str
-    ) -> tuple[CompiledHook, ...]:
-        """The hooks :meth:`resolve` gives whose matcher accepts ``subject``, each as
-        :attr:`CompiledHook.when_matched`."""
+    def select(self, spec: EventSpec, data: Mapping[str, Any]) -> tuple[CompiledHook, ...]:
+        """The hooks :meth:`resolve` gives for the event's tenant and agent whose matcher
+        accepts its match field, each as :attr:`CompiledHook.when_matched`
+        (:class:`hookgate.matcher_index.SelectingSource`)."""
         ...
 
 
-class HookRegistry:
+class HookRegistry(SelectingSource):
     """In-memory hooks, resolved per (event, tenant, agent) and cached until a change."""
 
     def __init__(self, definitions: Iterable[HookDefinition] = ()) -> None:
@@ -200,16 +190,6 @@ class HookRegistry:
                 )
             )
             self._cache[key] = hooks
-        return hooks
-
-    def resolve_matching(
-        self, event: str, tenant_id: str | None, agent_id: str | None, subject: str
-    ) -> tuple[CompiledHook, ...]:
-        selections = self._selections
-        key = (event, tenant_id, agent_id, subject)
-        hooks = selections.selected.get(key)
-        if hooks is None:
-            hooks = selections.select(key, self.resolve(event, tenant_id, agent_id), subject)
         return hooks
 
     def _changed(self) -> None:

@@ -10,6 +10,7 @@ import pytest
 from tests.store.conftest import StoreFactory, hook
 
 from hookgate.engine import Engine
+from hookgate.events import get_event
 from hookgate.hook_event import HookEvent
 from hookgate.registry import HookSource
 from hookgate.safeguards import BreakerBoard, BreakerStatus
@@ -20,6 +21,7 @@ from hookgate.store.breakers import BreakerRecorder
 from hookgate.store.resolver import StoreHookSource
 
 MASTER = Caller.master_scope()
+PRE_TOOL_USE = get_event("pre_tool_use")
 A = Caller.for_tenant("tenant-a")
 B = Caller.for_tenant("tenant-b")
 
@@ -92,6 +94,10 @@ async def test_a_change_invalidates_the_snapshot(store: Store) -> None:
         await source.close()
 
 
+def _for(source: StoreHookSource, tenant: str, tool: str) -> tuple[Any, ...]:
+    return source.select(PRE_TOOL_USE, {"tenant_id": tenant, "tool_name": tool})
+
+
 async def test_the_selection_by_matcher_follows_the_store(store: Store) -> None:
     """The gateway's source selects by matcher per tenant and tool name (issue 26), and a
     change made through the store is in force for a tool name selected before it."""
@@ -100,16 +106,14 @@ async def test_the_selection_by_matcher_follows_the_store(store: Store) -> None:
     source = StoreHookSource(store, poll_interval_s=0)
     await source.start()
     try:
-        selected = source.resolve_matching("pre_tool_use", "tenant-a", None, "exec")
+        selected = _for(source, "tenant-a", "exec")
         assert _names(selected) == ["shell"] and selected[0].matcher is None
-        assert source.resolve_matching("pre_tool_use", "tenant-a", None, "NotebookEdit") == ()
-        assert _names(source.resolve_matching("pre_tool_use", "tenant-b", None,
-                                              "NotebookEdit")) == ["b-edits"]
+        assert _for(source, "tenant-a", "NotebookEdit") == ()
+        assert _names(_for(source, "tenant-b", "NotebookEdit")) == ["b-edits"]
         reloads = source.reloads
         await store.create_hook(A, hook(name="edits", matcher="Edit|Write"))
         await _until(lambda: source.reloads > reloads)
-        assert _names(source.resolve_matching("pre_tool_use", "tenant-a", None,
-                                              "NotebookEdit")) == ["edits"]
+        assert _names(_for(source, "tenant-a", "NotebookEdit")) == ["edits"]
     finally:
         await source.close()
 

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from typing import Final
 
 from hookgate.log import log_event
-from hookgate.matcher_index import Selections
+from hookgate.matcher_index import SelectingSource, Selections
 from hookgate.registry import CompiledHook, applies_to, compile_hook
 from hookgate.store.base import Caller, HookFilter, Store
 
@@ -29,7 +29,7 @@ _Key = tuple[str, str | None, str | None]
 _NO_HOOKS: Final[tuple[CompiledHook, ...]] = ()
 
 
-class StoreHookSource:
+class StoreHookSource(SelectingSource):
     """A :class:`~hookgate.registry.HookSource` over a store; ``await start()`` first."""
 
     def __init__(self, store: Store, *, poll_interval_s: float = 1.0) -> None:
@@ -61,16 +61,6 @@ class StoreHookSource:
             candidates = self._by_event.get(event, _NO_HOOKS)
             hooks = tuple(c for c in candidates if applies_to(c.definition, tenant_id, agent_id))
             cache[key] = hooks
-        return hooks
-
-    def resolve_matching(
-        self, event: str, tenant_id: str | None, agent_id: str | None, subject: str
-    ) -> tuple[CompiledHook, ...]:
-        selections = self._selections
-        key = (event, tenant_id, agent_id, subject)
-        hooks = selections.selected.get(key)
-        if hooks is None:
-            hooks = selections.select(key, self.resolve(event, tenant_id, agent_id), subject)
         return hooks
 
     # -- lifecycle --------------------------------------------------------------------------

@@ -43,7 +43,7 @@ from hookgate.integrations.claude_code.contract import (
 from hookgate.integrations.claude_code.definition_cache import InvalidHooksFile, load_definitions
 from hookgate.outcome import HookError, Outcome
 from hookgate.payload_limits import walked_payload_problem
-from hookgate.registry import CompiledHook, HookRegistry, match_subject
+from hookgate.registry import CompiledHook, HookRegistry
 
 if TYPE_CHECKING:
     from hookgate.definition import HookDefinition
@@ -110,9 +110,7 @@ def run_blocking(
     if spec.prepare is not None:
         data = spec.prepare(data)
     # As the engine: only the hooks whose matcher accepts the event reach the chain.
-    hooks = source.resolve_matching(
-        spec.name, data.get("tenant_id"), data.get("agent_id"), match_subject(spec, data)
-    )
+    hooks = source.select(spec, data)
     if not hooks:
         depth = data.get("depth")
         if depth is None or (type(depth) is int and depth <= settings.max_depth):
