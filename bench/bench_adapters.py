@@ -4,10 +4,10 @@ Per framework, the same run (the model calls a tool once, then answers) in four 
 
 - ``without``: no adapter at all;
 - ``with``: the adapter and one matching callable ``pre_tool_use`` hook (the goal row: under
-  5 % added), the hook run the engine's default way: in place under its watchdog when the
-  tool runs on the main thread, on one of its worker threads from any other thread;
-- ``inline``: the same with ``Settings(inline_sync_hooks=True)``, the hook run in the caller:
-  the difference to ``with`` is the engine's thread hop, where there is one;
+  5 % added), the hook run the engine's default way for a function registered in code: in
+  place on the caller's thread;
+- ``isolated``: the same with ``Settings(isolate_callables=True)``, the hook run on a worker
+  thread with a hard deadline: the difference to ``with`` is the engine's thread hop;
 - ``noop``: a no-op stand-in for the adapter registered at the same points of the framework
   (a middleware, plugin, capability or hook callbacks that do nothing): the framework's own
   cost of calling out at all, which no adapter can avoid.
@@ -52,8 +52,8 @@ from hookgate.settings import Settings
 GOAL = "< 5% added"
 
 
-def _engine(*, inline: bool = False, tool: str = "shell") -> Engine:
-    engine = Engine(settings=Settings(inline_sync_hooks=inline))
+def _engine(*, isolated: bool = False, tool: str = "shell") -> Engine:
+    engine = Engine(settings=Settings(isolate_callables=isolated))
 
     @engine.hook("pre_tool_use", matcher=f"^{tool}$")
     def allow_ls(event: Any) -> None:
@@ -138,12 +138,12 @@ def _rows(
             with_.wall / without.wall < 1.05,
         ),
     ]
-    if "inline" in timings:
+    if "isolated" in timings:
         rows.append(
             Row(
                 "adapters",
-                f"{framework}: the same, inline_sync_hooks=True",
-                timings["inline"].wall,
+                f"{framework}: the same, isolate_callables=True",
+                timings["isolated"].wall,
                 "µs",
                 "the same run without the adapter (the gap to the row above is the thread hop)",
                 without.wall,
@@ -232,8 +232,8 @@ def _langchain(samples: int) -> list[Row]:
     model = Scripted(messages=iter(()))
     agents = {
         "with": create_agent(model, [shell], middleware=[HookgateMiddleware(_engine())]),
-        "inline": create_agent(
-            model, [shell], middleware=[HookgateMiddleware(_engine(inline=True))]
+        "isolated": create_agent(
+            model, [shell], middleware=[HookgateMiddleware(_engine(isolated=True))]
         ),
         "noop": create_agent(model, [shell], middleware=[Noop()]),
         "without": create_agent(model, [shell]),
@@ -270,12 +270,12 @@ def _openai_agents(samples: int) -> list[Row]:
     from hookgate.adapters.openai_agents import HookgateRunHooks, guard_tools
 
     set_tracing_disabled(True)  # no exporter thread in the measurement
-    engine, inline_engine = _engine(), _engine(inline=True)
+    engine, isolated_engine = _engine(), _engine(isolated=True)
     model = ScriptedModel()
     tool = function_tool(_shell, name_override="shell")
     plain = Agent(name="bench", model=model, tools=[tool])
     guarded = Agent(name="bench", model=model, tools=guard_tools([tool], engine))
-    inline = Agent(name="bench", model=model, tools=guard_tools([tool], inline_engine))
+    isolated = Agent(name="bench", model=model, tools=guard_tools([tool], isolated_engine))
     # The no-op stand-in: RunHooks that do nothing and a tool whose invoker only forwards.
     forwarded = copy.copy(tool)
     inner = tool.on_invoke_tool
@@ -299,7 +299,7 @@ def _openai_agents(samples: int) -> list[Row]:
         _interleaved_async(
             {
                 "with": run(guarded, HookgateRunHooks(engine)),
-                "inline": run(inline, HookgateRunHooks(inline_engine)),
+                "isolated": run(isolated, HookgateRunHooks(isolated_engine)),
                 "noop": run(noop, RunHooks()),
                 "without": run(plain, None),
             },
@@ -353,8 +353,8 @@ def _pydantic_ai(samples: int) -> list[Row]:
 
     agents: dict[str, Agent[None, str]] = {
         "with": Agent(FunctionModel(respond), capabilities=[HookgateCapability(_engine())]),
-        "inline": Agent(
-            FunctionModel(respond), capabilities=[HookgateCapability(_engine(inline=True))]
+        "isolated": Agent(
+            FunctionModel(respond), capabilities=[HookgateCapability(_engine(isolated=True))]
         ),
         "noop": Agent(FunctionModel(respond), capabilities=[Noop()]),
         # Pydantic AI calls every hook of every capability, overridden or not: what one more
@@ -464,7 +464,7 @@ def _adk(samples: int) -> list[Row]:
         _interleaved_async(
             {
                 "with": runner([HookgatePlugin(_engine())]),
-                "inline": runner([HookgatePlugin(_engine(inline=True))]),
+                "isolated": runner([HookgatePlugin(_engine(isolated=True))]),
                 "noop": runner([Noop(name="noop")]),
                 "without": runner([]),
             },
@@ -564,9 +564,9 @@ def _smolagents(samples: int) -> list[Row]:
     def agent() -> Any:
         return ToolCallingAgent(tools=[shell], model=Scripted(model_id="s"), verbosity_level=0)
 
-    engine, inline_engine = _engine(), _engine(inline=True)
+    engine, isolated_engine = _engine(), _engine(isolated=True)
     guarded, plain, noop = guard(agent(), engine), agent(), agent()
-    inline = guard(agent(), inline_engine)
+    isolated = guard(agent(), isolated_engine)
     # The no-op stand-in: the same methods wrapped by functions that only forward.
     for name in ("run", "process_tool_calls", "execute_tool_call"):
         inner = getattr(noop, name)
@@ -576,7 +576,7 @@ def _smolagents(samples: int) -> list[Row]:
     timings = _interleaved_sync(
         {
             "with": lambda: guarded.run("list"),
-            "inline": lambda: inline.run("list"),
+            "isolated": lambda: isolated.run("list"),
             "noop": lambda: noop.run("list"),
             "without": lambda: plain.run("list"),
         },
@@ -584,7 +584,7 @@ def _smolagents(samples: int) -> list[Row]:
         "smolagents",
     )
     engine.close()
-    inline_engine.close()
+    isolated_engine.close()
     return _rows("smolagents ToolCallingAgent", timings)
 
 

@@ -282,7 +282,7 @@ def _comparable(records: list[ExecutionRecord], outcome: Outcome) -> Any:
 def _plain_runs_off(engine: Engine) -> None:
     """Make every hook list of this engine a general admission from its first hook."""
     hooks = engine.source.resolve("pre_tool_use", None, None)
-    engine._chain_settings.plain_runs[id(hooks)] = (hooks, (len(hooks), ()))
+    engine.runner.chain_settings.plain_runs[id(hooks)] = (hooks, (len(hooks), ()))
 
 
 def test_fire_sync_audit_records_are_those_of_the_general_admission() -> None:
@@ -313,11 +313,12 @@ def test_fire_sync_audit_records_are_those_of_the_general_admission() -> None:
 
 
 @pytest.mark.parametrize("answering", [None, "rewrites", "fails"])
-@pytest.mark.parametrize("mode", ["alarm", "inline", "worker"])
+@pytest.mark.parametrize("mode", ["in_place", "worker", "mixed"])
 def test_fire_sync_of_one_plain_run_gives_the_general_admissions_records(
     answering: str | None, mode: str
 ) -> None:
-    """Every hook plain: run_chain_now's shortcut, with the rows PlainCalls makes."""
+    """Every hook plain: run_chain_now's shortcut, with the rows PlainCalls makes (in place,
+    on a worker, or both in one batch)."""
     answers: dict[str, Any] = {
         "rewrites": {"updated_input": {"cmd": "ls -la"}, "reason": "tidier"},
         "fails": RuntimeError("boom"),
@@ -332,14 +333,13 @@ def test_fire_sync_of_one_plain_run_gives_the_general_admissions_records(
 
         return hook
 
-    engine = Engine(
-        settings=Settings(inline_sync_hooks=mode == "inline", interrupt_plain_hooks=mode == "alarm")
-    )
+    engine = Engine(settings=Settings(isolate_callables=mode == "worker"))
     try:
         for priority, name in enumerate(["last", "fails", "rewrites", "quiet"]):
-            engine.hook("pre_tool_use", name=name, priority=priority, on_error="allow")(
-                hook_for(name)
-            )
+            isolate = "thread" if mode == "mixed" and priority % 2 else None
+            engine.hook(
+                "pre_tool_use", name=name, priority=priority, on_error="allow", isolate=isolate
+            )(hook_for(name))
         records = _records_of(engine)
         engine.fire_sync("pre_tool_use", EXEC)  # the hook list's plain run is known from here
         records.clear()
@@ -355,9 +355,9 @@ def test_fire_sync_of_one_plain_run_gives_the_general_admissions_records(
 
 
 def test_fire_sync_a_timeout_mid_run_ends_the_chain() -> None:
-    """Under the alarm (main thread), a hook past its timeout is interrupted mid-run; the
-    hooks after it do not run, and the hooks before it keep their abstentions."""
-    engine = Engine(settings=Settings(interrupt_plain_hooks=True))
+    """An isolated hook past its timeout is given up mid-run (its batch's other hooks run in
+    place); the hooks after it do not run, and the hooks before it keep their abstentions."""
+    engine = Engine()
     never = threading.Event()
     ran: list[str] = []
     try:
@@ -366,7 +366,7 @@ def test_fire_sync_a_timeout_mid_run_ends_the_chain() -> None:
                 lambda event, n=n: ran.append(f"q{n}")
             )
 
-        @engine.hook("pre_tool_use", name="stuck", priority=1, timeout_ms=100)
+        @engine.hook("pre_tool_use", name="stuck", priority=1, timeout_ms=100, isolate="thread")
         def stuck(event: HookEvent) -> None:
             ran.append("stuck")
             never.wait(30)
@@ -374,6 +374,7 @@ def test_fire_sync_a_timeout_mid_run_ends_the_chain() -> None:
         engine.hook("pre_tool_use", name="after", priority=0)(lambda event: ran.append("after"))
         outcome = engine.fire_sync("pre_tool_use", EXEC)
     finally:
+        never.set()
         engine.close()
     assert outcome.decision == "block"
     assert ran == ["q0", "q1", "q2", "stuck"]

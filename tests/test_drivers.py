@@ -9,8 +9,8 @@ import pytest
 from tests.support.chain_calls import Scripted, compile_scripted
 
 from hookgate.chain import Call, ChainSettings, Reply, run_chain, run_chain_now
-from hookgate.drivers import drive_async
 from hookgate.events import get_event
+from hookgate.execution.drivers import drive_async
 from hookgate.testing import FakeClock
 
 

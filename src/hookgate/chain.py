@@ -106,7 +106,7 @@ Batch = tuple[tuple[Call, ...], Mapping[str, Any], float | None]
 #: A reply is ``(answer, error, timed_out, duration_ms)``: the handler's raw answer, or the
 #: exception it raised, or a timeout. An abstention may also reply with its ``duration_ms``
 #: alone (a float), and a plain run's hook (a call with no row) with its final trace row,
-#: ``ROW_LENGTH`` long (:mod:`hookgate.plain_calls` does both: a tuple per hook, then a row
+#: ``ROW_LENGTH`` long (:mod:`hookgate.execution.plain` does both: a tuple per hook, then a row
 #: per hook, cost as much as the rest of the hook's upkeep).
 Reply = tuple[Any, ...] | float
 ChainGen = Generator[Batch, Sequence[Reply], Outcome]

@@ -1,9 +1,9 @@
 """The engine: agent code creates one and calls ``await engine.fire(event, payload)``.
 
-The engine resolves the hooks for an event, runs :func:`hookgate.chain.run_chain` through a
-driver (:mod:`hookgate.drivers`) with real handlers (with timeouts), hands execution records
-to the audit sink and sends non-blocking events to the bounded background queue
-(:mod:`hookgate.background`). It holds no chain rules of its own.
+``fire`` and ``fire_sync`` take the same four steps: prepare the event (names, payload,
+limits), resolve its chain (the hooks, or the background queue for a non-blocking event),
+drive it (:mod:`hookgate.execution`, the one place that runs hooks), and emit the outcome
+(audit records, a person's approval). It holds no chain rules of its own.
 """
 
 from __future__ import annotations
@@ -17,12 +17,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from hookgate import hook_alarm
 from hookgate.audit import AuditSink, ExecutionRecord
-from hookgate.background import BackgroundQueue
-from hookgate.chain import Call, ChainSettings, Execute, Reply, run_chain, run_chain_now
+from hookgate.chain import ChainSettings
 from hookgate.definition import DefinitionError, HookDefinition, Problem
-from hookgate.drivers import LoopThread, drive_async, sync_caller
 from hookgate.engine_audit import (
     INPUT_GUARD_ID,
     chain_records,
@@ -30,13 +27,14 @@ from hookgate.engine_audit import (
     input_refusal_record,
 )
 from hookgate.errors import EngineClosed
-from hookgate.events import CATALOGUE, KNOWN_FIELDS, EventSpec, get_event, normalize_payload
-from hookgate.handlers import Handler, Invocation, Services, handler_class
-from hookgate.hook_event import HookEvent
-from hookgate.hook_threads import HookThreads
+from hookgate.events import KNOWN_FIELDS, EventSpec, get_event, normalize_payload
+from hookgate.execution.background import BackgroundQueue
+from hookgate.execution.runner import HookRunner
+from hookgate.execution.workers import WorkerPool
+from hookgate.handlers import Handler, Services
 from hookgate.host_code import HostCodePolicy
 from hookgate.log import log_event
-from hookgate.outcome import HookError, HookResult, Outcome
+from hookgate.outcome import Outcome
 from hookgate.payload_limits import payload_problem
 from hookgate.registry import (
     CompiledHook,
@@ -47,13 +45,6 @@ from hookgate.registry import (
 )
 from hookgate.safeguards import BreakerBoard
 from hookgate.settings import Settings
-from hookgate.state.binding import (
-    STATE_CHANGES_DETAIL,
-    PendingState,
-    commit_state,
-    prepare_state,
-    store_for,
-)
 
 if TYPE_CHECKING:
     from hookgate.approvals import Approver
@@ -62,22 +53,12 @@ __all__ = ["INPUT_GUARD_ID", "Engine", "EngineStats"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-_SPECS: dict[str, EventSpec] = {}
-for _spec in CATALOGUE:
-    for _name in (_spec.name, *_spec.aliases):
-        _SPECS[_name] = _spec
-#: The spec each name's chain runs under when the caller waits for it without ``wait=True``
-#: (blocking events, synchronous stages): ``fire_sync`` looks it up instead of asking.
-_WAITED: dict[str, EventSpec] = {
-    name: spec.run_as(name, False) for name, spec in _SPECS.items() if spec.waits(name, False)
-}
-
 
 @dataclass(slots=True)
 class EngineStats:
     fired: int = 0
     audit_records: int = 0
-    threads: HookThreads | None = None
+    threads: WorkerPool | None = None
     background: BackgroundQueue | None = None
 
     @property
@@ -97,12 +78,12 @@ class EngineStats:
 
     @property
     def hook_threads_stuck(self) -> int:
-        """Worker threads still running a plain hook that overran its timeout."""
+        """Worker threads still running an isolated hook that overran its timeout."""
         return self.threads.stuck if self.threads is not None else 0
 
     @property
     def hook_threads_abandoned(self) -> int:
-        """Plain hook calls given up at their deadline so far."""
+        """Isolated hook calls given up at their deadline so far."""
         return self.threads.abandoned if self.threads is not None else 0
 
     def to_dict(self) -> dict[str, int]:
@@ -117,18 +98,15 @@ class EngineStats:
         }
 
 
-class _Expiry:
-    """Cancels a task when a hook's time is up, and remembers that it did."""
+@dataclass(slots=True)
+class _Resolved:
+    """An event ready to drive: the spec its chain runs under, its payload, its hooks."""
 
-    __slots__ = ("fired", "task")
-
-    def __init__(self, task: asyncio.Task[Any]) -> None:
-        self.task = task
-        self.fired = False
-
-    def fire(self) -> None:
-        self.fired = True
-        self.task.cancel()
+    spec: EventSpec
+    data: Mapping[str, Any]
+    hooks: Sequence[CompiledHook]
+    #: Non-blocking and not waited for: it goes to the background queue.
+    queued: bool
 
 
 class Engine:
@@ -166,22 +144,15 @@ class Engine:
         #: matcher rejects the event never reach the chain), or, for a source that cannot
         #: select, its hooks for the tenant and agent (the chain then skips on the matcher).
         self._select: Callable[[EventSpec, Mapping[str, Any]], Sequence[CompiledHook]] = (
-            source.select if isinstance(source, MatchingSource) else self._resolve
+            source.select if isinstance(source, MatchingSource) else self._source_hooks
         )
         self.audit = audit
         self.listeners: list[Callable[[Sequence[ExecutionRecord]], None]] = []
-        #: Plain-function hooks run here, so their timeouts hold (unless inline_sync_hooks).
-        self.threads = HookThreads()
-        if self.services.hook_threads is None:
-            self.services.hook_threads = self.threads
-        self._inline = self.settings.inline_sync_hooks
-        self._interrupt = self.settings.interrupt_plain_hooks
         self._background = BackgroundQueue(
-            self._run,
+            self._drive_and_emit,
             size=self.settings.background_queue_size,
             workers=self.settings.background_workers,
         )
-        self.stats = EngineStats(threads=self.threads, background=self._background)
         self._clock = clock
         self.breakers = BreakerBoard(
             threshold=self.settings.breaker_threshold,
@@ -189,32 +160,31 @@ class Engine:
             cooldown_s=self.settings.breaker_cooldown_s,
             clock=clock,
         )
-        self._chain_settings = ChainSettings(
-            chain_budget_s=self.settings.chain_budget_s,
-            max_depth=self.settings.max_depth,
-            clock=clock,
-            breakers=self.breakers,
-            approvals=self.approver is not None,
+        #: Runs the hooks: handlers, the worker pool of isolated functions, the loop thread.
+        self.runner = HookRunner(
+            self.settings,
+            self.services,
+            clock,
+            ChainSettings(
+                chain_budget_s=self.settings.chain_budget_s,
+                max_depth=self.settings.max_depth,
+                clock=clock,
+                breakers=self.breakers,
+                approvals=self.approver is not None,
+            ),
+            ChainSettings(
+                chain_budget_s=self.settings.chain_budget_s,
+                max_depth=self.settings.max_depth,
+                clock=clock,
+                breakers=None,
+                dry_run=True,
+            ),
         )
-        self._dry_settings = ChainSettings(
-            chain_budget_s=self.settings.chain_budget_s,
-            max_depth=self.settings.max_depth,
-            clock=clock,
-            breakers=None,
-            dry_run=True,
-        )
-        self._handlers: dict[str, Handler] = {}
-        self._host_code_policy = HostCodePolicy()
-        self._refusals: dict[tuple[str, int, bool, str], str | None] = {}
-        #: fire_sync's plain-function executor per hook list (see _plain_executor).
-        self._executors: dict[int, tuple[Sequence[CompiledHook], str, str, Execute | None]] = {}
-        self._sync_cache: dict[
-            tuple[int, str],
-            tuple[Sequence[CompiledHook], dict[CompiledHook, Callable[[HookEvent], Any]] | None],
-        ] = {}
+        #: The worker threads of isolated plain functions (``isolate: thread``).
+        self.threads = self.runner.pool
+        self.stats = EngineStats(threads=self.threads, background=self._background)
         self._event_ids = itertools.count(1)
         self._event_prefix = os.urandom(6).hex()
-        self._portal: LoopThread | None = None
         self._closed = False
         for hook in hooks:
             self.add(hook)
@@ -222,14 +192,11 @@ class Engine:
     @property
     def host_code_policy(self) -> HostCodePolicy:
         """Who may run host code beyond the edition's rule (the gateway's master rule)."""
-        return self._host_code_policy
+        return self.runner.host_code_policy
 
     @host_code_policy.setter
     def host_code_policy(self, policy: HostCodePolicy) -> None:
-        self._host_code_policy = policy
-        self._refusals.clear()
-        self._sync_cache.clear()
-        self._executors.clear()
+        self.runner.host_code_policy = policy
 
     # -- registration ---------------------------------------------------------------------
 
@@ -278,8 +245,14 @@ class Engine:
         on_error: str | None = None,
         enabled: bool = True,
         approval: str | Mapping[str, Any] | None = None,
+        isolate: str | None = None,
     ) -> Callable[[F], F]:
-        """Decorator: register a function or coroutine function as a ``callable`` hook."""
+        """Decorator: register a function or coroutine function as a ``callable`` hook.
+
+        A plain function runs in place on the caller's thread (it is the program's own code:
+        an overrun on a blocking event blocks once it returns); ``isolate="thread"`` runs it
+        on a worker with a hard deadline instead (the caller gets ``on_timeout`` at it).
+        """
 
         def register(fn: F) -> F:
             raw: dict[str, Any] = {
@@ -292,6 +265,8 @@ class Engine:
                 "enabled": enabled,
                 "config": {"callable": fn},
             }
+            if isolate is not None:
+                raw["config"]["isolate"] = isolate
             if timeout_ms is not None:
                 raw["timeout_ms"] = timeout_ms
             if on_timeout is not None:
@@ -318,10 +293,14 @@ class Engine:
         removed = self.registry.remove(hook_id)
         if removed is not None:
             self.breakers.reset(hook_id)
-            handler = self._handlers.get(removed.handler_type)
-            if handler is not None:
-                handler.forget(hook_id)
+            self.forget_hook(removed)
         return removed
+
+    def forget_hook(self, definition: HookDefinition) -> None:
+        """Drop what the hook's handler keeps for it (it changed or went away)."""
+        handler = self.runner.handlers.get(definition.handler_type)
+        if handler is not None:
+            handler.forget(definition.id)
 
     def set_enabled(self, hook_id: str, enabled: bool) -> HookDefinition:
         """Toggle a hook; enabling it resets its circuit breaker."""
@@ -335,11 +314,8 @@ class Engine:
         return updated
 
     def handler(self, handler_type: str) -> Handler:
-        handler = self._handlers.get(handler_type)
-        if handler is None:
-            handler = handler_class(handler_type)(self.services)
-            self._handlers[handler_type] = handler
-        return handler
+        """The engine's handler of a type (made on first use)."""
+        return self.runner.handler(handler_type)
 
     # -- firing ---------------------------------------------------------------------------
 
@@ -361,28 +337,17 @@ class Engine:
         as a blocking chain, so a quality gate blocks and an after_tool abort stops the turn;
         others run now and return their context, and still cannot block.
         """
-        if self._closed:
-            raise EngineClosed(f"{event}: this engine was closed")
-        spec = _SPECS.get(event) or get_event(event)
-        data = payload if not fields else {**(payload or {}), **fields}
-        if data is None:
-            data = {}
-        self.stats.fired += 1
-        if not self.source.has_event(spec.name):
-            depth = data.get("depth")
-            if depth is None or (type(depth) is int and depth <= self.settings.max_depth):
-                return Outcome()
-        data = self._prepare(data, spec)
-        hooks = self._select(spec, data)
-        if not hooks and self._shallow(data):
+        resolved = self._resolve(event, payload, fields, wait)
+        if resolved.__class__ is Outcome:
+            return resolved
+        assert isinstance(resolved, _Resolved)
+        if resolved.queued:
+            self._background.submit(resolved.spec, resolved.data, resolved.hooks)
             return Outcome()
-        problem = payload_problem(data)
-        if problem is not None:
-            return self.refuse_input(event, data, problem, wait=wait)
-        if not spec.waits(event, wait):
-            self._background.submit(spec, data, hooks)
-            return Outcome()
-        return await self._run(spec.run_as(event, wait), data, hooks)
+        outcome = await self.runner.run(resolved.spec, resolved.data, resolved.hooks)
+        if self._emit_outcome(resolved.spec, resolved.data, outcome):
+            return await self._settle(resolved.spec, resolved.data, outcome)
+        return outcome
 
     def fire_sync(
         self,
@@ -395,12 +360,39 @@ class Engine:
     ) -> Outcome:
         """:meth:`fire` for synchronous agent loops.
 
-        Plain-function hooks run in the calling thread with no event loop; any other handler
-        runs on an engine-owned loop thread. Do not call this from inside a running loop.
+        Plain-function hooks run without an event loop (in place, or on a worker when
+        isolated); any other handler runs on an engine-owned loop thread. Do not call this
+        from inside a running loop.
         """
+        resolved = self._resolve(event, payload, fields, wait)
+        if resolved.__class__ is Outcome:
+            return resolved
+        assert isinstance(resolved, _Resolved)
+        if resolved.queued:
+            loop = self.runner.loop_thread().loop
+            loop.call_soon_threadsafe(
+                self._background.submit, resolved.spec, resolved.data, resolved.hooks
+            )
+            return Outcome()
+        outcome = self.runner.run_sync(resolved.spec, resolved.data, resolved.hooks)
+        if self._emit_outcome(resolved.spec, resolved.data, outcome):
+            return self.runner.loop_thread().run(
+                self._settle(resolved.spec, resolved.data, outcome)
+            )
+        return outcome
+
+    def _resolve(
+        self,
+        event: str,
+        payload: Mapping[str, Any] | None,
+        fields: Mapping[str, Any],
+        wait: bool,
+    ) -> _Resolved | Outcome:
+        """Steps one and two of ``fire``: prepare the event, resolve its chain; an
+        :class:`Outcome` when that already decides (no hooks, input over the limits)."""
         if self._closed:
             raise EngineClosed(f"{event}: this engine was closed")
-        spec = _SPECS.get(event) or get_event(event)
+        spec = get_event(event)
         data = payload if not fields else {**(payload or {}), **fields}
         if data is None:
             data = {}
@@ -417,37 +409,36 @@ class Engine:
         problem = payload_problem(data)
         if problem is not None:
             return self.refuse_input(event, data, problem, wait=wait)
-        waited = None if wait else _WAITED.get(event)
-        if waited is None:
-            if not spec.waits(event, wait):
-                portal = self._loop_thread()
-                portal.loop.call_soon_threadsafe(self._background.submit, spec, data, hooks)
-                return Outcome()
-            waited = spec.run_as(event, wait)
-        spec = waited
-        # The executor is cached per hook list: looked up here, made by _plain_executor.
-        cached = self._executors.get(id(hooks))
-        if (
-            cached is not None
-            and cached[0] is hooks
-            and cached[1] == spec.name
-            and cached[2] == self.settings.edition
-        ):
-            execute = cached[3]
-        else:
-            execute = self._plain_executor(hooks, spec.name)
-        if execute is not None:
-            outcome = run_chain_now(hooks, spec, data, self._chain_settings, execute)
-            if outcome._rows and (self.audit is not None or self.listeners):
-                self._emit(chain_records(spec, data, outcome, self._event_id))
-                if self.audit is not None:
-                    self._loop_thread().run(self.audit.wait_durable())
-            if outcome._ask is not None:
-                return self._loop_thread().run(self._ask_person(spec, data, outcome))
-            return outcome
-        return self._loop_thread().run(self._run(spec, data, hooks))
+        if not spec.waits(event, wait):
+            return _Resolved(spec, data, hooks, True)
+        return _Resolved(spec.run_as(event, wait), data, hooks, False)
 
-    def _resolve(self, spec: EventSpec, data: Mapping[str, Any]) -> Sequence[CompiledHook]:
+    def _emit_outcome(self, spec: EventSpec, data: Mapping[str, Any], outcome: Outcome) -> bool:
+        """Step four: hand the chain's execution records off; True when the outcome still
+        waits for something (the audit sink's durability, a person): :meth:`_settle`."""
+        if not outcome._rows:
+            return outcome._ask is not None
+        if self.audit is not None or self.listeners:
+            self._emit(chain_records(spec, data, outcome, self._event_id))
+        return self.audit is not None or outcome._ask is not None
+
+    async def _settle(self, spec: EventSpec, data: Mapping[str, Any], outcome: Outcome) -> Outcome:
+        if self.audit is not None and outcome._rows:
+            await self.audit.wait_durable()
+        if outcome._ask is not None:
+            return await self._ask_person(spec, data, outcome)
+        return outcome
+
+    async def _drive_and_emit(
+        self, spec: EventSpec, data: Mapping[str, Any], hooks: Sequence[CompiledHook]
+    ) -> Outcome:
+        """Steps three and four on the event loop (the background queue's way)."""
+        outcome = await self.runner.run(spec, data, hooks)
+        if self._emit_outcome(spec, data, outcome):
+            return await self._settle(spec, data, outcome)
+        return outcome
+
+    def _source_hooks(self, spec: EventSpec, data: Mapping[str, Any]) -> Sequence[CompiledHook]:
         """A source's hooks for the event's tenant and agent (sources that cannot select)."""
         return self.source.resolve(spec.name, data.get("tenant_id"), data.get("agent_id"))
 
@@ -498,21 +489,14 @@ class Engine:
     ) -> Outcome:
         if self._closed:
             raise EngineClosed(f"{spec.name}: this engine was closed")
-        chain = run_chain(hooks, spec, data, self._dry_settings)
-        return await drive_async(
-            chain,
-            lambda call, payload, timeout: self._execute(
-                spec, call, payload, timeout, dry_run=True
-            ),
-            self._clock,
-        )
+        return await self.runner.dry_run(spec, data, hooks)
 
     def refuse_input(
         self, event: str, data: Mapping[str, Any], problem: str, *, wait: bool = False
     ) -> Outcome:
         """An event whose input is over the payload limits: no hook runs, one audit row says
         why, and a blocking event blocks (a non-blocking one is dropped)."""
-        spec = _SPECS.get(event) or get_event(event)
+        spec = get_event(event)
         blocking = spec.run_as(event, wait).blocking  # a waited-for result check blocks too
 
         log_event("security.hook.invalid_input", hook_event=spec.name, error=problem)
@@ -543,196 +527,6 @@ class Engine:
         event_id = data.get("event_id")
         return str(event_id) if event_id else self.new_event_id()
 
-    async def _run(
-        self, spec: EventSpec, data: Mapping[str, Any], hooks: Sequence[CompiledHook]
-    ) -> Outcome:
-        functions = self._sync_functions(hooks) if spec.blocking else None
-        if functions is not None:
-            if self._inline:
-                outcome = self._run_plain(spec, data, hooks, functions)
-            else:
-                outcome = await self._run_plain_async(spec, data, hooks, functions)
-        else:
-            outcome = await drive_async(
-                run_chain(hooks, spec, data, self._chain_settings),
-                lambda call, payload, timeout: self._execute(spec, call, payload, timeout),
-                self._clock,
-            )
-        if outcome._rows and (self.audit is not None or self.listeners):
-            self._emit(chain_records(spec, data, outcome, self._event_id))
-            if self.audit is not None:
-                await self.audit.wait_durable()
-        if outcome._ask is not None:
-            return await self._ask_person(spec, data, outcome)
-        return outcome
-
-    def _run_plain(
-        self,
-        spec: EventSpec,
-        data: Mapping[str, Any],
-        hooks: Sequence[CompiledHook],
-        functions: Mapping[CompiledHook, Callable[[HookEvent], Any]],
-    ) -> Outcome:
-        """Plain functions in place, with no timeout (``inline_sync_hooks``)."""
-        execute = sync_caller(spec.name, functions, self._clock)
-        return run_chain_now(hooks, spec, data, self._chain_settings, execute)
-
-    def _plain_executor(self, hooks: Sequence[CompiledHook], event: str) -> Execute | None:
-        """How ``fire_sync`` runs the batches of ``hooks`` when each is a plain function
-        (``None`` when one is not): in place, under the alarm of :mod:`hookgate.hook_alarm`, or
-        on a worker thread. Made once per hook list and edition."""
-        edition = self.settings.edition
-        functions = self._sync_functions(hooks)
-        execute: Execute | None = None
-        if functions is None:
-            pass
-        elif self._inline:
-            execute = sync_caller(event, functions, self._clock)
-        else:
-            threads, interrupt, clock = self.threads, self._interrupt, self._clock
-            plain, watched = functions, hook_alarm.run_batch
-
-            def run(
-                calls: Sequence[Call], payload: Mapping[str, Any], deadline: float | None
-            ) -> list[Reply]:
-                view = HookEvent(event, payload)
-                if interrupt:
-                    replies = watched(calls, plain, view, deadline, clock)
-                    if replies is not None:
-                        return replies
-                return threads.run_batch(calls, plain, view, deadline, clock)
-
-            execute = run
-        if len(self._executors) > 1024:
-            self._executors.clear()
-        self._executors[id(hooks)] = (hooks, event, edition, execute)
-        return execute
-
-    async def _run_plain_async(
-        self,
-        spec: EventSpec,
-        data: Mapping[str, Any],
-        hooks: Sequence[CompiledHook],
-        functions: Mapping[CompiledHook, Callable[[HookEvent], Any]],
-    ) -> Outcome:
-        # Plain functions on worker threads: the loop keeps serving while they run, and a
-        # call past its time answers a timeout at its deadline.
-        chain = run_chain(hooks, spec, data, self._chain_settings)
-        threads, clock, name, interrupt = self.threads, self._clock, spec.name, self._interrupt
-        try:
-            batch = next(chain)
-            while True:
-                calls, payload, deadline = batch
-                view = HookEvent(name, payload)
-                replies: list[Reply] | None = None
-                if interrupt:
-                    replies = hook_alarm.run_batch(calls, functions, view, deadline, clock)
-                if replies is None:
-                    replies = await threads.run_batch_async(calls, functions, view, deadline, clock)
-                batch = chain.send(replies)
-        except StopIteration as done:
-            return done.value  # type: ignore[no-any-return]
-
-    async def _execute(
-        self,
-        spec: EventSpec,
-        call: Call,
-        payload: Mapping[str, Any],
-        timeout_s: float,
-        *,
-        dry_run: bool = False,
-    ) -> Reply:
-        hook = call[0]
-        started = time.perf_counter()
-        refusal = self._refusal(hook.definition)
-        if refusal is not None:
-            return (None, HookError(refusal), False, 0.0)
-        try:
-            handler = self.handler(hook.definition.handler_type)
-        except Exception as exc:
-            return (None, exc, False, 0.0)
-        definition = hook.definition
-        pending: PendingState | None = None
-        # One timer that cancels this task: cheaper per call than asyncio.timeout()'s
-        # context manager, and ``uncancel`` tells our expiry from a caller's cancellation.
-        task = asyncio.current_task()
-        assert task is not None
-        expiry = _Expiry(task)
-        timer = asyncio.get_running_loop().call_later(timeout_s, expiry.fire)
-        try:
-            if definition.config.get("state"):
-                state_store = store_for(self.services)
-                payload, pending = await prepare_state(state_store, definition, payload)
-            answer = await handler.run(
-                Invocation(definition, spec, payload, timeout_s, self.services, dry_run)
-            )
-            if pending is not None and not dry_run:
-                answer = await commit_state(state_store, pending, answer)
-            elif isinstance(answer, HookResult) and STATE_CHANGES_DETAIL in answer.details:
-                answer.details.pop(STATE_CHANGES_DETAIL)
-                answer.details["state_ignored"] = "the hook has no config.state"
-        except asyncio.CancelledError:
-            if expiry.fired and task.uncancel() == 0:
-                return (None, None, True, (time.perf_counter() - started) * 1000)
-            raise
-        except Exception as exc:
-            return (None, exc, False, (time.perf_counter() - started) * 1000)
-        finally:
-            timer.cancel()
-        elapsed = (time.perf_counter() - started) * 1000
-        if expiry.fired:
-            # The handler swallowed the cancellation and answered late: still a timeout.
-            task.uncancel()
-            return (None, None, True, elapsed)
-        return (answer, None, False, elapsed)
-
-    def _refusal(self, definition: HookDefinition) -> str | None:
-        """Why the host-code policy refuses to run this hook version (cached per version)."""
-        edition = self.settings.edition  # read each time: a server may switch it
-        key = (definition.id, definition.version, definition.written_by_master, edition)
-        refusals = self._refusals
-        if key in refusals:
-            return refusals[key]
-        if len(refusals) > 4096:
-            refusals.clear()
-        refusal = refusals[key] = self.host_code_policy.refusal(definition, edition)
-        return refusal
-
-    def _sync_functions(
-        self, hooks: Sequence[CompiledHook]
-    ) -> dict[CompiledHook, Callable[[HookEvent], Any]] | None:
-        """Plain functions for every hook, when all of them have one (else ``None``)."""
-        # Keyed by edition too: the host-code rule depends on it, and a server may switch it.
-        key = (id(hooks), self.settings.edition)
-        cached = self._sync_cache.get(key)
-        if cached is not None and cached[0] is hooks:
-            return cached[1]
-        functions: dict[CompiledHook, Callable[[HookEvent], Any]] | None = {}
-        for compiled in hooks:
-            if self._refusal(compiled.definition) is not None:
-                functions = None  # the async path reports the refusal
-                break
-            try:
-                handler = self.handler(compiled.definition.handler_type)
-            except (KeyError, ImportError):
-                functions = None
-                break
-            # Hooks with state load and save it on the loop (the store may be a database).
-            fn = (
-                None
-                if compiled.definition.config.get("state")
-                else handler.sync_function(compiled.definition)
-            )
-            if fn is None:
-                functions = None
-                break
-            assert functions is not None
-            functions[compiled] = fn
-        if len(self._sync_cache) > 1024:
-            self._sync_cache.clear()
-        self._sync_cache[key] = (hooks, functions)
-        return functions
-
     def _emit(self, records: list[ExecutionRecord]) -> None:
         if not records:  # no hook ran (none matched): nothing to hand off
             return
@@ -758,8 +552,9 @@ class Engine:
     def drain_sync(self) -> None:
         """:meth:`drain` for synchronous programs (their background work runs on the
         engine's loop thread, after any submissions already scheduled there)."""
-        if self._portal is not None:
-            self._portal.run(self.drain())
+        loop_thread = self.runner.started_loop_thread
+        if loop_thread is not None:
+            loop_thread.run(self.drain())
 
     async def aclose(self) -> None:
         """Drain background work, stop workers and close handlers."""
@@ -767,7 +562,7 @@ class Engine:
             return
         self._closed = True
         await self._background.stop()
-        for handler in self._handlers.values():
+        for handler in self.runner.handlers.values():
             try:
                 await handler.aclose()
             except Exception as exc:
@@ -776,19 +571,14 @@ class Engine:
 
     def close(self) -> None:
         """:meth:`aclose` for synchronous programs."""
-        if self._portal is not None:
-            if self._background.loop is self._portal.loop:
-                self._portal.run(self._background.join())
-            self._portal.run(self.aclose())
-            self._portal.stop()
-            self._portal = None
+        loop_thread = self.runner.started_loop_thread
+        if loop_thread is not None:
+            if self._background.loop is loop_thread.loop:
+                loop_thread.run(self._background.join())
+            loop_thread.run(self.aclose())
+            self.runner.stop_loop_thread()
         elif not self._closed:
             asyncio.run(self.aclose())
-
-    def _loop_thread(self) -> LoopThread:
-        if self._portal is None:
-            self._portal = LoopThread()
-        return self._portal
 
     async def __aenter__(self) -> Engine:
         return self

@@ -41,17 +41,14 @@ class Settings:
     #: Module prefixes ``callable`` hooks named by a string may import (``None``: any; the
     #: gateway sets its ``--allow-callable`` list, checked before any import).
     callable_modules: tuple[str, ...] | None = None
-    #: Run plain (sync) function hooks on the caller's thread instead of a worker thread:
-    #: one thread hop less per event, but a function that overruns its timeout holds the
-    #: caller (and the event loop) until it returns; its timeout is only reported afterwards.
-    #: For library users whose hooks are their own, fast code. The gateway never does this.
-    inline_sync_hooks: bool = False
-    #: On the main thread, run plain function hooks right there and interrupt one that
-    #: overruns its timeout with a watchdog's signal (see :mod:`hookgate.hook_alarm`): no
-    #: thread hop.
-    #: Off, or on other threads, they run on worker threads. The gateway turns it off: its
-    #: event loop must keep serving every tenant while one tenant's hook runs.
-    interrupt_plain_hooks: bool = True
+    #: Run every plain-function ``callable`` hook on a worker thread with a hard deadline,
+    #: whatever its ``isolate`` says (see :mod:`hookgate.handlers.callable`). The gateway
+    #: sets it: its event loop must keep serving every tenant while one tenant's hook runs.
+    isolate_callables: bool = False
+    #: Worker threads that may be stuck in isolated functions past their timeout, in all and
+    #: for the events of one tenant (see :mod:`hookgate.execution.workers`).
+    hook_threads_max_stuck: int = 64
+    hook_threads_max_stuck_per_tenant: int = 8
     #: ``off``, ``auto`` or ``bwrap``: run hook programs under bubblewrap (see
     #: :mod:`hookgate.handlers.subprocess.sandbox`); ``sandbox_hidden``: paths they must not see.
     hook_sandbox: str = "off"

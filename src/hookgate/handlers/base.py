@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import KW_ONLY, dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 
 from hookgate.settings import EDITIONS, Edition, Settings
 
@@ -13,11 +13,11 @@ if TYPE_CHECKING:
     from hookgate.approvals import Approver
     from hookgate.definition import HookDefinition
     from hookgate.events import EventSpec
+    from hookgate.execution.workers import WorkerPool
     from hookgate.handlers.prompt.budget import BudgetStore
     from hookgate.handlers.prompt.review import ReviewerRunner
     from hookgate.handlers.prompt.state import DecisionCache, TurnCounter
     from hookgate.hook_event import HookEvent
-    from hookgate.hook_threads import HookThreads
     from hookgate.llm.providers import ProviderRegistry
     from hookgate.net.outbound import OutboundClient
     from hookgate.net.ssrf import Resolver
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from hookgate.secrets.keyring import Keyring
     from hookgate.state.stores import StateStore
 
-__all__ = ["Capabilities", "Handler", "Invocation", "Services"]
+__all__ = ["Capabilities", "Handler", "Invocation", "PlainFunction", "Services"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,8 +60,8 @@ class Services:
     keyring: Keyring | None = None
     #: Where a person decides a hook's ``ask``; without one an ``ask`` blocks.
     approver: Approver | None = None
-    #: Plain-function hooks' worker threads (the engine sets its own).
-    hook_threads: HookThreads | None = None
+    #: The worker threads of isolated plain-function hooks (the engine sets its own).
+    hook_threads: WorkerPool | None = None
     #: Hook state (``config.state``); default: a file store at ``$HOOKGATE_STATE_FILE``, else
     #: one in memory.
     hook_state: StateStore | None = None
@@ -93,6 +93,16 @@ class Invocation:
     timeout_s: float
     services: Services
     dry_run: bool = False
+
+
+class PlainFunction(NamedTuple):
+    """A hook that is a plain function (:meth:`Handler.sync_function`)."""
+
+    #: Called with the event view; answers as a handler's ``run`` does.
+    call: Callable[[HookEvent], Any]
+    #: Run on a worker with a hard deadline (``isolate: thread``); else in place on the
+    #: caller's thread, where an overrun is reported when the function returns.
+    isolated: bool
 
 
 class Handler:
@@ -133,11 +143,12 @@ class Handler:
     async def run(self, call: Invocation) -> HookResult | Mapping[str, Any] | None:
         raise NotImplementedError(f"{type(self).__name__}.run must be implemented")
 
-    def sync_function(self, hook: HookDefinition) -> Callable[[HookEvent], Any] | None:
-        """A plain function that answers for ``hook`` without an event loop, or ``None``.
+    def sync_function(self, hook: HookDefinition) -> PlainFunction | None:
+        """The plain function that answers for ``hook`` without an event loop, or ``None``.
 
-        ``Engine.fire_sync`` calls it directly with the event view (the callable handler's
-        fast path); handlers that need I/O return ``None`` and run on a loop.
+        The engine calls it directly with the event view (the callable handler's fast path),
+        in place or on a worker as it says; handlers that need I/O return ``None`` and run
+        on a loop.
         """
         return None
 

@@ -1,10 +1,16 @@
 """The ``callable`` handler: a Python function or coroutine function is the hook.
 
 Config: ``{"callable": fn}`` from code, or ``{"callable": "package.module:function"}`` in a
-hooks file. The function takes one :class:`~hookgate.hook_event.HookEvent` and returns a
-:class:`~hookgate.outcome.HookResult`, a dict with the outcome keys, or ``None`` to abstain.
-Plain functions run on the engine's worker threads (:mod:`hookgate.hook_threads`), so
-their timeouts hold; ``Settings.inline_sync_hooks`` runs them on the caller's thread.
+hooks file, and ``isolate``: ``thread`` or ``none``. The function takes one
+:class:`~hookgate.hook_event.HookEvent` and returns a :class:`~hookgate.outcome.HookResult`, a
+dict with the outcome keys, or ``None`` to abstain.
+
+A function registered in code is the embedding program's own: by default (``isolate: none``)
+it runs in place on the caller's thread, like a pluggy hook, and an overrun is reported when it
+returns. A function a hooks file names (a ``module:function`` string) defaults to
+``isolate: thread``: it runs on a worker of :mod:`hookgate.execution.workers` with a hard
+deadline. ``Settings.isolate_callables`` (the gateway) isolates every one. Coroutine functions
+run on the loop and are cancelled at their deadline.
 """
 
 from __future__ import annotations
@@ -15,14 +21,28 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
 from hookgate.definition import HookDefinition
-from hookgate.handlers.base import Capabilities, Handler, Invocation
+from hookgate.handlers.base import Capabilities, Handler, Invocation, PlainFunction
 from hookgate.hook_event import HookEvent
 from hookgate.outcome import HookError, HookResult
 from hookgate.settings import LITE
 
-__all__ = ["CallableHandler", "module_allowed", "resolve_callable"]
+__all__ = ["ISOLATION", "CallableHandler", "is_isolated", "module_allowed", "resolve_callable"]
 
 HookFunction = Callable[[HookEvent], Any]
+#: ``config.isolate``: ``thread`` (a worker with a hard deadline) or ``none`` (in place).
+ISOLATION = ("thread", "none")
+
+
+def is_isolated(config: Mapping[str, Any], *, always: bool = False) -> bool:
+    """Whether a callable hook's plain function runs on a worker: as ``config.isolate``
+    says, by default when the function is named by a string (loaded from a hooks file, not
+    registered in code); ``always`` (``Settings.isolate_callables``) overrides."""
+    if always:
+        return True
+    isolate = config.get("isolate")
+    if isolate is None:
+        return isinstance(config.get("callable"), str)
+    return bool(isolate == "thread")
 
 
 def module_allowed(target: Any, allowed: Sequence[str]) -> bool:
@@ -71,13 +91,17 @@ class CallableHandler(Handler):
     def validate_config(cls, config: Mapping[str, Any]) -> list[str]:
         if "callable" not in config:
             return ["callable hooks need config.callable (a function or 'module:function')"]
+        problems = []
+        if config.get("isolate", "none") not in ISOLATION:
+            problems.append(f"isolate must be 'thread' or 'none', got {config['isolate']!r}")
         try:
             resolve_callable(config["callable"])
         except ValueError as exc:
-            return [str(exc)]
-        return []
+            problems.append(str(exc))
+        return problems
 
     def _function(self, hook: HookDefinition) -> tuple[HookFunction, bool]:
+        """The hook's function (resolved once per version), and whether it is async."""
         key = (hook.id, hook.version)
         found = self._functions.get(key)
         if found is None:
@@ -104,22 +128,27 @@ class CallableHandler(Handler):
             self._functions[key] = found
         return found
 
-    def sync_function(self, hook: HookDefinition) -> HookFunction | None:
+    def sync_function(self, hook: HookDefinition) -> PlainFunction | None:
         try:
             fn, is_async = self._function(hook)
         except HookError:
             return None  # run() reports the error
-        return None if is_async else fn
+        if is_async:
+            return None
+        return PlainFunction(fn, self._isolated(hook))
+
+    def _isolated(self, hook: HookDefinition) -> bool:
+        return is_isolated(hook.config, always=self.services.settings.isolate_callables)
 
     async def run(self, call: Invocation) -> HookResult | Mapping[str, Any] | None:
         fn, is_async = self._function(call.hook)
         event = HookEvent(call.event.name, call.payload)
         threads = self.services.hook_threads
-        if is_async or threads is None or self.services.settings.inline_sync_hooks:
+        if is_async or threads is None or not self._isolated(call.hook):
             answer = fn(event)
         else:
-            # On a worker thread: the engine's timeout cancels this await at the deadline.
-            answer = await threads.call(fn, event)
+            # On a worker: the engine's timeout cancels this await at the deadline.
+            answer = await threads.call(fn, event, call.payload.get("tenant_id"))
         if is_async or inspect.isawaitable(answer):
             answer = await answer
         return answer  # type: ignore[no-any-return]

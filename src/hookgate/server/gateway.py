@@ -113,8 +113,7 @@ class Gateway:
         self.settings = settings or Settings.from_env()
         self.settings.edition = self.options.edition  # type: ignore[assignment]
         # Plain function hooks go to worker threads: the loop serves every tenant meanwhile.
-        self.settings.inline_sync_hooks = False
-        self.settings.interrupt_plain_hooks = False
+        self.settings.isolate_callables = True
         # Checked before any import, at definition and again when a hook runs.
         self.settings.callable_modules = tuple(self.options.callable_modules)
         self.store = store
@@ -311,9 +310,7 @@ class Gateway:
 
     def forget_hook(self, definition: HookDefinition) -> None:
         """Drop per-hook handler state of a hook that changed or went away."""
-        handler = self.engine._handlers.get(definition.handler_type)
-        if handler is not None:
-            handler.forget(definition.id)
+        self.engine.forget_hook(definition)
 
     def handler_types(self) -> list[str]:
         """The handler types this gateway accepts (host-code ones are gone on standard)."""

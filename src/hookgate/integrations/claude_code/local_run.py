@@ -163,11 +163,11 @@ class _Runner:
                     from hookgate.handlers.callable import CallableHandler
 
                     handler = CallableHandler(Services(settings=settings))
-                fn = handler.sync_function(definition)
-                if fn is None:  # an async function (or one that does not resolve)
+                plain = handler.sync_function(definition)
+                if plain is None:  # an async function (or one that does not resolve)
                     self.ready = False
                     return
-                self.functions[hook] = fn
+                self.functions[hook] = plain.call
 
     def __call__(
         self, calls: Sequence[Call], payload: Mapping[str, Any], deadline: float | None

@@ -1,10 +1,8 @@
-"""The chain drivers: they execute the batches :func:`hookgate.chain.run_chain` yields and
-send back the replies, and hold no chain rule of their own.
+"""The chain's driver on the event loop, and the loop a synchronous caller's coroutines run on.
 
-- :func:`drive_async`: on the event loop (any handler);
-- :func:`sync_caller`: plain functions in the calling thread, for
-  :func:`hookgate.chain.run_chain_now`;
-- :class:`LoopThread`: the loop a synchronous caller's async handlers run on.
+- :func:`drive_async`: executes the batches :func:`hookgate.chain.run_chain` yields and sends
+  back the replies (it holds no chain rule of its own);
+- :class:`LoopThread`: an event loop on a daemon thread, for ``fire_sync``'s async handlers.
 """
 
 from __future__ import annotations
@@ -14,15 +12,12 @@ import threading
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from hookgate.chain import Call, ChainGen, Execute, Reply, matters
-from hookgate.hook_event import HookEvent
-from hookgate.plain_calls import PlainCalls
+from hookgate.chain import Call, ChainGen, Reply, matters
 
 if TYPE_CHECKING:
     from hookgate.outcome import Outcome
-    from hookgate.registry import CompiledHook
 
-__all__ = ["LoopThread", "drive_async", "sync_caller"]
+__all__ = ["LoopThread", "drive_async"]
 
 T = TypeVar("T")
 
@@ -59,31 +54,6 @@ async def drive_async(
             batch = chain.send(replies)
     except StopIteration as done:
         return done.value  # type: ignore[no-any-return]
-
-
-def sync_caller(
-    event: str,
-    functions: Mapping[CompiledHook, Callable[[HookEvent], Any]],
-    clock: Callable[[], float],
-) -> Execute:
-    """Runs batches of plain-function hooks in the calling thread, for
-    :func:`hookgate.chain.run_chain_now`.
-
-    The calls of a batch share one event view (they see the same payload). A plain function
-    cannot be interrupted here, so a hook that overran its timeout (or the chain budget) is
-    reported as a timeout afterwards.
-    """
-
-    def run(
-        calls: Sequence[Call], payload: Mapping[str, Any], deadline: float | None
-    ) -> list[Reply]:
-        batch_run = PlainCalls(
-            calls, functions, HookEvent(event, payload), deadline, clock, copy_context=False
-        )
-        batch_run.run_calls()
-        return batch_run.replies
-
-    return run
 
 
 class LoopThread:

@@ -1,10 +1,10 @@
-"""Worker threads for plain-function hooks, so that a timeout holds and the loop never stalls.
+"""Worker threads for isolated plain-function hooks: a hard wall-clock deadline, and a loop
+that never stalls.
 
-A plain (sync) function cannot be interrupted. Run on the caller's thread, one that overruns
-its timeout holds the caller for its whole run, and on the gateway it freezes the event
-loop for every tenant. Here it runs on a reused worker thread while the caller waits with a
-deadline: at the deadline the caller gets a timeout (the hook's ``on_timeout`` outcome) and
-goes on; the worker is *abandoned*, counted in :attr:`HookThreads.stuck` until its function
+A plain (sync) function cannot be interrupted. A hook marked ``isolate: thread`` (the default
+for functions a hooks file names) runs on a reused worker thread while the caller waits with
+a deadline: at the deadline the caller gets a timeout (the hook's ``on_timeout`` outcome) and
+goes on; the worker is *abandoned*, counted in :attr:`WorkerPool.stuck` until its function
 returns, and then taken back into the pool. The rest of its batch is not run by it.
 
 A batch of calls (the chain's unit, see :mod:`hookgate.chain`) goes to one worker, so one
@@ -14,8 +14,10 @@ machine, and grows with the load, since two threads must be scheduled). On the e
 the loop's thread first waits up to :data:`FAST_WAIT_S` for the answer (most hooks are that
 fast), then awaits a wake-up from the worker.
 
-When :data:`MAX_STUCK` workers are stuck, further calls are refused with an error (a block
-on blocking events) rather than starting ever more threads.
+Stuck workers are bounded: past ``max_stuck`` in all, or ``max_stuck_per_tenant`` for the
+tenant whose event it is, further calls are refused with an error (a block on blocking
+events) rather than starting ever more threads, so one tenant's stalling hooks cannot take
+the threads every other tenant's hooks need (issue 24).
 """
 
 from __future__ import annotations
@@ -30,13 +32,11 @@ from typing import Any, Final
 
 from hookgate.chain import Call, Reply
 from hookgate.errors import HookgateError
+from hookgate.execution.plain import Functions, PlainCalls
 from hookgate.log import log_event
-from hookgate.plain_calls import Functions, PlainCalls
 
-__all__ = ["MAX_STUCK", "HookThreads", "TooManyStuck"]
+__all__ = ["TooManyStuck", "WorkerPool"]
 
-#: Workers that may be stuck in overrunning functions at once before calls are refused.
-MAX_STUCK: Final = 64
 #: Idle workers kept for reuse; more are let go, and so is one idle for IDLE_EXIT_S (an
 #: engine that is never closed does not keep its threads forever).
 MAX_IDLE: Final = 16
@@ -53,7 +53,7 @@ class TooManyStuck(HookgateError, RuntimeError):
 class _Worker:
     __slots__ = ("_go", "_job", "_pool", "thread")
 
-    def __init__(self, pool: HookThreads, number: int) -> None:
+    def __init__(self, pool: WorkerPool, number: int) -> None:
         self._pool = pool
         self._go = threading.Lock()
         self._go.acquire()
@@ -91,7 +91,7 @@ class _Worker:
                 job.finished = True
                 notify = None if job.abandoned else job.notify
                 if job.abandoned:
-                    pool.stuck -= 1
+                    pool._recovered(job)
                 self._job = None
                 keep = len(pool._idle) < MAX_IDLE
                 if keep:
@@ -104,23 +104,38 @@ class _Worker:
                 return
 
 
-class HookThreads:
+class WorkerPool:
     """The pool. One per engine; threads are daemons, started on first use."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, max_stuck: int, max_stuck_per_tenant: int) -> None:
+        """``max_stuck``: workers that may be stuck at once before calls are refused;
+        ``max_stuck_per_tenant``: how many of them one tenant's events may hold (events with
+        no tenant, an embedding program's, are bound by ``max_stuck`` alone). The engine
+        takes both from its :class:`~hookgate.settings.Settings`."""
         self._lock = threading.Lock()
         self._idle: list[_Worker] = []
         self._started = 0
+        self.max_stuck = max_stuck
+        self.max_stuck_per_tenant = max_stuck_per_tenant
         #: Workers currently stuck in a function that overran its timeout.
         self.stuck = 0
+        #: The same, by the tenant whose event the stuck call was for.
+        self.stuck_by_tenant: dict[str, int] = {}
         #: Calls abandoned at their deadline since the pool was made.
         self.abandoned = 0
 
-    def _worker(self) -> _Worker:
+    def _worker(self, tenant: str | None) -> _Worker:
         with self._lock:
+            if tenant is not None and (
+                self.stuck_by_tenant.get(tenant, 0) >= self.max_stuck_per_tenant
+            ):
+                raise TooManyStuck(
+                    f"{self.stuck_by_tenant[tenant]} hook threads are stuck in this tenant's "
+                    "functions that overran their timeout; refusing to start more"
+                )
             if self._idle:
                 return self._idle.pop()
-            if self.stuck >= MAX_STUCK:
+            if self.stuck >= self.max_stuck:
                 raise TooManyStuck(
                     f"{self.stuck} hook threads are stuck in functions that overran their "
                     "timeout; refusing to start more"
@@ -128,6 +143,24 @@ class HookThreads:
             self._started += 1
             number = self._started
         return _Worker(self, number)
+
+    def _stuck(self, job: PlainCalls) -> None:
+        """Count an abandoned job's worker as stuck (under the lock)."""
+        job.abandoned = True
+        self.stuck += 1
+        self.abandoned += 1
+        if job.tenant is not None:
+            self.stuck_by_tenant[job.tenant] = self.stuck_by_tenant.get(job.tenant, 0) + 1
+
+    def _recovered(self, job: PlainCalls) -> None:
+        """An abandoned job's function returned: its worker is free again (under the lock)."""
+        self.stuck -= 1
+        if job.tenant is not None:
+            left = self.stuck_by_tenant[job.tenant] - 1
+            if left:
+                self.stuck_by_tenant[job.tenant] = left
+            else:
+                del self.stuck_by_tenant[job.tenant]
 
     def _abandon(self, job: PlainCalls, now: float) -> tuple[Reply, int] | None:
         """Give up on the job's current call if its time is up: the timeout reply and the
@@ -139,9 +172,7 @@ class HookThreads:
         with self._lock:
             if job.finished or job.current is not current or now - started < allowed:
                 return None
-            job.abandoned = True
-            self.stuck += 1
-            self.abandoned += 1
+            self._stuck(job)
         log_event("hookgate.hook_thread.stuck", stuck=self.stuck, timeout_s=round(allowed, 3))
         return (None, None, True, (now - started) * 1000), index
 
@@ -160,14 +191,17 @@ class HookThreads:
         view: Any,
         deadline: float | None,
         clock: Callable[[], float],
+        tenant: str | None,
     ) -> tuple[PlainCalls, threading.Lock]:
         """Hand a batch to a worker: the job, and a lock that is released when it is done."""
+        worker = self._worker(tenant)
         job = PlainCalls(calls, functions, view, deadline, clock)
+        job.tenant = tenant
         done = threading.Lock()
         done.acquire()
         job.notify = done.release
         job.current = (0, time.perf_counter(), calls[0][1])
-        self._worker().start(job)
+        worker.start(job)
         return job, done
 
     # -- sync callers ---------------------------------------------------------------------
@@ -179,13 +213,15 @@ class HookThreads:
         view: Any,
         deadline: float | None,
         clock: Callable[[], float],
+        tenant: str | None = None,
     ) -> list[Reply]:
-        """Run a batch on a worker and wait; a call past its time answers a timeout."""
+        """Run a batch on a worker and wait; a call past its time answers a timeout.
+        ``tenant``: whose event it is (the bound on stuck workers per tenant)."""
         replies: list[Reply] = []
         perf = time.perf_counter
         while calls:
             try:
-                job, done = self._start(calls, functions, view, deadline, clock)
+                job, done = self._start(calls, functions, view, deadline, clock, tenant)
             except TooManyStuck as exc:
                 return [*replies, (None, exc, False, 0.0)]
             timed_out: tuple[Reply, int] | None = None
@@ -217,6 +253,7 @@ class HookThreads:
         view: Any,
         deadline: float | None,
         clock: Callable[[], float],
+        tenant: str | None = None,
     ) -> list[Reply]:
         """:meth:`run_batch` for the event loop: it waits without blocking the loop."""
         loop = asyncio.get_running_loop()
@@ -224,7 +261,7 @@ class HookThreads:
         perf = time.perf_counter
         while calls:
             try:
-                job, done = self._start(calls, functions, view, deadline, clock)
+                job, done = self._start(calls, functions, view, deadline, clock, tenant)
             except TooManyStuck as exc:
                 return [*replies, (None, exc, False, 0.0)]
             # Most hooks answer within microseconds: waiting that long here (the interpreter
@@ -264,16 +301,18 @@ class HookThreads:
             calls = calls[index + 1 :]
         return replies
 
-    async def call(self, fn: Callable[[Any], Any], arg: Any) -> Any:
+    async def call(self, fn: Callable[[Any], Any], arg: Any, tenant: str | None = None) -> Any:
         """``fn(arg)`` on a worker, awaited; cancelling the await (the engine's timeout)
         abandons the worker and counts it as stuck until ``fn`` returns."""
         loop = asyncio.get_running_loop()
+        worker = self._worker(tenant)
         key = object()
         job = PlainCalls(((key, math.inf, [], 0, 0),), {key: fn}, arg, None, time.monotonic)  # type: ignore[arg-type]
+        job.tenant = tenant
         done = threading.Lock()
         done.acquire()
         job.notify = done.release
-        self._worker().start(job)
+        worker.start(job)
         finished: asyncio.Future[None] = loop.create_future()
         try:
             if not done.acquire(timeout=FAST_WAIT_S) and self._rearm(
@@ -283,9 +322,7 @@ class HookThreads:
         except asyncio.CancelledError:
             with self._lock:
                 if not job.finished:
-                    job.abandoned = True
-                    self.stuck += 1
-                    self.abandoned += 1
+                    self._stuck(job)
             raise
         reply = job.replies[0]
         if isinstance(reply, float):  # abstained (a reply by its duration alone)

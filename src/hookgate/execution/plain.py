@@ -1,4 +1,8 @@
-"""One batch of plain-function hook calls, run in order with the chain driver's stop rules."""
+"""One batch of plain-function hook calls, run in order with the chain driver's stop rules.
+
+The same job runs in place on the caller's thread (:func:`run_in_place`) or on a worker of
+:mod:`hookgate.execution.workers`; only the worker's caller can give up on it at a deadline.
+"""
 
 from __future__ import annotations
 
@@ -6,38 +10,14 @@ import contextvars
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Final, Protocol
+from typing import Any, Final
 
 from hookgate.chain import Call, Reply
 
-__all__ = ["UNWATCHED", "Functions", "PlainCalls", "Watch"]
+__all__ = ["Functions", "PlainCalls", "run_in_place"]
 
 #: The functions of a batch's hooks, by hook.
 Functions = Mapping[Any, Callable[[Any], Any]]
-
-
-class Watch(Protocol):
-    """Who interrupts a call on the caller's thread at its timeout (the watchdog of
-    :mod:`hookgate.hook_alarm`): told only of a call due before it next looks."""
-
-    #: When it looks next; only a call allowed less than ``below`` can be due before.
-    wake_at: float
-    below: float
-
-    def ring(self, allowed: float) -> None: ...
-
-
-class _Unwatched:
-    """The watch of a batch on a worker: nothing to tell."""
-
-    wake_at = below = -math.inf
-
-    def ring(self, allowed: float) -> None:
-        return None
-
-
-UNWATCHED: Final[Watch] = _Unwatched()
-
 
 #: perf_counter and the monotonic clock read the same clock (Linux: CLOCK_MONOTONIC), so a
 #: deadline on the monotonic clock needs no conversion.
@@ -47,12 +27,26 @@ _SAME_CLOCK: Final = (
 )
 
 
+def run_in_place(
+    calls: Sequence[Call],
+    functions: Functions,
+    view: Any,
+    deadline: float | None,
+    clock: Callable[[], float],
+) -> list[Reply]:
+    """Run a batch on the caller's thread, as pluggy calls its hooks: nothing interrupts a
+    function, so one that overran its time is reported as a timeout when it returns (on a
+    blocking event that blocks: its answer came too late)."""
+    job = PlainCalls(calls, functions, view, deadline, clock, copy_context=False)
+    job.run_calls()
+    return job.replies
+
+
 class PlainCalls:
     """One batch of plain-function calls, run in order with the driver contract's stop rules.
 
-    Run on the caller's thread (:func:`hookgate.drivers.sync_caller`, the watchdog of
-    :mod:`hookgate.hook_alarm`) or on a worker (:mod:`hookgate.hook_threads`): written by the
-    thread that runs it, read by the one that waits for it."""
+    Written by the thread that runs it, read by the one that waits for it (a worker's
+    caller reads ``current`` to know which call is due when)."""
 
     __slots__ = (
         "abandoned",
@@ -65,8 +59,8 @@ class PlainCalls:
         "functions",
         "notify",
         "replies",
+        "tenant",
         "view",
-        "watch",
     )
 
     def __init__(
@@ -79,37 +73,21 @@ class PlainCalls:
         *,
         copy_context: bool = True,
     ) -> None:
-        self.replies: list[Reply]
-        # (index, perf_counter at start, seconds allowed): one reference, swapped whole.
-        self.current: tuple[int, float, float] | None
-        self.reuse(calls, functions, view, deadline, clock)
-        self.abandoned = False
-        self.finished = False
-        self.notify: Callable[[], object] | None = None
-        # The caller's context variables (tracing, "inside a review"…) follow the calls.
-        self.context = contextvars.copy_context() if copy_context else None
-        # The watchdog of :mod:`hookgate.hook_alarm` (UNWATCHED: the calls run on a worker).
-        self.watch = UNWATCHED
-
-    def reuse(
-        self,
-        calls: Sequence[Call],
-        functions: Functions,
-        view: Any,
-        deadline: float | None,
-        clock: Callable[[], float],
-    ) -> None:
-        """Make this finished job the next batch's, for a runner that runs one batch at a
-        time (the watchdog's main thread): cheaper than a new one, which costs as much as
-        two of its calls. The fields it leaves are those only a worker's batch changes (and
-        which ``__init__`` sets after calling this)."""
         self.calls = calls
         self.functions = functions
         self.view = view
         self.deadline = deadline
         self.clock = clock
-        self.replies = []
-        self.current = None
+        self.replies: list[Reply] = []
+        # (index, perf_counter at start, seconds allowed): one reference, swapped whole.
+        self.current: tuple[int, float, float] | None = None
+        self.abandoned = False
+        self.finished = False
+        self.notify: Callable[[], object] | None = None
+        #: Whose event it is, on a worker (the pool bounds stuck workers per tenant).
+        self.tenant: str | None = None
+        # The caller's context variables (tracing, "inside a review"…) follow the calls.
+        self.context = contextvars.copy_context() if copy_context else None
 
     def run(self) -> None:
         if self.context is None:
@@ -126,7 +104,7 @@ class PlainCalls:
         final trace row, which the fold keeps as it is, any other hook with its duration
         alone (a float)."""
         deadline, clock, perf = self.deadline, self.clock, time.perf_counter
-        functions, view, replies, watch = self.functions, self.view, self.replies, self.watch
+        functions, view, replies = self.functions, self.view, self.replies
         # One perf_counter reading per call: the end of one call is the start of the next,
         # and the deadline is moved to perf_counter's time (``due``) to be checked against it.
         # A clock other than the monotonic one (a test's fake clock) is read before each call.
@@ -148,8 +126,6 @@ class PlainCalls:
                 if timeout_s <= 0:
                     return
             self.current = (index, started, timeout_s)
-            if timeout_s < watch.below and started + timeout_s < watch.wake_at:
-                watch.ring(timeout_s)
             try:
                 answer = functions[hook](view)
             except Exception as exc:

@@ -1,0 +1,330 @@
+"""How an engine runs the hooks of a chain: the one place that calls them.
+
+Once per hook list it decides how its batches run (:class:`PlainPlan`, kept per list): when
+every hook is a plain function, without the event loop, each in place or on a worker by its
+``isolate`` mark; otherwise every hook on the loop under :func:`run_with_deadline` (a
+coroutine is cancelled at its deadline; a plain function marked ``isolate: thread`` is awaited
+on a worker, which the cancellation abandons).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from hookgate.chain import Call, ChainSettings, Execute, Reply, matters, run_chain, run_chain_now
+from hookgate.execution.coroutines import run_with_deadline
+from hookgate.execution.drivers import LoopThread, drive_async
+from hookgate.execution.plain import run_in_place
+from hookgate.execution.workers import WorkerPool
+from hookgate.handlers import Handler, Invocation, Services, handler_class
+from hookgate.hook_event import HookEvent
+from hookgate.host_code import HostCodePolicy
+from hookgate.outcome import HookError, HookResult, Outcome
+from hookgate.state.binding import (
+    STATE_CHANGES_DETAIL,
+    PendingState,
+    commit_state,
+    prepare_state,
+    store_for,
+)
+
+if TYPE_CHECKING:
+    from hookgate.definition import HookDefinition
+    from hookgate.events import EventSpec
+    from hookgate.registry import CompiledHook
+    from hookgate.settings import Settings
+
+__all__ = ["HookRunner", "PlainPlan"]
+
+
+@dataclass(frozen=True, slots=True)
+class PlainPlan:
+    """How the batches of a hook list whose hooks are all plain functions run."""
+
+    #: The event name the functions' view carries.
+    event: str
+    #: Each hook's function.
+    functions: Mapping[CompiledHook, Callable[[HookEvent], Any]]
+    #: The hooks whose functions run on a worker with a hard deadline (``isolate: thread``);
+    #: the others run in place on the caller's thread.
+    isolated: frozenset[CompiledHook]
+
+
+class HookRunner:
+    """Runs the hooks of an engine's chains: handlers, the worker pool, the loop thread."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        services: Services,
+        clock: Callable[[], float],
+        chain_settings: ChainSettings,
+        dry_settings: ChainSettings,
+    ) -> None:
+        self.settings = settings
+        self.services = services
+        self.clock = clock
+        self.chain_settings = chain_settings
+        self.dry_settings = dry_settings
+        #: Workers for isolated plain functions, shared with the handlers that need them.
+        self.pool = WorkerPool(
+            max_stuck=settings.hook_threads_max_stuck,
+            max_stuck_per_tenant=settings.hook_threads_max_stuck_per_tenant,
+        )
+        if services.hook_threads is None:
+            services.hook_threads = self.pool
+        self.handlers: dict[str, Handler] = {}
+        self._host_code_policy = HostCodePolicy()
+        self._refusals: dict[tuple[str, int, bool, str], str | None] = {}
+        #: The plan of each hook list seen, by ``id`` (the list is kept to tell a reused id).
+        self._plans: dict[int, tuple[Sequence[CompiledHook], str, str, PlainPlan | None]] = {}
+        self._loop_thread: LoopThread | None = None
+
+    @property
+    def host_code_policy(self) -> HostCodePolicy:
+        return self._host_code_policy
+
+    @host_code_policy.setter
+    def host_code_policy(self, policy: HostCodePolicy) -> None:
+        self._host_code_policy = policy
+        self._refusals.clear()
+        self._plans.clear()
+
+    def handler(self, handler_type: str) -> Handler:
+        handler = self.handlers.get(handler_type)
+        if handler is None:
+            handler = handler_class(handler_type)(self.services)
+            self.handlers[handler_type] = handler
+        return handler
+
+    def loop_thread(self) -> LoopThread:
+        """The loop a synchronous caller's coroutines run on (started on first use)."""
+        if self._loop_thread is None:
+            self._loop_thread = LoopThread()
+        return self._loop_thread
+
+    @property
+    def started_loop_thread(self) -> LoopThread | None:
+        return self._loop_thread
+
+    def stop_loop_thread(self) -> None:
+        if self._loop_thread is not None:
+            self._loop_thread.stop()
+            self._loop_thread = None
+
+    # -- running a chain ----------------------------------------------------------------------
+
+    def run_sync(
+        self, spec: EventSpec, data: Mapping[str, Any], hooks: Sequence[CompiledHook]
+    ) -> Outcome:
+        """A chain for a synchronous caller: plain functions without an event loop, anything
+        else on the loop thread."""
+        plan = self.plan(hooks, spec.name)
+        if plan is not None:
+            return run_chain_now(hooks, spec, data, self.chain_settings, self._sync_batches(plan))
+        return self.loop_thread().run(self.run(spec, data, hooks))
+
+    async def run(
+        self, spec: EventSpec, data: Mapping[str, Any], hooks: Sequence[CompiledHook]
+    ) -> Outcome:
+        """A chain on the event loop."""
+        plan = self.plan(hooks, spec.name) if spec.blocking else None
+        if plan is not None:
+            if not plan.isolated:  # nothing to wait for: no loop turn needed
+                return run_chain_now(
+                    hooks, spec, data, self.chain_settings, self._sync_batches(plan)
+                )
+            return await self._drive_plain(plan, run_chain(hooks, spec, data, self.chain_settings))
+        return await drive_async(
+            run_chain(hooks, spec, data, self.chain_settings),
+            lambda call, payload, timeout: self.execute(spec, call, payload, timeout),
+            self.clock,
+        )
+
+    async def dry_run(
+        self, spec: EventSpec, data: Mapping[str, Any], hooks: Sequence[CompiledHook]
+    ) -> Outcome:
+        """A chain with no breaker and no audit (``Engine.test``, ``simulate``)."""
+        return await drive_async(
+            run_chain(hooks, spec, data, self.dry_settings),
+            lambda call, payload, timeout: self.execute(spec, call, payload, timeout, True),
+            self.clock,
+        )
+
+    # -- plain functions ------------------------------------------------------------------------
+
+    def plan(self, hooks: Sequence[CompiledHook], event: str) -> PlainPlan | None:
+        """How ``hooks`` run without the event loop, or ``None`` when one of them needs it
+        (or is refused: the loop's path reports that). Made once per hook list and edition
+        (the host-code rule depends on it, and a server may switch it)."""
+        edition = self.settings.edition
+        cached = self._plans.get(id(hooks))
+        if (
+            cached is not None
+            and cached[0] is hooks
+            and cached[1] == event
+            and cached[2] == edition
+        ):
+            return cached[3]
+        plan = self._make_plan(hooks, event)
+        if len(self._plans) > 1024:
+            self._plans.clear()
+        self._plans[id(hooks)] = (hooks, event, edition, plan)
+        return plan
+
+    def _make_plan(self, hooks: Sequence[CompiledHook], event: str) -> PlainPlan | None:
+        functions: dict[CompiledHook, Callable[[HookEvent], Any]] = {}
+        isolated: set[CompiledHook] = set()
+        for compiled in hooks:
+            definition = compiled.definition
+            # Hooks with state load and save it on the loop (the store may be a database).
+            if self.refusal(definition) is not None or definition.config.get("state"):
+                return None
+            try:
+                handler = self.handler(definition.handler_type)
+            except (KeyError, ImportError):
+                return None
+            plain = handler.sync_function(definition)
+            if plain is None:
+                return None
+            functions[compiled] = plain.call
+            if plain.isolated:
+                isolated.add(compiled)
+        return PlainPlan(event, functions, frozenset(isolated))
+
+    def _sync_batches(self, plan: PlainPlan) -> Execute:
+        """The batch runner of ``plan`` for a caller that waits in its own thread."""
+        functions, event, clock, isolated = plan.functions, plan.event, self.clock, plan.isolated
+        pool = self.pool
+        if not isolated:
+
+            def in_place(
+                calls: Sequence[Call], payload: Mapping[str, Any], deadline: float | None
+            ) -> list[Reply]:
+                return run_in_place(calls, functions, HookEvent(event, payload), deadline, clock)
+
+            return in_place
+
+        def mixed(
+            calls: Sequence[Call], payload: Mapping[str, Any], deadline: float | None
+        ) -> list[Reply]:
+            view = HookEvent(event, payload)
+            replies: list[Reply] = []
+            for on_worker, part in _segments(calls, isolated):
+                if on_worker:
+                    tenant = payload.get("tenant_id")
+                    ran = pool.run_batch(part, functions, view, deadline, clock, tenant)
+                else:
+                    ran = run_in_place(part, functions, view, deadline, clock)
+                replies += ran
+                if _stopped(part, ran, deadline):
+                    break
+            return replies
+
+        return mixed
+
+    async def _drive_plain(self, plan: PlainPlan, chain: Any) -> Outcome:
+        """A blocking chain of plain functions on the event loop: isolated ones on workers
+        (the loop keeps serving while they run), the others in place."""
+        functions, clock, isolated, pool = plan.functions, self.clock, plan.isolated, self.pool
+        try:
+            batch = next(chain)
+            while True:
+                calls, payload, deadline = batch
+                view = HookEvent(plan.event, payload)
+                replies: list[Reply] = []
+                for on_worker, part in _segments(calls, isolated):
+                    if on_worker:
+                        tenant = payload.get("tenant_id")
+                        ran = await pool.run_batch_async(
+                            part, functions, view, deadline, clock, tenant
+                        )
+                    else:
+                        ran = run_in_place(part, functions, view, deadline, clock)
+                    replies += ran
+                    if _stopped(part, ran, deadline):
+                        break
+                batch = chain.send(replies)
+        except StopIteration as done:
+            return done.value  # type: ignore[no-any-return]
+
+    # -- any handler, on the loop ---------------------------------------------------------------
+
+    async def execute(
+        self,
+        spec: EventSpec,
+        call: Call,
+        payload: Mapping[str, Any],
+        timeout_s: float,
+        dry_run: bool = False,
+    ) -> Reply:
+        """One hook's call on the event loop, within ``timeout_s``."""
+        definition = call[0].definition
+        refusal = self.refusal(definition)
+        if refusal is not None:
+            return (None, HookError(refusal), False, 0.0)
+        try:
+            handler = self.handler(definition.handler_type)
+        except Exception as exc:
+            return (None, exc, False, 0.0)
+        return await run_with_deadline(
+            self._invoke(handler, definition, spec, payload, timeout_s, dry_run), timeout_s
+        )
+
+    async def _invoke(
+        self,
+        handler: Handler,
+        definition: HookDefinition,
+        spec: EventSpec,
+        payload: Mapping[str, Any],
+        timeout_s: float,
+        dry_run: bool,
+    ) -> Any:
+        pending: PendingState | None = None
+        if definition.config.get("state"):
+            state_store = store_for(self.services)
+            payload, pending = await prepare_state(state_store, definition, payload)
+        answer = await handler.run(
+            Invocation(definition, spec, payload, timeout_s, self.services, dry_run)
+        )
+        if pending is not None and not dry_run:
+            answer = await commit_state(state_store, pending, answer)
+        elif isinstance(answer, HookResult) and STATE_CHANGES_DETAIL in answer.details:
+            answer.details.pop(STATE_CHANGES_DETAIL)
+            answer.details["state_ignored"] = "the hook has no config.state"
+        return answer
+
+    def refusal(self, definition: HookDefinition) -> str | None:
+        """Why the host-code policy refuses to run this hook version (cached per version)."""
+        edition = self.settings.edition  # read each time: a server may switch it
+        key = (definition.id, definition.version, definition.written_by_master, edition)
+        refusals = self._refusals
+        if key in refusals:
+            return refusals[key]
+        if len(refusals) > 4096:
+            refusals.clear()
+        refusal = refusals[key] = self.host_code_policy.refusal(definition, edition)
+        return refusal
+
+
+def _segments(
+    calls: Sequence[Call], isolated: frozenset[CompiledHook]
+) -> list[tuple[bool, tuple[Call, ...]]]:
+    """A batch cut where its calls switch between a worker and the caller's thread."""
+    parts: list[tuple[bool, tuple[Call, ...]]] = []
+    start = 0
+    for index in range(1, len(calls) + 1):
+        if index == len(calls) or (calls[index][0] in isolated) != (calls[start][0] in isolated):
+            parts.append((calls[start][0] in isolated, tuple(calls[start:index])))
+            start = index
+    return parts
+
+
+def _stopped(part: Sequence[Call], replies: Sequence[Reply], deadline: float | None) -> bool:
+    """Whether a blocking batch ends with this part: it stopped early (the deadline), or
+    its last reply matters (an answer, a failure, a timeout)."""
+    if deadline is None:
+        return False
+    return len(replies) < len(part) or bool(replies) and matters(replies[-1])
