@@ -181,7 +181,7 @@ async def test_set_enabled_bumps_version_and_resets_breaker(store: Store) -> Non
 async def test_hooks_version_moves_on_every_change(store: Store) -> None:
     seen = [await store.hooks_version()]
     heard: list[int] = []
-    store.add_change_listener(heard.append)
+    store.add_change_listener(lambda change: heard.append(change.version))
     created = await store.create_hook(A, hook(name="guard"))
     seen.append(await store.hooks_version())
     await store.update_hook(A, created.id, {"priority": 1})

@@ -334,17 +334,42 @@ class ReplicaSet:
         """Run one statement on the shared database."""
         return run_sql(self.database_url, sql, *args)
 
+    @property
+    def database_name(self) -> str:
+        return self.database_url.rsplit("/", 1)[-1]
+
     def backends(self, application_name: str | None = None) -> list[dict[str, Any]]:
-        """The server processes connected to the shared database (``pg_stat_activity``)."""
-        name = self.database_url.rsplit("/", 1)[-1]
-        rows = self.sql(
+        """The server processes connected to the shared database (``pg_stat_activity``,
+        read from the server's own database, so this works while the shared one refuses
+        connections)."""
+        rows = run_sql(
+            PG_URL,
             "SELECT pid, application_name, state, query FROM pg_stat_activity "
             "WHERE datname = $1 AND pid <> pg_backend_pid()",
-            name,
+            self.database_name,
         )
         if application_name is not None:
             rows = [row for row in rows if row["application_name"] == application_name]
         return rows
+
+    def terminate_backends(self, application_name: str) -> int:
+        """``pg_terminate_backend`` every connection of the shared database with this
+        ``application_name`` (``hookgate-listen``: every replica's LISTEN connection);
+        returns how many were ended."""
+        rows = run_sql(
+            PG_URL,
+            "SELECT pg_terminate_backend(pid) AS ended FROM pg_stat_activity "
+            "WHERE datname = $1 AND application_name = $2",
+            self.database_name,
+            application_name,
+        )
+        return sum(1 for row in rows if row["ended"])
+
+    def allow_connections(self, allowed: bool) -> None:
+        """Let the shared database accept new connections or refuse them (connections
+        already open keep working): a way to keep a lost connection from coming back."""
+        value = "true" if allowed else "false"
+        run_sql(PG_URL, f'ALTER DATABASE "{self.database_name}" WITH ALLOW_CONNECTIONS {value}')
 
 
 class RedisServer:

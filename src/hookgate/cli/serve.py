@@ -55,15 +55,19 @@ class StartUp:
     has_master: bool
 
 
-async def _bootstrap(data_dir: str | None, database_url: str | None) -> StartUp:
-    """Migrate the store, seed the builtin hooks and create the master admin key when there
-    is no key at all: each under the store's start-up lock, so replicas starting at once do
-    each exactly once. Called once the socket listens: a start that fails before (a busy
-    port, a bad option) creates no key it could not show."""
+async def _bootstrap(
+    data_dir: str | None, database_url: str | None, keyring: Keyring | None
+) -> StartUp:
+    """Migrate the store, check the secret key against it, seed the builtin hooks and create
+    the master admin key when there is no key at all: each under the store's start-up lock,
+    so replicas starting at once do each exactly once. Called once the socket listens: a
+    start that fails before (a busy port, a bad option, another replica's key) creates no
+    key it could not show."""
     from hookgate.server.gateway import seed_builtin_hooks
 
-    store = await open_store(data_dir=data_dir, database_url=database_url)
+    store = await open_store(data_dir=data_dir, database_url=database_url, pool_size=1)
     try:
+        await store.verify_secret_key(keyring)
         await seed_builtin_hooks(store)
         created = await store.create_first_master_key(name=FIRST_KEY_NAME)
         if created is not None:
@@ -139,13 +143,14 @@ def _bind(host: str, port: int) -> socket.socket:
 ENVIRONMENT_HELP = """\b
 Environment settings:
   HOOKGATE_HOST, HOOKGATE_PORT, HOOKGATE_DATA_DIR, HOOKGATE_DATABASE_URL,
-  HOOKGATE_EDITION, HOOKGATE_AUDIT_MODE, HOOKGATE_TRACE_EXPORTER,
+  HOOKGATE_DB_POOL_SIZE, HOOKGATE_EDITION, HOOKGATE_AUDIT_MODE, HOOKGATE_TRACE_EXPORTER,
   HOOKGATE_REDIS_URL, HOOKGATE_LLM_PROVIDERS, HOOKGATE_HOOK_SANDBOX,
   HOOKGATE_TENANT_HOST_CODE, HOOKGATE_APPROVAL_WEBHOOK, HOOKGATE_PUBLIC_URL,
   HOOKGATE_DRAIN_TIMEOUT     the options of the same name
   HOOKGATE_SSRF_ALLOWLIST    comma-separated CIDRs and host names that http and
                              prompt hooks may reach although private (default: none)
-  HOOKGATE_SECRET_KEY        base64 key that seals secret headers and error details
+  HOOKGATE_SECRET_KEY        base64 key that seals secret headers and error details;
+                             every replica on one database needs the same key
   HOOKGATE_SECRET_KEY_FILE   a file holding that key (default with SQLite:
                              secret.key in the data directory, made on first start)
   HOOKGATE_RETENTION_DAYS    days of execution history to keep (default 30; 0 keeps all)
@@ -161,6 +166,10 @@ See docs/gateway.md for every setting."""
 @click.option("--port", envvar="HOOKGATE_PORT", type=int, default=DEFAULT_PORT,
               show_default=True, help="Port (0 picks a free one and prints it).")
 @store_options
+@click.option("--db-pool-size", envvar="HOOKGATE_DB_POOL_SIZE", type=click.IntRange(min=1),
+              default=10, show_default=True,
+              help="PostgreSQL: the most connections this process opens for requests; it also "
+              "holds up to 2 for the audit log and 1 for LISTEN (see docs/storage.md).")
 @click.option("--edition", envvar="HOOKGATE_EDITION", type=click.Choice(EDITIONS),
               default="lite", show_default=True,
               help="standard refuses every hook that runs code on the host (command, process, "
@@ -214,6 +223,7 @@ def serve(
     port: int,
     data_dir: str | None,
     database_url: str | None,
+    db_pool_size: int,
     edition: str,
     callable_modules: tuple[str, ...],
     max_frame_bytes: int,
@@ -283,13 +293,15 @@ def serve(
     # Everything that can refuse the start has run and the socket listens: only now may a
     # first master key be made (it is printed at once).
     try:
-        started = asyncio.run(_bootstrap(data_dir, database_url))
+        started = asyncio.run(_bootstrap(data_dir, database_url, keyring))
     except StoreError as exc:
         sock.close()
         raise click.ClickException(str(exc)) from None
 
     async def make_gateway() -> Gateway:
-        store = await open_store(data_dir=data_dir, database_url=database_url)
+        store = await open_store(
+            data_dir=data_dir, database_url=database_url, pool_size=db_pool_size
+        )
         # The keyring seals secret header values and execution error details, and opens
         # them again (http hooks at dispatch, admins reading history).
         return Gateway(

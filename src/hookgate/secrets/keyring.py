@@ -131,6 +131,13 @@ class Keyring:
         blob = base64.b64decode(sealed[len(TEXT_PREFIX) :])
         return self.open(blob, aad.encode()).decode()
 
+    def sealed_with(self, sealed: str) -> str:
+        """The key id a sealed text value names (not checked: see :meth:`open_text`)."""
+        if not is_sealed_text(sealed):
+            raise SecretError("not a sealed text value")
+        blob = base64.b64decode(sealed[len(TEXT_PREFIX) :])
+        return blob[4 : 4 + blob[3]].decode(errors="replace") if len(blob) > 4 else ""
+
     def reseal(self, blob: bytes, aad: bytes) -> bytes:
         """Re-encrypt under the active key (key rotation)."""
         return self.seal(self.open(blob, aad), aad)

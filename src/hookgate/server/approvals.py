@@ -2,14 +2,17 @@
 
 :class:`GatewayApprovals` is the engine's :class:`~hookgate.approvals.Approver`. ``decide``
 stores a pending approval (the tool input and the folded outcome sealed when the gateway has
-a key), posts the optional webhook notification and waits. A waiter wakes when the store says
-the approval changed: a decision made through this process calls the store's listeners
-directly; one made through another replica arrives by PostgreSQL ``NOTIFY``. Nothing polls
-for decisions. A timer per wait, and a sweeper for approvals nobody waits on any more (the
-agent's gateway restarted), mark them expired at their deadline.
+a key), posts the optional webhook notification and waits. A waiter wakes when the store
+says the approval changed: a decision made through this process calls the store's listeners
+directly; one made through another replica arrives by PostgreSQL ``NOTIFY``. No waiter
+depends on one notification: every ``CHECK_S`` one query asks which awaited approvals were
+decided (a lost LISTEN connection, a SQLite file shared by processes), and a LISTEN
+connection that comes back wakes every waiter to read its row again. A timer per wait, and a
+sweeper for approvals nobody waits on any more (the agent's gateway restarted), mark them
+expired at their deadline.
 
-The wait of one dispatch can be bounded (``approval_wait_limit``): the REST mirror waits
-25 s by default and then answers ``pending`` with the approval id; the agent waits again with
+The wait of one dispatch can be bounded (``approval_wait_limit``): the REST mirror waits 25
+s by default and then answers ``pending`` with the approval id; the agent waits again with
 ``approvals.wait``, on any replica, even after a restart, because everything the outcome
 needs is in the row.
 """
@@ -44,6 +47,9 @@ approval_wait_limit: contextvars.ContextVar[float | None] = contextvars.ContextV
 )
 #: The sweeper looks again at least this often, in case a deadline was missed (clock jumps).
 SWEEP_MAX_S: Final = 30.0
+#: How often waiters' approvals are looked up in the store, in case a notification was
+#: missed (a lost LISTEN connection): a decision reaches its waiter within this.
+CHECK_S: Final = 0.5
 NOTIFY_TIMEOUT_S: Final = 5.0
 
 
@@ -69,6 +75,7 @@ class GatewayApprovals:
         self._changed = asyncio.Event()
         self._sweep_wake = asyncio.Event()
         self._sweeper: asyncio.Task[None] | None = None
+        self._checker: asyncio.Task[None] | None = None
         self._background: set[asyncio.Task[Any]] = set()
         #: Tasks that are only waiting (for a decision or a change); nothing else to finish.
         self._idle_tasks: set[asyncio.Task[Any]] = set()
@@ -78,23 +85,23 @@ class GatewayApprovals:
 
     async def start(self) -> None:
         self.store.add_approval_listener(self._on_change)
+        self.store.add_resync_listener(self._on_resync)
         await self.store.watch_approvals()
-        self._sweeper = asyncio.get_running_loop().create_task(
-            self._sweep(), name="hookgate-approval-sweeper"
-        )
+        loop = asyncio.get_running_loop()
+        self._sweeper = loop.create_task(self._sweep(), name="hookgate-approval-sweeper")
+        self._checker = loop.create_task(self._check(), name="hookgate-approval-checker")
 
     async def close(self) -> None:
         """Stop waiting: every waiter answers ``pending`` (its approval stays in the store)."""
         self._closing = True
         self.store.remove_approval_listener(self._on_change)
-        for futures in self._waiters.values():
-            for future in futures:
-                if not future.done():
-                    future.set_result(None)
-        if self._sweeper is not None:
-            self._sweeper.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._sweeper
+        self.store.remove_resync_listener(self._on_resync)
+        self._wake_all()
+        for task in (self._sweeper, self._checker):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
         for task in list(self._background):
             task.cancel()
         await asyncio.gather(*self._background, return_exceptions=True)
@@ -110,6 +117,42 @@ class GatewayApprovals:
         for future in self._waiters.get(approval_id, ()):
             if not future.done():
                 future.set_result(None)
+
+    def _on_resync(self) -> None:
+        # The LISTEN connection came back: decisions made meanwhile went unheard. Every
+        # waiter reads its row again; the panel's watchers and the sweeper look again.
+        self.revision += 1
+        for tenant in self._tenant_revisions:
+            self._tenant_revisions[tenant] += 1
+        self._changed.set()
+        self._changed = asyncio.Event()
+        self._sweep_wake.set()
+        self._wake_all()
+
+    def _wake_all(self) -> None:
+        for futures in self._waiters.values():
+            for future in futures:
+                if not future.done():
+                    future.set_result(None)
+
+    async def _check(self) -> None:
+        """Never depend on one notification: while anyone waits, ask the store every
+        ``CHECK_S`` which of the awaited approvals were decided, and wake their waiters
+        (one bounded query per tick, however many wait)."""
+        while not self._closing:
+            await asyncio.sleep(CHECK_S)
+            waited = list(self._waiters)
+            if not waited:
+                continue
+            try:
+                decided = await self.store.decided_approvals(waited)
+            except Exception as exc:  # the store is down: the waiters' timers still run
+                log_event("hookgate.approval.check_failed", error=str(exc))
+                continue
+            for approval_id in decided:
+                for future in self._waiters.get(approval_id, ()):
+                    if not future.done():
+                        future.set_result(None)
 
     def idle_waits(self, tasks: Any) -> list[asyncio.Task[Any]]:
         """Those of ``tasks`` that are only waiting here (safe to cancel: no hook is running

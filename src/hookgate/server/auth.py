@@ -6,7 +6,9 @@ ordered: a *viewer* reads, an *operator* also tests hooks and dispatches events,
 also writes. Global hooks need master scope on top of the role.
 
 Keys are random, so the store keeps only their SHA-256; a verified key is cached for two
-seconds, which bounds how long a revoked key (``hookgate keys revoke``) keeps working.
+seconds. A revocation is announced to every replica (PostgreSQL ``NOTIFY``), which drops the
+key's cached check at once; the two seconds bound it only when that channel is down (or on
+SQLite shared by several processes).
 """
 
 from __future__ import annotations
@@ -134,6 +136,10 @@ class Authenticator:
         for key_hash, (principal, _expires) in list(self._cache.items()):
             if principal.key_id == key_id:
                 self._cache.pop(key_hash, None)
+
+    def forget_all(self) -> None:
+        """Drop every cached check (revocations may have been missed: a lost LISTEN)."""
+        self._cache.clear()
 
     async def still_valid(self, principal: Principal) -> bool:
         """For long-lived WebSocket connections: is the key behind them still active?"""

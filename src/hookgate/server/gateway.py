@@ -172,6 +172,9 @@ class Gateway:
         )
         self.engine.host_code_policy = HostCodePolicy(master_only=not self.options.tenant_host_code)
         self.auth = Authenticator(store)
+        # Revocations by any replica (or the CLI) drop cached checks at once.
+        store.add_key_listener(self.auth.forget_key)
+        store.add_resync_listener(self.auth.forget_all)
         self._breaker_states: dict[str, str] = {}
         self._audit_progress = (0, time.monotonic())
         self.metrics = GatewayMetrics(
@@ -305,8 +308,9 @@ class Gateway:
         return self.engine.new_event_id()
 
     async def hooks_changed(self) -> None:
-        """Read-your-writes: the next dispatch sees a change this gateway just made."""
-        await self.source.refresh()
+        """Read-your-writes: the next dispatch sees a change this gateway just made (only the
+        changed hook is read again, see :mod:`hookgate.store.resolver`)."""
+        await self.source.catch_up()
 
     def forget_hook(self, definition: HookDefinition) -> None:
         """Drop per-hook handler state of a hook that changed or went away."""

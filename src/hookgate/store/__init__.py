@@ -64,8 +64,15 @@ __all__ = [
 ]
 
 
-def create_store(data_dir: str | Path | None = None, database_url: str | None = None) -> Store:
-    """A store object, not yet opened. Giving both a data directory and a URL is an error."""
+def create_store(
+    data_dir: str | Path | None = None,
+    database_url: str | None = None,
+    *,
+    pool_size: int | None = None,
+) -> Store:
+    """A store object, not yet opened. Giving both a data directory and a URL is an error.
+    ``pool_size``: the most PostgreSQL connections for requests (default 10; SQLite has its
+    own two connections and ignores it)."""
     if data_dir is not None and database_url:
         raise StoreError("give either a data directory or a database URL, not both")
     if data_dir is None and not database_url:
@@ -80,17 +87,26 @@ def create_store(data_dir: str | Path | None = None, database_url: str | None = 
             )
         from hookgate.store.postgres import PostgresStore
 
-        return PostgresStore(database_url)
+        if pool_size is None:
+            return PostgresStore(database_url)
+        if pool_size < 1:
+            raise StoreError(f"the connection pool needs at least 1 connection, got {pool_size}")
+        return PostgresStore(database_url, max_pool=pool_size)
     from hookgate.store.sqlite import SqliteStore
 
     assert data_dir is not None
     return SqliteStore(Path(data_dir))
 
 
-async def open_store(data_dir: str | Path | None = None, database_url: str | None = None) -> Store:
+async def open_store(
+    data_dir: str | Path | None = None,
+    database_url: str | None = None,
+    *,
+    pool_size: int | None = None,
+) -> Store:
     """An opened store with every migration applied. Close it with ``await store.close()``
     (or use ``async with``)."""
-    store = create_store(data_dir, database_url)
+    store = create_store(data_dir, database_url, pool_size=pool_size)
     await store.open()
     try:
         await store.migrate()

@@ -44,6 +44,9 @@ _COLUMNS: Final = (
 ApprovalListener = Callable[[str, str, str], None]
 
 
+#: Ids per statement of :meth:`ApprovalStoreMixin.decided_approvals`.
+_DECIDED_CHUNK: Final = 500
+
 class ApprovalClosed(StoreError):
     """The approval was already decided or has expired."""
 
@@ -148,6 +151,10 @@ class ApprovalStoreMixin:
         def _write(self) -> Any: ...
 
         def _read(self) -> Any: ...
+
+        def add_resync_listener(self, callback: Callable[[], None]) -> None: ...
+
+        def remove_resync_listener(self, callback: Callable[[], None]) -> None: ...
 
     async def _announce_approval(self, sql: Sql, row: ApprovalRow) -> None:
         """Tell other processes an approval changed (PostgreSQL NOTIFY); in the transaction."""
@@ -318,6 +325,22 @@ class ApprovalStoreMixin:
         for row in expired:
             self._approval_changed(row)
         return expired
+
+    async def decided_approvals(self, ids: Sequence[str]) -> list[str]:
+        """Those of ``ids`` that are no longer pending (or gone): the waiters' fallback
+        when a notification was missed. Bounded statements of at most 500 ids each."""
+        decided: list[str] = []
+        async with self._read() as sql:
+            for start in range(0, len(ids), _DECIDED_CHUNK):
+                chunk = list(ids[start : start + _DECIDED_CHUNK])
+                marks = ", ".join("?" * len(chunk))
+                rows = await sql.fetch(
+                    f"SELECT id FROM approvals WHERE status = 'pending' AND id IN ({marks})",
+                    *chunk,
+                )
+                pending = {row["id"] for row in rows}
+                decided.extend(approval_id for approval_id in chunk if approval_id not in pending)
+        return decided
 
     async def next_approval_expiry(self) -> float | None:
         """The earliest deadline of any pending approval (for the expiry sweeper)."""

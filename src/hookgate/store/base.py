@@ -16,11 +16,14 @@ import secrets
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date
-from typing import Any, Final, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, runtime_checkable
 
 from hookgate.definition import GLOBAL_TENANT, HookDefinition
 from hookgate.errors import BudgetError, HookgateError
 from hookgate.handlers.prompt.budget import BudgetStatus
+
+if TYPE_CHECKING:
+    from hookgate.secrets.keyring import Keyring
 
 __all__ = [
     "API_KEY_PREFIX",
@@ -36,6 +39,7 @@ __all__ = [
     "ExecutionRow",
     "Forbidden",
     "HookFilter",
+    "HookChange",
     "HookRecord",
     "NotFound",
     "ReadOnlyHook",
@@ -191,6 +195,17 @@ class HookFilter:
     tenant_id: str | None = None
     #: Hooks that apply to this agent (global, tenant, or agent scope listing it).
     agent_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class HookChange:
+    """A committed hook change, as change listeners hear it."""
+
+    #: The store's ``hooks_version`` after the change.
+    version: int
+    #: The hook that changed (created, updated, toggled or deleted); ``None``: several or
+    #: unknown, so a listener reloads everything.
+    hook_id: str | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -459,16 +474,31 @@ class Store(Protocol):
         """A counter that grows on every hook change, in any process (cache invalidation)."""
         ...
 
-    def add_change_listener(self, callback: Callable[[int], None]) -> None:
-        """Call ``callback(hooks_version)`` after each committed hook change made through
-        this object, and (after :meth:`watch_changes`) changes other processes made."""
+    def add_change_listener(self, callback: Callable[[HookChange], None]) -> None:
+        """Call ``callback(change)`` after each committed hook change made through this
+        object, and (after :meth:`watch_changes`) changes other processes made."""
         ...
 
-    def remove_change_listener(self, callback: Callable[[int], None]) -> None: ...
+    def remove_change_listener(self, callback: Callable[[HookChange], None]) -> None: ...
+
+    def add_key_listener(self, callback: Callable[[str], None]) -> None:
+        """Call ``callback(key_id)`` after an API key is revoked through this object, and
+        (after :meth:`watch_changes`) by another process."""
+        ...
+
+    def remove_key_listener(self, callback: Callable[[str], None]) -> None: ...
+
+    def add_resync_listener(self, callback: Callable[[], None]) -> None:
+        """Call ``callback()`` when the channel to other processes came back after a loss:
+        what they announced meanwhile was not heard, so anything may have changed."""
+        ...
+
+    def remove_resync_listener(self, callback: Callable[[], None]) -> None: ...
 
     async def watch_changes(self) -> None:
-        """Start hearing other processes' hook changes (PostgreSQL LISTEN; no-op on SQLite,
-        where resolvers poll :meth:`hooks_version`)."""
+        """Start hearing other processes' changes: hooks, key revocations, approvals
+        (PostgreSQL LISTEN, reconnected after a loss; no-op on SQLite, where resolvers poll
+        :meth:`hooks_version`)."""
         ...
 
     # executions
@@ -549,6 +579,11 @@ class Store(Protocol):
         ...
 
     async def list_api_keys(self, caller: Caller) -> list[ApiKey]: ...
+
+    async def verify_secret_key(self, keyring: Keyring | None) -> None:
+        """Raise (a ``StoreError``) when ``keyring`` is not the key this store's sealed
+        values were made with; the first process with a key records a check value."""
+        ...
 
     async def revoke_api_key(self, caller: Caller, key_id: str) -> ApiKey: ...
 

@@ -5,7 +5,9 @@ Writes run in transactions from a connection pool; a hook change locks its row
 batches go in as one ``INSERT … SELECT … ON CONFLICT (dedup_key) DO NOTHING``: from
 ``unnest`` of per-column arrays for small batches (one round trip), from a temporary table
 filled by binary ``COPY`` for large ones. Every hook change also sends
-``NOTIFY hookgate_hooks`` so other replicas' resolvers reload at once.
+``NOTIFY hookgate_hooks`` naming the hook, every key revocation ``NOTIFY hookgate_keys`` and
+every approval change ``NOTIFY hookgate_approvals``; each replica listens on one connection
+that reconnects after a loss (:mod:`hookgate.store.listen`) and then resyncs.
 """
 
 from __future__ import annotations
@@ -24,17 +26,20 @@ import orjson
 
 from hookgate.log import log_event
 from hookgate.store.approvals import ApprovalRow
-from hookgate.store.base import ExecutionRow, StoreError
+from hookgate.store.base import ExecutionRow, HookChange, StoreError
+from hookgate.store.listen import LISTEN_APPLICATION, Notifications
 from hookgate.store.migrations import load_migrations
 from hookgate.store.sql import SqlStore
 from hookgate.store.sql.base import Row
 from hookgate.store.sql.executions import EXECUTION_COLUMNS, execution_params
 
-__all__ = ["NOTIFY_CHANNEL", "PostgresStore"]
+__all__ = ["APPROVALS_CHANNEL", "KEYS_CHANNEL", "NOTIFY_CHANNEL", "PostgresStore"]
 
 NOTIFY_CHANNEL: Final = "hookgate_hooks"
 #: Every approval change (created, decided, expired): waiters on every replica wake up.
 APPROVALS_CHANNEL: Final = "hookgate_approvals"
+#: Every key revocation: every replica forgets the key's cached check at once.
+KEYS_CHANNEL: Final = "hookgate_keys"
 # pg_advisory_xact_lock key for start-up work (migrations, builtin seeding, the first master
 # key): any fixed number ("hookgate" in ASCII).
 _MIGRATION_LOCK: Final = 0x686F6F6B67617465
@@ -169,6 +174,7 @@ class PostgresStore(SqlStore):
         min_pool: int = 1,
         max_pool: int = 10,
         audit_synchronous_commit: bool = False,
+        listen_check_s: float = 5.0,
     ) -> None:
         super().__init__()
         if schema is not None and not _SCHEMA_NAME.match(schema):
@@ -182,8 +188,9 @@ class PostgresStore(SqlStore):
         # Execution batches use a pool of their own, which commits without waiting for the
         # WAL flush unless audit_synchronous_commit (see docs/storage.md, "Durability").
         self._audit_pool: asyncpg.Pool | None = None
-        self._listener: asyncpg.Connection | None = None
-        self._approval_listener: asyncpg.Connection | None = None
+        #: Seconds between checks that the LISTEN connection still answers.
+        self.listen_check_s = listen_check_s
+        self._notifications: Notifications | None = None
 
     def __repr__(self) -> str:
         # The URL may hold a password: show only host and database.
@@ -228,10 +235,9 @@ class PostgresStore(SqlStore):
             raise StoreError(f"cannot connect to PostgreSQL at {self!r}: {exc}") from None
 
     async def close(self) -> None:
-        for listener in (self._listener, self._approval_listener):
-            if listener is not None:
-                await listener.close()
-        self._listener = self._approval_listener = None
+        if self._notifications is not None:
+            await self._notifications.close()
+            self._notifications = None
         for pool in (self._audit_pool, self._pool):
             if pool is not None:
                 await pool.close()
@@ -261,11 +267,14 @@ class PostgresStore(SqlStore):
     async def _lock_bootstrap(self, sql: Any) -> None:
         await sql.fetchval("SELECT pg_advisory_xact_lock(?)", _MIGRATION_LOCK)
 
-    async def _announce(self, sql: Any, version: int) -> None:
+    async def _announce(self, sql: Any, change: HookChange) -> None:
         # Delivered when the transaction commits, to every listener on the database.
-        await sql.execute(
-            "SELECT pg_notify(?, ?)", NOTIFY_CHANNEL, f"{self.schema or ''}:{version}"
-        )
+        payload = {"schema": self.schema or "", "version": change.version, "hook": change.hook_id}
+        await sql.execute("SELECT pg_notify(?, ?)", NOTIFY_CHANNEL, orjson.dumps(payload).decode())
+
+    async def _announce_key(self, sql: Any, key_id: str) -> None:
+        payload = {"schema": self.schema or "", "key": key_id}
+        await sql.execute("SELECT pg_notify(?, ?)", KEYS_CHANNEL, orjson.dumps(payload).decode())
 
     async def _announce_approval(self, sql: Any, row: ApprovalRow) -> None:
         payload = orjson.dumps(
@@ -274,39 +283,69 @@ class PostgresStore(SqlStore):
         ).decode()
         await sql.execute("SELECT pg_notify(?, ?)", APPROVALS_CHANNEL, payload)
 
+    @property
+    def listening(self) -> bool:
+        """The LISTEN connection is up (other replicas' changes are heard at once)."""
+        return self._notifications is not None and self._notifications.up
+
     async def watch_approvals(self) -> None:
-        """LISTEN for approval changes made by other processes (idempotent)."""
-        if self._approval_listener is not None:
-            return
-        conn = await asyncpg.connect(self.database_url, server_settings=self._server_settings())
-
-        def on_notify(_conn: object, _pid: int, _channel: str, payload: str) -> None:
-            try:
-                data = orjson.loads(payload)
-            except orjson.JSONDecodeError:
-                return
-            if isinstance(data, dict) and data.get("schema") == (self.schema or ""):
-                self._approval_signal(
-                    str(data.get("id")), str(data.get("tenant")), str(data.get("status"))
-                )
-
-        await conn.add_listener(APPROVALS_CHANNEL, on_notify)
-        self._approval_listener = conn
+        """LISTEN for approval changes made by other processes (idempotent; the same
+        connection as :meth:`watch_changes`)."""
+        await self.watch_changes()
 
     async def watch_changes(self) -> None:
-        """LISTEN for hook changes made by other processes; each calls the change listeners
-        (see :meth:`add_change_listener`). Idempotent."""
-        if self._listener is not None:
+        """LISTEN for hook changes, key revocations and approval changes made by other
+        processes, on one connection that reconnects after a loss (then the resync
+        listeners are called). Idempotent."""
+        if self._notifications is not None:
             return
-        conn = await asyncpg.connect(self.database_url, server_settings=self._server_settings())
+        notifications = Notifications(
+            self._listen_connection,
+            {
+                NOTIFY_CHANNEL: self._heard_hook,
+                KEYS_CHANNEL: self._heard_key,
+                APPROVALS_CHANNEL: self._heard_approval,
+            },
+            self._resynced,
+            check_interval_s=self.listen_check_s,
+        )
+        try:
+            await notifications.start()
+        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+            raise StoreError(f"cannot LISTEN on PostgreSQL at {self!r}: {exc}") from None
+        self._notifications = notifications
 
-        def on_notify(_conn: object, _pid: int, _channel: str, payload: str) -> None:
-            schema, _, version = payload.rpartition(":")
-            if schema == (self.schema or "") and version.isdigit():
-                self._changed(int(version))
+    async def _listen_connection(self) -> asyncpg.Connection:
+        settings = {**self._server_settings(), "application_name": LISTEN_APPLICATION}
+        return await asyncpg.connect(self.database_url, server_settings=settings, timeout=10)
 
-        await conn.add_listener(NOTIFY_CHANNEL, on_notify)
-        self._listener = conn
+    def _ours(self, payload: str) -> dict[str, Any] | None:
+        """A notification's JSON payload, when it is about this store's schema."""
+        try:
+            data = orjson.loads(payload)
+        except orjson.JSONDecodeError:
+            return None
+        if isinstance(data, dict) and data.get("schema") == (self.schema or ""):
+            return data
+        return None
+
+    def _heard_hook(self, payload: str) -> None:
+        data = self._ours(payload)
+        if data is not None and isinstance(data.get("version"), int):
+            hook = data.get("hook")
+            self._changed(HookChange(data["version"], hook if isinstance(hook, str) else None))
+
+    def _heard_key(self, payload: str) -> None:
+        data = self._ours(payload)
+        if data is not None and isinstance(data.get("key"), str):
+            self._key_revoked(data["key"])
+
+    def _heard_approval(self, payload: str) -> None:
+        data = self._ours(payload)
+        if data is not None:
+            self._approval_signal(
+                str(data.get("id")), str(data.get("tenant")), str(data.get("status"))
+            )
 
     @property
     def location(self) -> str:

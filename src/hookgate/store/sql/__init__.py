@@ -14,13 +14,22 @@ from hookgate.store.sql.base import Row, Sql
 from hookgate.store.sql.budgets import BudgetTable
 from hookgate.store.sql.executions import ExecutionTable
 from hookgate.store.sql.hooks import HookTable
+from hookgate.store.sql.key_check import SecretKeyCheck
 from hookgate.store.sql.keys import ApiKeyTable
 
 __all__ = ["Row", "Sql", "SqlStore"]
 
 
 # The tables come first: their SqlBackend defines the connections the approval mixin uses.
-class SqlStore(HookTable, ExecutionTable, BudgetTable, ApiKeyTable, ApprovalStoreMixin, Store):
+class SqlStore(
+    HookTable,
+    ExecutionTable,
+    BudgetTable,
+    ApiKeyTable,
+    SecretKeyCheck,
+    ApprovalStoreMixin,
+    Store,
+):
     """The shared implementation of :class:`~hookgate.store.base.Store`, one table per
     module: ``hooks``, ``executions``, ``budgets``, ``keys`` (and approvals in
     :mod:`hookgate.store.approvals`)."""

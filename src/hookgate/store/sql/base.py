@@ -13,7 +13,7 @@ from typing import Any, ClassVar, Protocol
 import orjson
 
 from hookgate.log import log_event
-from hookgate.store.base import StoreError
+from hookgate.store.base import HookChange, StoreError
 
 __all__ = ["Row", "Sql", "SqlBackend", "loads", "to_json"]
 
@@ -61,7 +61,9 @@ class SqlBackend(ABC):
     lock_clause: ClassVar[str] = ""
 
     def __init__(self) -> None:
-        self._listeners: list[Callable[[int], None]] = []
+        self._listeners: list[Callable[[HookChange], None]] = []
+        self._key_listeners: list[Callable[[str], None]] = []
+        self._resync_listeners: list[Callable[[], None]] = []
 
     # -- backend hooks ----------------------------------------------------------------------
 
@@ -85,42 +87,71 @@ class SqlBackend(ABC):
         PostgreSQL takes its advisory lock."""
         return None
 
-    async def _announce(self, sql: Sql, version: int) -> None:
+    async def _announce(self, sql: Sql, change: HookChange) -> None:
         """Tell other processes that hooks changed (PostgreSQL NOTIFY); in the transaction."""
+        return None
+
+    async def _announce_key(self, sql: Sql, key_id: str) -> None:
+        """Tell other processes that a key was revoked (PostgreSQL NOTIFY); in the
+        transaction."""
         return None
 
     # -- change notification ----------------------------------------------------------------
 
-    def add_change_listener(self, callback: Callable[[int], None]) -> None:
-        """Call ``callback(hooks_version)`` after every committed hook change made through
-        this store object (other processes are seen by polling or NOTIFY, see resolver)."""
+    def add_change_listener(self, callback: Callable[[HookChange], None]) -> None:
+        """Call ``callback(change)`` after every committed hook change made through this
+        store object (other processes are seen by polling or NOTIFY, see resolver)."""
         self._listeners.append(callback)
 
-    def remove_change_listener(self, callback: Callable[[int], None]) -> None:
+    def remove_change_listener(self, callback: Callable[[HookChange], None]) -> None:
         if callback in self._listeners:
             self._listeners.remove(callback)
+
+    def add_key_listener(self, callback: Callable[[str], None]) -> None:
+        self._key_listeners.append(callback)
+
+    def remove_key_listener(self, callback: Callable[[str], None]) -> None:
+        if callback in self._key_listeners:
+            self._key_listeners.remove(callback)
+
+    def add_resync_listener(self, callback: Callable[[], None]) -> None:
+        self._resync_listeners.append(callback)
+
+    def remove_resync_listener(self, callback: Callable[[], None]) -> None:
+        if callback in self._resync_listeners:
+            self._resync_listeners.remove(callback)
 
     async def watch_changes(self) -> None:
         """Nothing to listen to: other processes' changes are seen by polling the version."""
         return None
 
-    def _changed(self, version: int) -> None:
-        for callback in list(self._listeners):
-            try:
-                callback(version)
-            except Exception as exc:  # a listener must not undo a committed change
-                log_event("hookgate.store.listener_failed", error=str(exc))
+    def _changed(self, change: HookChange) -> None:
+        _call_each(self._listeners, change)
 
-    async def _bump(self, sql: Sql) -> int:
+    def _key_revoked(self, key_id: str) -> None:
+        _call_each(self._key_listeners, key_id)
+
+    def _resynced(self) -> None:
+        _call_each(self._resync_listeners)
+
+    async def _bump(self, sql: Sql, hook_id: str | None) -> int:
         version = int(
             await sql.fetchval(
                 "UPDATE hookgate_state SET hooks_version = hooks_version + 1 WHERE id = 1 "
                 "RETURNING hooks_version"
             )
         )
-        await self._announce(sql, version)
+        await self._announce(sql, HookChange(version, hook_id))
         return version
 
     async def hooks_version(self) -> int:
         async with self._read() as sql:
             return int(await sql.fetchval("SELECT hooks_version FROM hookgate_state"))
+
+
+def _call_each(callbacks: list[Callable[..., None]], *args: Any) -> None:
+    for callback in list(callbacks):
+        try:
+            callback(*args)
+        except Exception as exc:  # a listener must not undo a committed change
+            log_event("hookgate.store.listener_failed", error=str(exc))

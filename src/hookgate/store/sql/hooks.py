@@ -21,6 +21,7 @@ from hookgate.store.base import (
     BreakerSnapshot,
     Caller,
     Forbidden,
+    HookChange,
     HookFilter,
     HookRecord,
     NotFound,
@@ -206,7 +207,7 @@ class HookTable(SqlBackend):
         now = time.time()
         try:
             async with self._write() as sql:
-                version = await self._bump(sql)
+                version = await self._bump(sql, definition.id)
                 stored = replace(
                     definition,
                     tenant_id=tenant,
@@ -221,7 +222,7 @@ class HookTable(SqlBackend):
                     raise StoreError(f"a hook with id {definition.id} already exists") from None
                 raise self._name_taken(definition) from None
             raise
-        self._changed(version)
+        self._changed(HookChange(version, definition.id))
         return HookRecord(stored, now, now, created_by=actor, updated_by=actor)
 
     async def _hook_exists(self, hook_id: str) -> bool:
@@ -358,12 +359,12 @@ class HookTable(SqlBackend):
                 if updated.enabled and not current.definition.enabled:
                     await sql.execute(_RESET_BREAKER, now, hook_id)
                     breaker = BreakerSnapshot(changed_at=now)
-                version = await self._bump(sql)
+                version = await self._bump(sql, hook_id)
         except Exception as exc:
             if self._is_unique_violation(exc):
                 raise self._name_taken(current.definition) from None
             raise
-        self._changed(version)
+        self._changed(HookChange(version, hook_id))
         return HookRecord(
             updated, current.created_at, now, breaker, current.created_by, updated_by=actor
         )
@@ -376,8 +377,8 @@ class HookTable(SqlBackend):
                     f"hook {current.definition.label} is builtin: disable it instead"
                 )
             await sql.execute("DELETE FROM agent_hooks WHERE id = ?", hook_id)
-            version = await self._bump(sql)
-        self._changed(version)
+            version = await self._bump(sql, hook_id)
+        self._changed(HookChange(version, hook_id))
 
     async def set_enabled(
         self, caller: Caller, hook_id: str, enabled: bool, *, actor: str | None = None
@@ -396,8 +397,8 @@ class HookTable(SqlBackend):
                 hook_id,
             )
             await sql.execute(_RESET_BREAKER, now, hook_id)
-            version = await self._bump(sql)
-        self._changed(version)
+            version = await self._bump(sql, hook_id)
+        self._changed(HookChange(version, hook_id))
         return HookRecord(
             updated,
             current.created_at,
@@ -449,7 +450,7 @@ class HookTable(SqlBackend):
                     {"builtin_version": definition.version, MASTER_WRITTEN: True}, "metadata"
                 )
                 if row is None:
-                    version = await self._bump(sql)
+                    version = await self._bump(sql, definition.id)
                     fresh = replace(
                         definition,
                         scope="global",
@@ -485,8 +486,8 @@ class HookTable(SqlBackend):
                 await sql.execute(
                     "UPDATE agent_hooks SET metadata = ? WHERE id = ?", release, current.id
                 )
-                version = await self._bump(sql)
+                version = await self._bump(sql, current.id)
                 updated.append(definition.name)
         if version is not None:
-            self._changed(version)
+            self._changed(HookChange(version, None))  # several: reload all
         return SeedReport(tuple(created), tuple(updated), tuple(unchanged))

@@ -139,6 +139,9 @@ class ApiKeyTable(SqlBackend):
                     key.revoked_at,
                     key_id,
                 )
+            # Announced again when already revoked: a replica that missed it hears it now.
+            await self._announce_key(sql, key_id)
+        self._key_revoked(key_id)
         return key
 
     async def lookup_api_key(self, key_hash: str) -> ApiKey | None:
