@@ -1,5 +1,6 @@
 """Two real gateway replicas on one PostgreSQL database: an agent waits on one, a person
-decides through the other, and the decision arrives by LISTEN/NOTIFY (nothing polls)."""
+decides through the other, and the decision arrives (by LISTEN/NOTIFY; the waiters' 0.5 s
+check of the row covers a missed notification, see tests/replicas/test_propagation.py)."""
 
 from __future__ import annotations
 

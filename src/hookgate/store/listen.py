@@ -77,6 +77,11 @@ class Notifications:
         """Listening right now (a change committed now will be heard)."""
         return self._conn is not None and not self._lost.is_set()
 
+    @property
+    def server_pid(self) -> int | None:
+        """The PostgreSQL backend serving the LISTEN connection (``pg_stat_activity.pid``)."""
+        return self._conn.get_server_pid() if self.up and self._conn is not None else None
+
     async def start(self) -> None:
         """Connect and listen (raises if the first connection fails), then keep it up."""
         if self._task is not None:

@@ -284,6 +284,11 @@ class PostgresStore(SqlStore):
         await sql.execute("SELECT pg_notify(?, ?)", APPROVALS_CHANNEL, payload)
 
     @property
+    def notifications(self) -> Notifications | None:
+        """The LISTEN connection's keeper, once :meth:`watch_changes` started it."""
+        return self._notifications
+
+    @property
     def listening(self) -> bool:
         """The LISTEN connection is up (other replicas' changes are heard at once)."""
         return self._notifications is not None and self._notifications.up
