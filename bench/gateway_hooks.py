@@ -1,4 +1,4 @@
-"""The fast hook the gateway benchmark allows as a ``callable`` hook."""
+"""The fast hooks the gateway benchmarks allow as ``callable`` hooks."""
 
 from __future__ import annotations
 
@@ -7,3 +7,7 @@ from typing import Any
 
 def allow(event: Any) -> dict[str, Any]:
     return {"decision": "allow"}
+
+
+def block(event: Any) -> dict[str, Any]:
+    return {"decision": "block", "reason": "bench gate"}
