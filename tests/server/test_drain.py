@@ -19,7 +19,7 @@ import pytest
 from tests.server.conftest import start_gateway
 from tests.server.gateway_process import GatewayProcess
 from tests.server.wsutil import ok, open_ws
-from tests.support.redis_server import RedisServer
+from tests.support.replicas import RedisServer
 from tests.support.waiting import wait_until
 from websockets.exceptions import InvalidStatus
 

@@ -22,6 +22,7 @@ EXPECTED_TABLES = {
     "agent_hooks",
     "approvals",
     "hook_state",
+    "hook_breakers",
     "hook_executions",
     "tenant_hook_budget",
     "hookgate_api_keys",

@@ -38,13 +38,14 @@ from hookgate.server.approvals import GatewayApprovals
 from hookgate.server.auth import Authenticator, Principal, require_role
 from hookgate.server.errors import ApiError
 from hookgate.server.metrics import GatewayMetrics
+from hookgate.server.shared_breakers import SharedBreakers
 from hookgate.server.tracing import HookTracer
 from hookgate.settings import Settings
 from hookgate.state.shared import SqlStateStore
 from hookgate.store import Caller, ExecutionRow, Store
 from hookgate.store.approvals import ApprovalStoreMixin
 from hookgate.store.audit_writer import AuditWriter, open_error_detail
-from hookgate.store.breakers import BreakerRecorder
+from hookgate.store.breakers import BreakerBackend, BreakerRecorder, SqlBreakerBackend
 from hookgate.store.budget import SqlBudgetStore
 from hookgate.store.resolver import StoreHookSource
 from hookgate.store.sql import SqlStore
@@ -189,6 +190,17 @@ class Gateway:
         if self.tracer is not None:
             self.engine.listeners.append(self.tracer.observe_records)
         self._breaker_recorder = BreakerRecorder(store)
+        # Replicas share their breakers: in Redis when configured, else in PostgreSQL.
+        shared: BreakerBackend | None = None
+        if self.redis is not None:
+            from hookgate.server.redis_breakers import RedisBreakerBackend
+
+            shared = RedisBreakerBackend(self.redis)
+        elif isinstance(store, SqlStore) and getattr(store, "backend", "") == "postgres":
+            shared = SqlBreakerBackend(store)
+        self.shared_breakers = (
+            SharedBreakers(self.engine.breakers, shared) if shared is not None else None
+        )
         self.engine.breakers.on_change = self._breaker_changed
         self._closing = False
         self._draining = False
@@ -208,6 +220,8 @@ class Gateway:
         # `hookgate serve` has seeded already, under the start-up lock).
         await seed_builtin_hooks(self.store)
         await self.source.start()
+        if self.shared_breakers is not None:
+            self.shared_breakers.start()
         if self.approvals is not None:
             await self.approvals.start()
         # Count every stored hook, not only the served (enabled) ones: a fresh gateway has
@@ -269,6 +283,8 @@ class Gateway:
         await self.drain(drain_timeout_s)
         await self.source.close()
         await self.engine.aclose()  # runs every queued non-blocking event
+        if self.shared_breakers is not None:
+            await self.shared_breakers.close()
         await self._breaker_recorder.drain()
         await self.audit.close()  # commits every accepted row
         await self.store.close()
@@ -303,6 +319,12 @@ class Gateway:
             self._idle.set()
 
     # -- helpers for the methods ---------------------------------------------------------------
+
+    async def breakers_settled(self) -> None:
+        """Wait until the breaker faults and resets made so far are shared (other replicas
+        see them at their next read)."""
+        if self.shared_breakers is not None:
+            await self.shared_breakers.settle()
 
     def new_event_id(self) -> str:
         return self.engine.new_event_id()

@@ -336,6 +336,7 @@ async def hooks_toggle(gateway: Gateway, who: Principal, p: schemas.ToggleParams
     record = await gateway.store.set_enabled(who.caller, p.hook_id, p.enabled, actor=who.actor)
     if p.enabled:
         gateway.engine.breakers.reset(p.hook_id)  # re-enabling a hook closes its breaker
+        await gateway.breakers_settled()  # on every replica (they read the shared state)
     await gateway.hooks_changed()
     return {"hookId": record.id, "enabled": record.definition.enabled}
 
@@ -539,6 +540,8 @@ async def hooks_dispatch(
         outcome = await gateway.engine.fire(p.event, data, wait=wait)
     finally:
         approval_wait_limit.reset(limit)
+    # Answered once its breaker faults are shared: the next dispatch, on any replica, counts them.
+    await gateway.breakers_settled()
     if tracer is not None and parent is not None and wait:
         tracer.forget(str(data["event_id"]))
     gateway.metrics.observe_dispatch(spec.name, outcome.decision, time.perf_counter() - started)

@@ -11,7 +11,7 @@ import pytest
 from tests.handlers.conftest import LOOPBACK
 from tests.handlers.prompt.test_handler import fire, prompt_hook
 from tests.support.llm_server import ScriptedLLM, decide
-from tests.support.redis_server import RedisServer
+from tests.support.replicas import RedisServer
 
 from hookgate import Engine
 from hookgate.handlers.base import Services
