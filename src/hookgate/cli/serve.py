@@ -56,7 +56,7 @@ class StartUp:
 
 
 async def _bootstrap(
-    data_dir: str | None, database_url: str | None, keyring: Keyring | None
+    data_dir: str | None, database_url: str | None, keyring: Keyring | None, base: str
 ) -> StartUp:
     """Migrate the store, check the secret key against it, seed the builtin hooks and create
     the master admin key when there is no key at all: each under the store's start-up lock,
@@ -69,13 +69,31 @@ async def _bootstrap(
     try:
         await store.verify_secret_key(keyring)
         await seed_builtin_hooks(store)
-        created = await store.create_first_master_key(name=FIRST_KEY_NAME)
+        shown: list[str] = []
+
+        def show(token: str) -> None:
+            shown.append(token)
+            _show_first_key(token, base)
+
+        try:
+            created = await store.create_first_master_key(name=FIRST_KEY_NAME, show=show)
+        except BaseException:
+            if shown:  # shown, then the commit failed: say the key is not valid
+                click.echo("That key was NOT saved (the store failed); start again for a new one.")
+            raise
         if created is not None:
             return StartUp(repr(store), created[1], has_master=True)
         keys = await store.list_api_keys(Caller.master_scope())
         return StartUp(repr(store), None, has_master=any(k.master and k.active for k in keys))
     finally:
         await store.close()
+
+
+def _show_first_key(token: str, base: str) -> None:
+    click.echo("Created the master admin API key. It is shown only this once; store it now:")
+    click.echo(f"  {token}")
+    click.echo(f"Open the web panel at {base}/ and sign in with this key.")
+    sys.stdout.flush()
 
 
 def _store_option_hint(data_dir: str | None, database_url: str | None) -> str:
@@ -293,7 +311,7 @@ def serve(
     # Everything that can refuse the start has run and the socket listens: only now may a
     # first master key be made (it is printed at once).
     try:
-        started = asyncio.run(_bootstrap(data_dir, database_url, keyring))
+        started = asyncio.run(_bootstrap(data_dir, database_url, keyring, base))
     except StoreError as exc:
         sock.close()
         raise click.ClickException(str(exc)) from None
@@ -312,11 +330,7 @@ def serve(
             tracer_provider=provider,
         )
 
-    if started.token is not None:
-        click.echo("Created the master admin API key. It is shown only this once; store it now:")
-        click.echo(f"  {started.token}")
-        click.echo(f"Open the web panel at {base}/ and sign in with this key.")
-    elif not started.has_master:
+    if started.token is None and not started.has_master:
         store_hint = _store_option_hint(data_dir, database_url)
         click.echo(
             "This store has no active master key. Make one (it is shown once) with:\n"

@@ -573,9 +573,12 @@ class Store(Protocol):
         another tenant."""
         ...
 
-    async def create_first_master_key(self, *, name: str) -> tuple[ApiKey, str] | None:
+    async def create_first_master_key(
+        self, *, name: str, show: Callable[[str], None] | None = None
+    ) -> tuple[ApiKey, str] | None:
         """A master admin key of the ``default`` tenant when the store has no key at all,
-        else None. Exactly one of several processes starting at once creates it."""
+        else None. Exactly one of several processes starting at once creates it. ``show``
+        gets the token before the key is committed, so no committed key goes unseen."""
         ...
 
     async def list_api_keys(self, caller: Caller) -> list[ApiKey]: ...

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Final
 
@@ -81,7 +82,9 @@ class ApiKeyTable(SqlBackend):
             raise
         return key, token
 
-    async def create_first_master_key(self, *, name: str) -> tuple[ApiKey, str] | None:
+    async def create_first_master_key(
+        self, *, name: str, show: Callable[[str], None] | None = None
+    ) -> tuple[ApiKey, str] | None:
         token = new_api_key()
         key = _new_key(token, tenant_id="default", role="admin", master=True, name=name)
         async with self._write() as sql:
@@ -91,6 +94,10 @@ class ApiKeyTable(SqlBackend):
             if await sql.fetchrow("SELECT 1 FROM hookgate_api_keys LIMIT 1") is not None:
                 return None
             await self._insert_key(sql, key, token)
+            if show is not None:
+                # Shown before the commit: a process killed in between leaves no key that
+                # nobody saw (the next start makes and shows another).
+                show(token)
         return key, token
 
     async def _insert_key(self, sql: Sql, key: ApiKey, token: str) -> None:
