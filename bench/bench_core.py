@@ -96,26 +96,46 @@ def _pluggy(hooks: int, payload: dict[str, Any]) -> Callable[[], object]:
     return lambda: call(tool_name=tool_name, tool_input=tool_input)
 
 
-def _count(group: str, variants: dict[str, Callable[[], object]]) -> None:
+def _times(fn: Callable[[], object]) -> Callable[[int], object]:
+    def run(events: int) -> None:
+        for _ in range(events):
+            fn()
+
+    return run
+
+
+def _awaited(engine: Engine, payload: dict[str, Any]) -> Callable[[int], object]:
+    """``events`` awaited fires in one event loop (the loop's start is counted once)."""
+
+    async def many(events: int) -> None:
+        for _ in range(events):
+            await engine.fire("pre_tool_use", payload)
+
+    return lambda events: asyncio.run(many(events))
+
+
+def _count(group: str, variants: dict[str, Callable[[int], object]]) -> None:
     """Under callgrind: each variant's instructions for :data:`CALLGRIND_EVENTS` events."""
     for variant in variants.values():
-        variant()  # warm-up: caches, executors
+        variant(10)  # warm-up: caches, executors
     for _ in range(rounds()):
         for name, variant in variants.items():
             with measured(f"{group}:{name}"):
-                for _ in range(CALLGRIND_EVENTS):
-                    variant()
+                variant(CALLGRIND_EVENTS)
 
 
 def _count_all() -> list[Row]:
     for count, payload, kind in ((10, MATCHING, "matching"), (1, MATCHING, "matching"),
                                  (10, REJECTED, "rejecting"), (100, REJECTED, "rejecting")):
         engine = _engine(count)
-        _count(f"core {count} {kind}", {
-            "without": _pluggy(count, payload),
-            "fire_sync": lambda engine=engine, payload=payload: engine.fire_sync(
-                "pre_tool_use", payload),
-        })
+        variants = {
+            "without": _times(_pluggy(count, payload)),
+            "fire_sync": _times(lambda engine=engine, payload=payload: engine.fire_sync(
+                "pre_tool_use", payload)),
+        }
+        if kind == "matching":
+            variants["await fire"] = _awaited(engine, payload)
+        _count(f"core {count} {kind}", variants)
         engine.close()
     return []
 
