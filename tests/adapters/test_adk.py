@@ -63,10 +63,11 @@ def _function_response(request: LlmRequest) -> types.FunctionResponse:
 
 
 class Harness:
-    def __init__(self, target: Any) -> None:
+    def __init__(self, target: Any, args: dict[str, Any] | None = None) -> None:
         self.received: list[str] = []
         self.model = ScriptedLlm(
-            script=[_call("shell", {"cmd": "rm -rf /"}, CALL_ID), _say("all done")], seen=[]
+            script=[_call("shell", args or {"cmd": "rm -rf /"}, CALL_ID), _say("all done")],
+            seen=[],
         )
 
         def shell(cmd: str) -> dict[str, Any]:

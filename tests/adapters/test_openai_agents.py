@@ -31,11 +31,18 @@ CALL_ID = "call_oa_1"
 
 
 class Harness:
-    def __init__(self, target: Any, *, handoff: bool = False, filtered: bool = False) -> None:
+    def __init__(
+        self,
+        target: Any,
+        *,
+        handoff: bool = False,
+        filtered: bool = False,
+        args: dict[str, Any] | None = None,
+    ) -> None:
         self.received: list[str] = []
         self.model = ScriptedModel(
             [
-                [function_call("shell", {"cmd": "rm -rf /"}, call_id=CALL_ID)],
+                [function_call("shell", args or {"cmd": "rm -rf /"}, call_id=CALL_ID)],
                 [assistant_message("all done")],
             ]
         )

@@ -38,7 +38,7 @@ CALL_ID = "call_pa_1"
 
 
 class Harness:
-    def __init__(self, target: Any) -> None:
+    def __init__(self, target: Any, args: dict[str, Any] | None = None) -> None:
         self.received: list[str] = []
         self.seen: list[tuple[list[ModelMessage], AgentInfo]] = []
 
@@ -46,7 +46,7 @@ class Harness:
             self.seen.append((list(messages), info))
             if len(self.seen) == 1:
                 return ModelResponse(
-                    parts=[ToolCallPart("shell", {"cmd": "rm -rf /"}, tool_call_id=CALL_ID)]
+                    parts=[ToolCallPart("shell", args or {"cmd": "rm -rf /"}, tool_call_id=CALL_ID)]
                 )
             return ModelResponse(parts=[TextPart("all done")])
 

@@ -70,7 +70,7 @@ def _observation(messages: list[Any]) -> str:
 
 
 class Harness:
-    def __init__(self, target: Any) -> None:
+    def __init__(self, target: Any, args: dict[str, Any] | None = None) -> None:
         self.received: list[str] = []
 
         @tool
@@ -85,7 +85,7 @@ class Harness:
 
         self.model = Scripted(
             [
-                _call("shell", {"cmd": "rm -rf /"}, CALL_ID),
+                _call("shell", args or {"cmd": "rm -rf /"}, CALL_ID),
                 _call("final_answer", {"answer": "all done"}, "call_final"),
             ]
         )

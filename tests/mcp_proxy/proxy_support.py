@@ -87,13 +87,15 @@ def free_port() -> int:
 
 
 @contextmanager
-def http_process(command: list[str], port: int, log_path: Path) -> Iterator[subprocess.Popen[str]]:
-    """A process serving HTTP on ``port``; yielded once the port accepts connections."""
+def http_process(
+    command: list[str], port: int, log_path: Path, *, host: str = "127.0.0.1"
+) -> Iterator[subprocess.Popen[str]]:
+    """A process serving HTTP on ``host:port``; yielded once the port accepts connections."""
     with open(log_path, "w") as log:
         proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, text=True,
                                 cwd=REPO, env=proxy_env())
         try:
-            wait_for(lambda: _accepts(port) or proc.poll() is not None, timeout=30)
+            wait_for(lambda: _accepts(port, host) or proc.poll() is not None, timeout=30)
             if proc.poll() is not None:
                 raise RuntimeError(f"{command[0]} exited: {log_path.read_text()}")
             yield proc
@@ -106,10 +108,10 @@ def http_process(command: list[str], port: int, log_path: Path) -> Iterator[subp
                 proc.wait()
 
 
-def _accepts(port: int) -> bool:
+def _accepts(port: int, host: str = "127.0.0.1") -> bool:
     with socket.socket() as sock:
         sock.settimeout(0.2)
-        return sock.connect_ex(("127.0.0.1", port)) == 0
+        return sock.connect_ex((host, port)) == 0
 
 
 def wait_for(condition: Any, *, timeout: float = 10.0, interval: float = 0.02) -> None:

@@ -31,7 +31,8 @@ async def test_both_directions_pass_through(tmp_path: Path) -> None:
             content=types.TextContent(type="text", text="forty-two"),
         )
 
-    args = ["--config", HOOKS, "--", *demo_command(tmp_path)]
+    # Sampling is refused unless the operator lets it through (tests/attacks/ shows that).
+    args = ["--config", HOOKS, "--allow-sampling", "--", *demo_command(tmp_path)]
     async with proxy_client(
         args, tmp_path / "proxy.log", mode="legacy",
         logging_callback=on_log, message_handler=on_message, sampling_callback=on_sampling,

@@ -30,11 +30,13 @@ def failed_closed(event: str, exc: BaseException) -> Outcome:
     The reason names the error's type only: its message may carry tool input or a URL with
     credentials, and the reason goes to the model.
     """
-    blocking = get_event(event).blocking
+    spec = get_event(event)
+    # A synchronous-stage name (post_tool_use as after_tool) runs, and so fails, as blocking.
+    blocking = spec.run_as(event, False).blocking
     log_event(
         "hookgate.adapter.failure",
         level=logging.ERROR if blocking else logging.WARNING,
-        hook_event=event,
+        hook_event=spec.name,
         error=type(exc).__name__,
         enforced="block" if blocking else "none",
     )
@@ -42,7 +44,7 @@ def failed_closed(event: str, exc: BaseException) -> Outcome:
         return Outcome()
     return Outcome(
         decision="block",
-        reason=f"hookgate could not decide on {event} ({type(exc).__name__}); blocked",
+        reason=f"hookgate could not decide on {spec.name} ({type(exc).__name__}); blocked",
     )
 
 

@@ -18,6 +18,7 @@ from hookgate.adapters._gate import Gate, failed_closed
 from hookgate.errors import HookgateError
 from hookgate.log import log_event
 from hookgate.outcome import Outcome
+from hookgate.tool_output import POST_TOOL_STAGE, output_check
 
 __all__ = [
     "HookgateAbort",
@@ -147,27 +148,38 @@ def before_tool_sync(gate: Gate, payload: Mapping[str, Any]) -> ToolVerdict:
 
 @dataclass(slots=True)
 class OutputVerdict:
-    """What the model reads after a tool ran: ``output`` (maybe rewritten) plus ``context``."""
+    """What the model reads after a tool ran: ``output`` (maybe rewritten, or the withheld
+    notice) plus ``context``. ``withheld``: a hook blocked the output (the tool's own output
+    must not reach the model)."""
 
     output: Any
     rewritten: bool
     context: list[str]
+    withheld: bool = False
 
 
 def output_after(outcome: Outcome, output: Any) -> OutputVerdict:
-    if outcome.updated_input is not None:
-        return OutputVerdict(outcome.updated_input, True, list(outcome.additional_context))
-    return OutputVerdict(output, False, list(outcome.additional_context))
+    """Map ``post_tool_use`` (fired as the synchronous stage, see :mod:`hookgate.tool_output`):
+    raises :class:`HookgateAbort` on an abort; a block withholds the output."""
+    check = output_check(outcome)
+    if check.action == "stop":
+        raise HookgateAbort("post_tool_use", check.reason, hard=check.hard)
+    if check.action == "withhold":
+        return OutputVerdict(check.text(), True, check.context, withheld=True)
+    if check.action == "rewrite":
+        return OutputVerdict(check.output, True, check.context)
+    return OutputVerdict(output, False, check.context)
 
 
 async def after_tool(gate: Gate, payload: Mapping[str, Any], output: Any) -> OutputVerdict:
-    """Fire ``post_tool_use`` and wait for it, so its rewrite and context can be applied."""
-    outcome = await gate.fire("post_tool_use", {**payload, "tool_response": output}, wait=True)
+    """Fire ``post_tool_use`` as the synchronous stage and wait for it, so its block, abort,
+    rewrite and context can be applied; a failure withholds the output."""
+    outcome = await gate.fire(POST_TOOL_STAGE, {**payload, "tool_response": output}, wait=True)
     return output_after(outcome, output)
 
 
 def after_tool_sync(gate: Gate, payload: Mapping[str, Any], output: Any) -> OutputVerdict:
-    outcome = gate.fire_sync("post_tool_use", {**payload, "tool_response": output}, wait=True)
+    outcome = gate.fire_sync(POST_TOOL_STAGE, {**payload, "tool_response": output}, wait=True)
     return output_after(outcome, output)
 
 

@@ -76,6 +76,8 @@ from hookgate.adapters._mapping import HookgateAbort, prompt_verdict, with_conte
 from hookgate.engine import Engine
 from hookgate.integrations.claude_code.contract import claude_answer, hookgate_input
 from hookgate.log import log_event
+from hookgate.outcome import Outcome
+from hookgate.tool_output import POST_TOOL_STAGE, check_failed, output_check, withheld_like
 
 __all__ = ["ALWAYS", "EVENTS", "FIRES", "HookgateAbort", "HookgateMatchers", "hook_matchers"]
 
@@ -132,6 +134,23 @@ _BLOCKING: Final = {
     "UserPromptSubmit": "user_prompt_submit",
     "PermissionRequest": "approve_tool",
 }
+
+
+def _post_tool_answer(outcome: Outcome, tool_response: Any) -> dict[str, Any]:
+    """Claude Code's ``PostToolUse`` answer. A withheld output is replaced (in the tool's own
+    output shape) by the notice, since a ``decision: block`` alone still shows it."""
+    answer = claude_answer("PostToolUse", outcome).stdout or {}
+    check = output_check(outcome)
+    if not check.withheld:
+        return answer
+    answer["decision"] = "block"
+    answer["reason"] = check.text()
+    specific = answer.setdefault("hookSpecificOutput", {"hookEventName": "PostToolUse"})
+    specific["updatedToolOutput"] = withheld_like(tool_response, check.text())
+    if check.action == "stop":
+        answer["continue"] = False
+        answer["stopReason"] = check.reason
+    return answer
 
 
 def _refusal(event: str, reason: str) -> dict[str, Any]:
@@ -283,9 +302,15 @@ def _callback(
             refused = False
             # An event without hooks answers nothing: skip the engine (a registered event
             # can have none, e.g. PreToolUse when only sub-agent hooks exist).
+            if event == "PostToolUse" and gate.wants(spec.name):
+                # The tool's output waits here for the hooks: fired as the synchronous
+                # stage, so a block withholds it and an abort stops the run.
+                outcome = await gate.fire(POST_TOOL_STAGE, payload, wait=True)
+                answer = _post_tool_answer(outcome, payload.get("tool_response"))
+                return _for_sdk(answer)  # type: ignore[return-value]
             if gate.wants(spec.name):
                 # Claude Code waits for the answer anyway: run non-blocking events now too,
-                # so PostToolUse rewrites and context come back.
+                # so their context comes back.
                 outcome = await gate.fire(spec.name, payload, wait=not spec.blocking)
                 answer = claude_answer(event, outcome).stdout or {}
                 refused = outcome.blocked or outcome.result is not None
@@ -294,6 +319,11 @@ def _callback(
                 answer = await _spawn(gate, payload, agent_name, answer)
             return _for_sdk(answer)  # type: ignore[return-value]
         except Exception as exc:
+            if event == "PostToolUse":
+                # The output could not be checked: it is withheld, never let through.
+                unchecked = check_failed(exc)
+                answer = _post_tool_answer(unchecked, input_data.get("tool_response"))
+                return _for_sdk(answer)  # type: ignore[return-value]
             outcome = failed_closed(_BLOCKING.get(event, "stop"), exc)
             if event in _BLOCKING:
                 return _refusal(event, outcome.reason or "blocked")  # type: ignore[return-value]

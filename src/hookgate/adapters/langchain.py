@@ -523,7 +523,11 @@ class HookgateMiddleware(AgentMiddleware[HookgateState, Any, Any]):
             content = with_context(content, context)
         elif context:
             content = [*content, *context]
-        return result.model_copy(update={"content": content})
+        update: dict[str, Any] = {"content": content}
+        if after is not None and after.withheld:
+            update["status"] = "error"
+            update["artifact"] = None  # the tool's raw output must not travel on either
+        return result.model_copy(update=update)
 
     def wrap_tool_call(
         self, request: ToolCallRequest, handler: ToolHandler

@@ -240,7 +240,10 @@ def _guarded(tool: FunctionTool, gate: Gate) -> FunctionTool:
         output = await original(ctx, args_json)
         if not gate.wants("post_tool_use"):
             return with_context(as_text(output), verdict.context) if verdict.context else output
-        after = await after_tool(gate, payload, output)
+        try:
+            after = await after_tool(gate, payload, output)
+        except HookgateAbort as abort:
+            raise AgentsHookgateAbort(abort.event, abort.reason, hard=abort.hard) from None
         context = verdict.context + after.context
         if not after.rewritten and not context:
             return output

@@ -55,6 +55,21 @@ def _listen_address(value: str | None) -> tuple[str, int] | None:
               "would) or a streamable-HTTP URL. Tool and prompt names get the prefix NAME__.")
 @click.option("--listen", default=None, metavar="HOST:PORT",
               help="Serve streamable HTTP at http://HOST:PORT/mcp instead of stdio.")
+@click.option("--allowed-host", "allowed_hosts", multiple=True, metavar="HOST[:PORT]",
+              help="With --listen: a Host header to accept besides loopback names and the "
+              "listen address (repeatable; without a port, any port).")
+@click.option("--allowed-origin", "allowed_origins", multiple=True, metavar="ORIGIN",
+              help="With --listen: a browser Origin to accept besides those of the allowed "
+              "hosts (repeatable), e.g. https://app.example.com.")
+@click.option("--auth-token-file", type=click.Path(dir_okay=False, exists=True), default=None,
+              help="With --listen: every request must carry 'Authorization: Bearer TOKEN', "
+              "the file's content (or set HOOKGATE_MCP_PROXY_TOKEN).")
+@click.option("--allow-sampling", is_flag=True, default=False,
+              help="Let the upstream's sampling requests (its text to the client's model) "
+              "through; refused by default.")
+@click.option("--allow-elicitation", is_flag=True, default=False,
+              help="Let the upstream's elicitation requests (questions to the client's user) "
+              "through; refused by default.")
 @click.option("--name", "label", default=None,
               help="The upstream's name in hook events (`server`) and logs "
               "(default: the command's file name or the URL's host).")
@@ -69,6 +84,11 @@ def mcp_proxy(
     upstream_url: str | None,
     named: tuple[str, ...],
     listen: str | None,
+    allowed_hosts: tuple[str, ...],
+    allowed_origins: tuple[str, ...],
+    auth_token_file: str | None,
+    allow_sampling: bool,
+    allow_elicitation: bool,
     label: str | None,
     init_timeout: float,
     call_timeout: float,
@@ -95,6 +115,16 @@ def mcp_proxy(
             "more --upstream NAME=COMMAND|URL"
         )
     address = _listen_address(listen)
+    guard = None
+    if address is not None:
+        guard = _http_guard(address, allowed_hosts, allowed_origins, auth_token_file)
+    elif allowed_hosts or allowed_origins or auth_token_file:
+        raise click.UsageError(
+            "--allowed-host, --allowed-origin and --auth-token-file need --listen")
+    server_requests = frozenset(
+        name for name, wanted in (("sampling", allow_sampling),
+                                  ("elicitation", allow_elicitation)) if wanted
+    )
     # A command upstream inherits the proxy's environment (the MCP client configured it for
     # the server), minus hookgate's own settings such as HOOKGATE_API_KEY.
     child_env = {key: value for key, value in os.environ.items()
@@ -116,14 +146,38 @@ def mcp_proxy(
     async def main() -> None:
         async with _evaluator(config_path, gateway_url, api_key) as (evaluate, wants):
             proxy = McpProxy(upstreams, evaluate, init_timeout_s=init_timeout,
-                             request_timeout_s=call_timeout, wants=wants)
+                             request_timeout_s=call_timeout, wants=wants,
+                             server_requests=server_requests)
             if address is None:
                 await serve_stdio(proxy)
             else:
-                await serve_http(proxy, *address)
+                await serve_http(proxy, *address, guard=guard)
 
     with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C is how an interactive run ends
         anyio.run(main)
+
+
+def _http_guard(
+    address: tuple[str, int],
+    hosts: tuple[str, ...],
+    origins: tuple[str, ...],
+    token_file: str | None,
+) -> Any:
+    from hookgate.mcp_proxy.http_guard import HttpGuard
+
+    token = os.environ.get("HOOKGATE_MCP_PROXY_TOKEN")
+    if token_file:
+        token = Path(token_file).read_text().strip()
+        if not token:
+            raise click.BadParameter(f"{token_file} is empty", param_hint="--auth-token-file")
+    elif token is not None:
+        token = token.strip()
+        if not token:
+            raise click.UsageError("HOOKGATE_MCP_PROXY_TOKEN is set but empty")
+    try:
+        return HttpGuard.build(*address, extra_hosts=hosts, extra_origins=origins, token=token)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--allowed-host") from None
 
 
 _NAME = re.compile(r"^[A-Za-z0-9-]+(_[A-Za-z0-9-]+)*$")

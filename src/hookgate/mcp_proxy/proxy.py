@@ -3,8 +3,9 @@
 Built on the SDK's low-level :class:`~mcp.server.lowlevel.Server`:
 
 * ``tools/call`` fires ``pre_tool_use`` (block, rewrite the arguments, or answer a synthetic
-  result without calling the upstream), forwards the call, then fires ``post_tool_use``
-  (rewrite the output, append context);
+  result without calling the upstream), forwards the call, then fires ``post_tool_use`` as
+  the synchronous stage (withhold the output on a block, an abort or any failure; rewrite
+  it; append context: :mod:`hookgate.tool_output`);
 * ``tools/list`` fires ``list_tools``, whose hooks may hide tools; a hidden tool cannot be
   called either;
 * every other request is forwarded with the params the client sent and answered with what
@@ -17,13 +18,14 @@ what the hooks do.
 from __future__ import annotations
 
 import logging
+import re
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 from mcp import types
 from mcp.server.caching import CACHEABLE_METHODS, CacheableMethod, CacheHint
@@ -43,8 +45,9 @@ from hookgate.mcp_proxy.tool_results import (
 )
 from hookgate.mcp_proxy.upstream import ServerRequests, Upstream, UpstreamError, UpstreamSpec
 from hookgate.outcome import Outcome
+from hookgate.tool_output import POST_TOOL_STAGE, OutputCheck, check_failed, output_check
 
-__all__ = ["PREFIX_SEPARATOR", "Evaluate", "McpProxy", "Wants"]
+__all__ = ["PREFIX_SEPARATOR", "SERVER_REQUESTS", "Evaluate", "McpProxy", "Wants"]
 
 log = logging.getLogger("hookgate.mcp_proxy")
 
@@ -84,6 +87,11 @@ _CONTENT_FREE = (
     types.PromptListChangedNotification,
     types.ResourceListChangedNotification,
 )
+#: Server-to-client requests the operator may let pass (``--allow-sampling``, …).
+SERVER_REQUESTS: frozenset[str] = frozenset({"sampling", "elicitation"})
+#: The tool names MCP allows (1 to 128 of A-Z a-z 0-9 _ - .): other names (control
+#: characters, lookalikes of another tool's name) are neither shown nor callable.
+_TOOL_NAME = re.compile(r"[A-Za-z0-9_.\-]{1,128}")
 #: Between an upstream's name and its own tool or prompt names, with several upstreams.
 PREFIX_SEPARATOR = "__"
 #: Listings merged across several upstreams: method -> the result's list field.
@@ -92,6 +100,15 @@ _MERGED_LISTS = {
     "resources/list": "resources",
     "resources/templates/list": "resourceTemplates",
 }
+
+
+class _Page(NamedTuple):
+    """One filtered page of tools/list: the result for the client, the names it shows and
+    the names the hooks hid."""
+
+    result: dict[str, Any]
+    shown: set[str]
+    hidden: set[str]
 
 
 @dataclass(eq=False)
@@ -104,6 +121,9 @@ class _Backend:
     prefix: str
     schemas: dict[str, dict[str, Any] | None] = field(default_factory=dict)
     hidden: set[str] = field(default_factory=set)
+    #: The tools the client may call: what the listing showed after the hooks' filter.
+    shown: set[str] = field(default_factory=set)
+    #: Whether ``shown`` holds a whole listing (every page) since the last list change.
     listed: bool = False
 
 
@@ -122,11 +142,19 @@ class McpProxy:
         init_timeout_s: float = 30.0,
         request_timeout_s: float | None = 300.0,
         wants: Wants | None = None,
+        server_requests: frozenset[str] = frozenset(),
     ) -> None:
+        """``server_requests``: the upstream's requests to the client that may pass
+        (``sampling``, ``elicitation``); others are refused (the upstream is told the client
+        cannot do them). Roots always pass when the client declares them."""
         if not upstreams:
             raise ValueError("a proxy needs at least one upstream")
+        unknown = server_requests - SERVER_REQUESTS
+        if unknown:
+            raise ValueError(f"unknown server requests: {', '.join(sorted(unknown))}")
         self.evaluate = evaluate
         self._wants = wants
+        self._passed_requests = server_requests
         self.multi = len(upstreams) > 1
         self.backends: list[_Backend] = []
         for name, spec in upstreams.items():
@@ -220,8 +248,11 @@ class McpProxy:
         if not self.multi:
             backend = self.backends[0]
             listing = await backend.upstream.request("tools/list", outbound_params(ctx.params))
-            filtered = await self._filter_listing(backend, listing, self._session_of(ctx))
-            return _for_client(ctx, filtered)
+            page = await self._filter_listing(backend, listing, self._session_of(ctx))
+            # The client's own pages keep the callable set current between whole listings.
+            backend.hidden = (backend.hidden | page.hidden) - page.shown
+            backend.shown = (backend.shown - page.hidden) | page.shown
+            return _for_client(ctx, page.result)
         tools: list[Any] = []
         for backend in self.backends:
             for tool in await self._learn_tools(backend, self._session_of(ctx)):
@@ -264,7 +295,9 @@ class McpProxy:
         args: dict[str, Any] = dict(arguments or {})
         if not backend.listed:
             await self._learn_tools(backend, session_id)
-        if name in backend.hidden:
+        if name not in backend.shown:
+            # Hidden by a hook, never listed by the upstream, or a name no listing can hold
+            # (control characters, lookalikes of a listed name): never forwarded.
             return block_result(f"tool {tool!r} is not available")
         base = {
             "tool_name": name,
@@ -301,10 +334,9 @@ class McpProxy:
                 f"MCP server {backend.name} answered tools/call {name!r} without content"
             )
         result = raw
-        post = None
+        context = list(pre.additional_context)
         if self._has_hooks("post_tool_use"):
-            post = await self._decide(
-                "post_tool_use",
+            check = await self._check_output(
                 {
                     **base,
                     "tool_input": args,
@@ -312,12 +344,13 @@ class McpProxy:
                     "duration_ms": round((time.perf_counter() - started) * 1000, 3),
                 },
             )
-        context = list(pre.additional_context)
-        if post is not None:
-            context.extend(post.additional_context)
-            if post.updated_input is not None:
+            context.extend(check.context)
+            if check.withheld:
+                # The upstream's output never reaches the client: the notice replaces it.
+                return with_context(block_result(check.text()), context)
+            if check.action == "rewrite":
                 try:
-                    result = hook_result(post.updated_input, schema)
+                    result = hook_result(check.output, schema)
                 except ValueError as exc:
                     return block_result(f"a hook's rewritten output of {name!r} is invalid: {exc}")
         return with_context(result, context)
@@ -341,21 +374,32 @@ class McpProxy:
             log.exception("evaluating %s for %s failed", event, payload.get("tool_name"))
             return None
 
+    async def _check_output(self, payload: dict[str, Any]) -> OutputCheck:
+        """``post_tool_use`` as the synchronous stage (:mod:`hookgate.tool_output`): every
+        failure to evaluate it (a gateway that is down, an event too large for it, a
+        malformed answer) withholds the output."""
+        try:
+            outcome = await self.evaluate(POST_TOOL_STAGE, payload)
+        except Exception as exc:
+            log.error("checking the output of %s failed (%s); withheld",
+                      payload.get("tool_name"), type(exc).__name__)
+            outcome = check_failed(exc)
+        return output_check(outcome)
+
     async def _filter_listing(
         self, backend: _Backend, listing: dict[str, Any], session_id: str
-    ) -> dict[str, Any]:
+    ) -> _Page:
         """One page of an upstream's tools/list, with the tools the hooks hide left out."""
         tools = listing.get("tools")
         if not isinstance(tools, list):
             raise UpstreamError(
                 f"MCP server {backend.name} answered tools/list without a tool list"
             )
-        for tool in tools:
-            if isinstance(tool, Mapping) and isinstance(tool.get("name"), str):
-                schema = tool.get("outputSchema")
-                backend.schemas[tool["name"]] = (
-                    dict(schema) if isinstance(schema, Mapping) else None
-                )
+        named = [tool for tool in tools if _callable_name(backend, tool)]
+        for tool in named:
+            schema = tool.get("outputSchema")
+            backend.schemas[tool["name"]] = dict(schema) if isinstance(schema, Mapping) else None
+        tools = named
         payload = {"server": backend.name, "tools": tools, "session_id": session_id}
         outcome = await self._decide("list_tools", payload)
         if outcome is None:
@@ -363,25 +407,30 @@ class McpProxy:
         if outcome.blocked:
             raise MCPError(INTERNAL_ERROR, f"tools/list blocked: {outcome.reason or 'by hookgate'}")
         shown = tools if outcome.updated_input is None else _kept(tools, outcome.updated_input)
-        shown_names = {tool.get("name") for tool in shown}
-        backend.hidden |= {tool.get("name") for tool in tools} - shown_names
-        backend.hidden -= shown_names
-        backend.listed = True
-        return {**listing, "tools": shown}
+        shown_names = {tool["name"] for tool in shown}
+        hidden = {tool["name"] for tool in tools} - shown_names
+        return _Page({**listing, "tools": shown}, shown_names, hidden)
 
     async def _learn_tools(self, backend: _Backend, session_id: str) -> list[Any]:
         """Every page of an upstream's tools, filtered by the hooks: before a first call (so
         hidden tools and output schemas are known whatever the client listed) and for a
         merged listing."""
         shown: list[Any] = []
+        # A whole listing, from scratch: what it does not show cannot be called.
+        names: set[str] = set()
+        hidden: set[str] = set()
         cursor: Any = None
         for _page in range(_MAX_PAGES):
             listing = await backend.upstream.request(
                 "tools/list", {"cursor": cursor} if cursor else None
             )
-            shown.extend((await self._filter_listing(backend, listing, session_id))["tools"])
+            page = await self._filter_listing(backend, listing, session_id)
+            shown.extend(page.result["tools"])
+            names |= page.shown
+            hidden |= page.hidden
             cursor = listing.get("nextCursor")
             if not cursor:
+                backend.shown, backend.hidden, backend.listed = names - hidden, hidden, True
                 return shown
         raise UpstreamError(
             f"MCP server {backend.name} lists more than {_MAX_PAGES} pages of tools"
@@ -495,11 +544,14 @@ class McpProxy:
     def _server_requests(self) -> ServerRequests:
         """Callbacks for requests the upstream sends, for what the client declared it can do."""
         declared = self._client_capabilities
+        passed = self._passed_requests
         requests = ServerRequests()
-        if "sampling" in declared:
+        # Sampling (the client's model) and elicitation (its user) carry the upstream's text
+        # to them with no hook point: refused unless the operator lets them pass.
+        if "sampling" in declared and "sampling" in passed:
             requests.sampling = self._relay_request(types.CreateMessageRequest,
                                                     types.CreateMessageResult)
-        if "elicitation" in declared:
+        if "elicitation" in declared and "elicitation" in passed:
             requests.elicitation = self._relay_request(types.ElicitRequest, types.ElicitResult)
         if "roots" in declared:
             relay = self._relay_request(types.ListRootsRequest, types.ListRootsResult)
@@ -642,6 +694,16 @@ def _progress_relay(
         )
 
     return relay
+
+
+def _callable_name(backend: _Backend, tool: Any) -> bool:
+    """Whether a listed tool has a name MCP allows; one that does not is left out."""
+    name = tool.get("name") if isinstance(tool, Mapping) else None
+    if isinstance(name, str) and _TOOL_NAME.fullmatch(name):
+        return True
+    log.warning("MCP server %s listed a tool named %r, not a valid MCP tool name; hidden",
+                backend.name, name)
+    return False
 
 
 def _kept(tools: list[Any], wanted: Any) -> list[Any]:

@@ -8,6 +8,7 @@ from typing import Any
 from mcp.server.runner import serve_dual_era_loop
 
 from hookgate.mcp_proxy.fast_calls import FastToolCalls
+from hookgate.mcp_proxy.http_guard import BearerAuth, HttpGuard
 from hookgate.mcp_proxy.proxy import McpProxy
 from hookgate.mcp_proxy.stdio import LineReader, LineWriter, proxy_stdio
 
@@ -35,15 +36,24 @@ async def _serve(proxy: McpProxy, read: Any, write: Any) -> None:
     await serve_dual_era_loop(proxy.server, read, write, lifespan_state={})
 
 
-async def serve_http(proxy: McpProxy, host: str, port: int, *, path: str = "/mcp") -> None:
-    """Serve streamable HTTP at ``http://host:port/mcp`` until cancelled."""
+async def serve_http(
+    proxy: McpProxy, host: str, port: int, *, path: str = "/mcp", guard: HttpGuard | None = None
+) -> None:
+    """Serve streamable HTTP at ``http://host:port/mcp`` until cancelled, admitting only
+    requests ``guard`` allows (by default: loopback and the listen address, no token)."""
     import uvicorn
 
-    app = proxy.server.streamable_http_app(streamable_http_path=path, host=host)
+    guard = guard or HttpGuard.build(host, port)
+    app: Any = proxy.server.streamable_http_app(
+        streamable_http_path=path, host=host, transport_security=guard.transport_security()
+    )
+    if guard.token is not None:
+        app = BearerAuth(app, guard.token)
+    elif host not in ("127.0.0.1", "localhost", "::1"):
+        log.warning("hookgate mcp-proxy: listening on %s without a bearer token "
+                    "(--auth-token-file); any client that reaches it may call tools", host)
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
     server = uvicorn.Server(config)
     async with proxy.running():
         log.warning("hookgate mcp-proxy: serving MCP at http://%s:%d%s", host, port, path)
         await server.serve()
-
-
