@@ -1,7 +1,7 @@
 """The ``hookgate`` executable's entry point.
 
-``hookgate claude-code`` runs once per Claude Code hook event, so it goes straight to its
-own small module (the relay to the warm process, :mod:`hookgate.integrations.claude_code.relay`);
+``hookgate claude-code`` (and ``hookgate codex``, ``hookgate gemini``) runs once per hook
+event, so it goes straight to its own small module (the relay to the warm process, :mod:`hookgate.integrations.claude_code.relay`);
 every other command loads the full click CLI (:mod:`hookgate.cli`).
 """
 
@@ -19,15 +19,12 @@ def main() -> None:
         from hookgate.integrations.claude_code.relay import main as relay_main
 
         raise SystemExit(relay_main(sys.argv[2:]))
-    # Another coding agent's per-event hook call: straight to the bridge, no click CLI.
-    if len(sys.argv) >= 2 and sys.argv[1] in ("codex", "gemini"):
-        bridge_args = parse_args(sys.argv[2:])
-        if bridge_args is not None:
-            from hookgate.integrations.agent_bridge import contract_for
-            from hookgate.integrations.agent_bridge import main as bridge_main
+    # Another coding agent's per-event hook call: the same relay to the warm process.
+    if len(sys.argv) >= 2 and sys.argv[1] in ("codex", "gemini") \
+            and parse_args(sys.argv[2:]) is not None:
+        from hookgate.integrations.claude_code.relay import main as relay_main
 
-            raise SystemExit(bridge_main(contract_for(sys.argv[1]), bridge_args.config,
-                                         bridge_args.gateway))
+        raise SystemExit(relay_main(sys.argv[2:], agent=sys.argv[1]))
     from hookgate.cli import main as cli_main
 
     cli_main()

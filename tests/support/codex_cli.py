@@ -73,9 +73,12 @@ class CodexProject:
             "NO_PROXY": "127.0.0.1,localhost",
         }
         # A worktree run with PYTHONPATH at its own src has its hooks run that code.
-        for name in ("PYTHONPATH", "VIRTUAL_ENV"):
+        for name in ("PYTHONPATH", "VIRTUAL_ENV", "HOOKGATE_CLAUDE_CODE_WARM_DIR"):
             if name in os.environ:
                 env[name] = os.environ[name]
+        # Every event through the warm process of the test session (one that it does not
+        # take fails), as for Claude Code.
+        env["HOOKGATE_CLAUDE_CODE_WARM"] = "require"
         env.update(extra)
         return env
 

@@ -76,9 +76,12 @@ class GeminiProject:
             "NO_PROXY": "127.0.0.1,localhost",
             "NO_COLOR": "1",
         }
-        for name in ("PYTHONPATH", "VIRTUAL_ENV"):
+        for name in ("PYTHONPATH", "VIRTUAL_ENV", "HOOKGATE_CLAUDE_CODE_WARM_DIR"):
             if name in os.environ:
                 env[name] = os.environ[name]
+        # Every event through the warm process of the test session (one that it does not
+        # take fails), as for Claude Code.
+        env["HOOKGATE_CLAUDE_CODE_WARM"] = "require"
         env.update(extra)
         return env
 

@@ -24,7 +24,7 @@ from hookgate.integrations.agent_tools import canonical_tool
 from hookgate.outcome import Outcome
 
 __all__ = ["AgentContract", "BridgeReply", "StopCounter", "answer", "block_reason",
-           "contract_for", "main"]
+           "contract_for", "main", "print_reply"]
 
 
 @dataclass(slots=True)
@@ -218,7 +218,7 @@ def main(contract: AgentContract, config: str | None, gateway: str | None, *,
         else:
             decide = _no_policy(contract.name)
         reply = answer(contract, raw, decide, StopCounter(contract.name, env))
-    return _print(reply, out, err)
+    return print_reply(reply, out, err)
 
 
 def _no_policy(agent: str) -> Decide:
@@ -228,7 +228,9 @@ def _no_policy(agent: str) -> Decide:
     return decide
 
 
-def _print(reply: BridgeReply, out: IO[str], err: IO[str]) -> int:
+def print_reply(reply: BridgeReply, out: IO[str], err: IO[str]) -> int:
+    """Write the reply as the agent reads it; the exit code (always 0: the answer is the
+    JSON, and both agents let the action run on any other exit)."""
     if reply.stdout is not None:
         out.write(json.dumps(reply.stdout, default=str) + "\n")
         out.flush()

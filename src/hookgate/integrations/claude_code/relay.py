@@ -40,7 +40,10 @@ if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
     from typing import Final
 
-__all__ = ["RelayBroken", "ask_warm", "main", "start_warm"]
+__all__ = ["CLAUDE_CODE", "RelayBroken", "ask_warm", "main", "start_warm"]
+
+#: The agent the relay was first written for (its events carry no agent item on the wire).
+CLAUDE_CODE: Final = "claude-code"
 
 #: How long the warm process may take to take an event before it runs here instead.
 TAKE_TIMEOUT_S: Final = 5.0
@@ -53,65 +56,91 @@ class RelayBroken(HookgateError, ConnectionError):
     """The warm process took the event and then failed (reported as hookgate's failure)."""
 
 
-def main(args: Sequence[str] | None = None) -> int:
-    """``hookgate claude-code`` with ``args`` (default: ``sys.argv[2:]``)."""
+def main(args: Sequence[str] | None = None, agent: str = CLAUDE_CODE) -> int:
+    """``hookgate <agent>`` with ``args`` (default: ``sys.argv[2:]``): ``claude-code``,
+    ``codex`` or ``gemini``; one warm process serves them all."""
     argv = sys.argv[2:] if args is None else args
     parsed = parse_args(argv)
     gateway = parsed is None or parsed.gateway or os.environ.get("HOOKGATE_GATEWAY_URL")
     found = None if gateway else place(os.environ)
     if parsed is None or gateway or (found is None and not _required()):
-        from hookgate.integrations.claude_code.main import main as in_process
+        if agent == CLAUDE_CODE:
+            from hookgate.integrations.claude_code.main import main as in_process
 
-        return in_process(argv)
+            return in_process(argv)
+        return _agent_run(agent, parsed or BridgeArgs(), None)
     try:
         raw = sys.stdin.buffer.read()
     except BaseException as exc:
-        from hookgate.integrations.claude_code.main import fail
-
-        return fail(None, f"cannot read stdin: {exc}", sys.stderr)
+        return _fail(agent, None, f"cannot read stdin: {exc}")
     try:
-        code = None if found is None else ask_warm(found, parsed, raw, wait=_required())
+        code = None if found is None else ask_warm(found, parsed, raw, wait=_required(),
+                                                   agent=agent)
     except RelayBroken as exc:
-        from hookgate.integrations.claude_code.main import fail, peek_event
-
-        return fail(peek_event(raw), f"the warm hookgate process failed: {exc}", sys.stderr)
+        return _fail(agent, raw, f"the warm hookgate process failed: {exc}")
     if code is not None:
         return code
     if _required():
-        from hookgate.integrations.claude_code.main import fail, peek_event
-
         why = "" if found is None or not found.failed_recently() else (
             f"; it failed to start less than a minute ago, see {found.failed}")
-        return fail(peek_event(raw), "no warm hookgate process took the event "
-                    f"(HOOKGATE_CLAUDE_CODE_WARM=require){why}", sys.stderr)
+        return _fail(agent, raw, "no warm hookgate process took the event "
+                     f"(HOOKGATE_CLAUDE_CODE_WARM=require){why}")
+    if agent != CLAUDE_CODE:
+        return _agent_run(agent, parsed, raw)
     from hookgate.integrations.claude_code.main import run
 
     return run(parsed, raw, stdout=sys.stdout, stderr=sys.stderr)
+
+
+def _agent_run(agent: str, args: BridgeArgs, raw: bytes | None) -> int:
+    """Another agent's event in this process (no warm process, or a gateway)."""
+    import io
+
+    from hookgate.integrations.agent_bridge import contract_for
+    from hookgate.integrations.agent_bridge import main as bridge_main
+
+    return bridge_main(contract_for(agent), args.config, args.gateway,
+                       stdin=None if raw is None else io.BytesIO(raw))
+
+
+def _fail(agent: str, raw: bytes | None, message: str) -> int:
+    """hookgate's own failure, in the agent's contract (Claude Code: exit 2 where that stops
+    the action; the others: an explicit deny, exit 0)."""
+    from hookgate.integrations.claude_code.main import fail, peek_event
+
+    event = None if raw is None else peek_event(raw)
+    if agent == CLAUDE_CODE:
+        return fail(event, message, sys.stderr)
+    from hookgate.integrations.agent_bridge import contract_for, print_reply
+
+    return print_reply(contract_for(agent).failure(event, message), sys.stdout, sys.stderr)
 
 
 def _required() -> bool:
     return os.environ.get("HOOKGATE_CLAUDE_CODE_WARM", "").strip().lower() == "require"
 
 
-def ask_warm(where: Place, args: BridgeArgs, raw: bytes, *, wait: bool = False) -> int | None:
+def ask_warm(where: Place, args: BridgeArgs, raw: bytes, *, wait: bool = False,
+             agent: str = "claude-code") -> int | None:
     """The exit code of the event answered by the warm process; ``None`` when it did not
     take the event (nothing ran). Raise :class:`RelayBroken` when it took it and failed.
     ``wait``: when there is no warm process yet, wait for the one this starts (else the
     event runs here while it starts), and ask a new one when one refuses (its hookgate
     changed, so it exits)."""
     for _ in range(3 if wait else 1):
-        code = _ask_once(where, args, raw, wait)
+        code = _ask_once(where, args, raw, wait, agent)
         if code is not None:
             return code
     return None
 
 
-def _ask_once(where: Place, args: BridgeArgs, raw: bytes, wait: bool) -> int | None:
+def _ask_once(where: Place, args: BridgeArgs, raw: bytes, wait: bool, agent: str
+              ) -> int | None:
     sock = _connect(where, wait)
     if sock is None:
         return None
     try:
-        request = _request(where, args, raw)
+        request = _request(where, args, raw, agent)
         if request is None:
             return None
         try:
@@ -142,7 +171,7 @@ def _ask_once(where: Place, args: BridgeArgs, raw: bytes, wait: bool) -> int | N
 _FDS: Final = (1).to_bytes(4, sys.byteorder) + (2).to_bytes(4, sys.byteorder)
 
 
-def _request(where: Place, args: BridgeArgs, raw: bytes) -> bytes | None:
+def _request(where: Place, args: BridgeArgs, raw: bytes, agent: str) -> bytes | None:
     try:
         cwd = os.getcwd()
     except OSError:
@@ -158,6 +187,7 @@ def _request(where: Place, args: BridgeArgs, raw: bytes) -> bytes | None:
         where.key.encode("utf-8", "surrogateescape"), config, os.fsencode(cwd), env,
         out.encoding.encode(), (out.errors or "strict").encode(),
         err.encoding.encode(), (err.errors or "strict").encode(), b"%o" % umask, raw,
+        *(() if agent == CLAUDE_CODE else (agent.encode(),)),
     ])
 
 

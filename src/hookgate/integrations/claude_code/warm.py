@@ -363,15 +363,22 @@ def _receive(conn: socket.socket, size: int) -> bytes:
 def _event(conn: socket.socket, fds: list[int], length: int, key: str) -> None:
     """Take the event, run it as :mod:`.main` does, report the exit code, exit."""
     try:
-        args, raw, streams = _take(conn, fds, length, key)
+        args, raw, streams, agent = _take(conn, fds, length, key)
     except BaseException:
         os._exit(0)  # nothing ran: the relay runs the event itself
-    from hookgate.integrations.claude_code.main import run
-
     sys.stdout, sys.stderr = streams
     code = 2
     try:
-        code = run(args, raw, stdout=sys.stdout, stderr=sys.stderr)
+        if agent is None:
+            from hookgate.integrations.claude_code.main import run
+
+            code = run(args, raw, stdout=sys.stdout, stderr=sys.stderr)
+        else:
+            from hookgate.integrations.agent_bridge import contract_for
+            from hookgate.integrations.agent_bridge import main as bridge_main
+
+            code = bridge_main(contract_for(agent), args.config, None,
+                               stdin=io.BytesIO(raw), stdout=sys.stdout, stderr=sys.stderr)
     finally:
         for stream in streams:
             with contextlib.suppress(BaseException):
@@ -390,7 +397,7 @@ _Streams = tuple[io.TextIOWrapper, io.TextIOWrapper]
 
 
 def _take(conn: socket.socket, fds: list[int], length: int,
-          key: str) -> tuple[BridgeArgs, bytes, _Streams]:
+          key: str) -> tuple[BridgeArgs, bytes, _Streams, str | None]:
     """Read the request, become the relay's process (cwd, environment, stdout, stderr), and
     take the event once the relay commits; raise (nothing ran) otherwise."""
     if not 0 <= length <= wire.MAX_BODY or len(fds) != 2:
@@ -399,10 +406,14 @@ def _take(conn: socket.socket, fds: list[int], length: int,
     if len(body) != length:
         raise ValueError("truncated request")
     items = wire.unpack(body)
-    if len(items) != 10 or items[0].decode("utf-8", "surrogateescape") != key:
+    if len(items) not in (10, 11) or items[0].decode("utf-8", "surrogateescape") != key:
         conn.sendall(wire.REFUSED)
         raise ValueError("another key")
-    config, cwd, env, out_enc, out_err, err_enc, err_err, umask, raw = items[1:]
+    config, cwd, env, out_enc, out_err, err_enc, err_err, umask, raw = items[1:10]
+    agent = items[10].decode() if len(items) == 11 else None
+    if agent not in (None, "codex", "gemini"):
+        conn.sendall(wire.REFUSED)
+        raise ValueError("an agent this warm process does not serve")
     os.umask(int(umask, 8))
     try:
         os.chdir(cwd)
@@ -431,7 +442,7 @@ def _take(conn: socket.socket, fds: list[int], length: int,
     if _receive(conn, 1) != wire.COMMIT:
         raise ValueError("the relay gave up")
     conn.settimeout(None)
-    return args, raw, streams
+    return args, raw, streams, agent
 
 
 def serve(path: str, lock_fd: int, environ: Mapping[str, str] | None = None) -> None:

@@ -4,7 +4,8 @@ A request is ``HGW1``, a kind byte (``E`` an event, ``Q`` status, ``T`` stop), a
 big-endian length and that many bytes of items, each a 4-byte length and its bytes. An
 event's items: the warm process's key, ``-`` or ``+`` and the ``--config`` path, the working
 directory, the environment (``NAME=value`` separated by NUL), the encoding and error handler
-of stdout and of stderr, the umask (octal) and stdin. It carries the relay's stdout and
+of stdout and of stderr, the umask (octal) and stdin; then, for another agent than Claude
+Code, its name (``codex``, ``gemini``). It carries the relay's stdout and
 stderr as file descriptors (``SCM_RIGHTS``): the worker writes its answer straight into
 Claude Code's pipes, as the relay would.
 
