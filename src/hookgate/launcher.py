@@ -1,8 +1,9 @@
 """The ``hookgate`` executable's entry point.
 
 ``hookgate claude-code`` (and ``hookgate codex``, ``hookgate gemini``) runs once per hook
-event, so it goes straight to its own small module (the relay to the warm process, :mod:`hookgate.integrations.claude_code.relay`);
-every other command loads the full click CLI (:mod:`hookgate.cli`).
+event, so it goes straight to its own small module (the relay to the warm process,
+:mod:`hookgate.integrations.claude_code.relay`); every other command loads the full click
+CLI (:mod:`hookgate.cli`).
 """
 
 from __future__ import annotations
