@@ -48,8 +48,10 @@ def mask_value(value: str) -> str:
     return _starred(value, min(4, len(value) // 4))
 
 
-@dataclass(frozen=True, slots=True)
-class Finding:
+class Finding(NamedTuple):
+    """One finding. A NamedTuple: immutable and cheap to make (a line can hold tens of
+    thousands); its ``repr`` leaves out the matched value."""
+
     rule_id: str
     severity: str
     message: str
@@ -61,7 +63,11 @@ class Finding:
     excerpt: str
     fingerprint: str
     commit: str | None = None
-    value: bytes = field(default=b"", repr=False, compare=False)
+    value: bytes = b""
+
+    def __repr__(self) -> str:
+        return (f"Finding(rule_id={self.rule_id!r}, path={self.path!r}, line={self.line}, "
+                f"column={self.column}, excerpt={self.excerpt!r})")
 
     def at_least(self, severity: str) -> bool:
         return severity_rank(self.severity) >= severity_rank(severity)
@@ -165,24 +171,23 @@ class Scanner:
         masked = _MergedSpans(hits)
         lines = _LineWalker(data, masked)
         allow_list = bool(self.policy.allow)
+        inline_allow = self.inline_allow
         findings = []
-        for hit in hits:
-            rule, start, end = hit.rule, hit.start, hit.end
-            line = lines.at(start)
-            if self.inline_allow and line.allows(rule.id):
+        line = lines.line
+        for start, end, rule in hits:
+            if start > line.end:
+                line = lines.at(start)
+            if inline_allow and line.allows(rule.id):
                 continue
             value = data[start:end]
             fingerprint = fingerprint_of(rule.id, value)
             if allow_list and self.policy.allowed(rule.id, path, fingerprint):
                 continue
             column = lines.column(start)
-            number = line_map[line.index] if line_map is not None else line.index + 1
             findings.append(Finding(
-                rule_id=rule.id, severity=rule.severity, message=rule.message, path=path,
-                line=number, column=column + 1, start=start, end=end,
-                excerpt=line.excerpt(column), fingerprint=fingerprint, commit=commit,
-                value=value,
-            ))
+                rule.id, rule.severity, rule.message, path,
+                line_map[line.index] if line_map is not None else line.index + 1,
+                column + 1, start, end, line.excerpt(column), fingerprint, commit, value))
         return findings
 
     def scan_text(self, text: str, path: str = "<text>") -> list[Finding]:
@@ -284,6 +289,9 @@ class _Line:
         return ("…" if begin else "") + cut + ("…" if begin + EXCERPT_WIDTH < len(text) else "")
 
     def _mask(self) -> str:
+        raw = self.data[self.start:self.end]
+        if raw.isascii():  # the common case: characters are bytes, slice the text directly
+            return self._mask_ascii(raw.decode("ascii"))
         data, pieces, cursor = self.data, [], self.start
         for span_start, span_end in self.masks.within(self.start, self.end):
             start, end = max(span_start, cursor), min(span_end, self.end)
@@ -294,6 +302,22 @@ class _Line:
             pieces.append(_starred(data[start:end].decode("utf-8", "replace"), keep))
             cursor = end
         pieces.append(data[cursor:self.end].decode("utf-8", "replace"))
+        return "".join(pieces).replace("\t", " ").strip("\r")
+
+    def _mask_ascii(self, text: str) -> str:
+        base, line_end, pieces, cursor = self.start, self.end, [], 0
+        for span_start, span_end in self.masks.within(self.start, self.end):
+            start, end = max(span_start - base, cursor), min(span_end, line_end) - base
+            pieces.append(text[cursor:start])
+            if start + base != span_start:
+                keep = 0
+            elif span_end <= line_end:
+                keep = min(4, (span_end - span_start) // 4)
+            else:
+                keep = _kept_prefix(self.data, span_start, span_end)
+            pieces.append(text[start:start + keep] + "*" * (end - start - keep))
+            cursor = end
+        pieces.append(text[cursor:])
         return "".join(pieces).replace("\t", " ").strip("\r")
 
 
