@@ -6,11 +6,12 @@ database made for the test (created and dropped here) and one ``HOOKGATE_SECRET_
     with fresh_database() as url, ReplicaSet(tmp_path, url, count=3) as replicas:
         replicas.start_all()                   # launched at once, then waited for
         a, b, c = replicas
-        a.rest("POST", "/api/v1/hooks", json={...})
+        a.rest("POST", "/api/v1/hooks", replicas.master_key, json={...})
         b.kill()                               # SIGKILL
         b.restart()                            # same port, same settings
         c.terminate()                          # SIGTERM, waits for the exit
-        replicas.sql("SELECT pg_terminate_backend(pid) FROM ...")
+        replicas.terminate_backends("hookgate-listen")   # cut every LISTEN connection
+        replicas.allow_connections(False)      # and keep it from coming back
 
 Each replica's stdout (the banner, the master key) and stderr (JSON log lines) go to files,
 so a replica that died can still be read; :meth:`Replica.events` parses the log.

@@ -51,10 +51,11 @@ class SecretKeyCheck(SqlBackend):
                 keyring.open_text(str(check), _CHECK_AAD)
             except SecretError:
                 raise SecretKeyMismatch(
-                    "HOOKGATE_SECRET_KEY is not the key this store's sealed values were made "
-                    "with (another replica started with a different one): every replica on a "
-                    "store needs the same HOOKGATE_SECRET_KEY; a new key goes first in the "
-                    "list, with the old one after it, until everything is resealed"
+                    "this process's secret key (HOOKGATE_SECRET_KEY, HOOKGATE_SECRET_KEY_FILE "
+                    "or the data directory's secret.key) is not the key this store's sealed "
+                    "values were made with: every replica on a store needs the same "
+                    "HOOKGATE_SECRET_KEY; to rotate, list the new key first and the old one "
+                    "after it"
                 ) from None
             if keyring.sealed_with(str(check)) != keyring.active_kid:
                 # Rotated: the check follows the active key, so the old one can be dropped.
