@@ -202,6 +202,8 @@ def _stream_log(cwd: str | Path, arguments: Sequence[str], limit: int) -> Iterat
         if code != 0:
             errors.seek(0)
             message = errors.read().decode("utf-8", "replace").strip() or f"exit {code}"
+            if "remerge-diff" in message:
+                message += " (scanning merge commits needs git 2.36 or newer)"
             raise GitError(f"git log: {message}")
 
 

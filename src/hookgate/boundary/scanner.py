@@ -190,6 +190,20 @@ class Scanner:
                 column + 1, start, end, line.excerpt(column), fingerprint, commit, value))
         return findings
 
+    def accepted_matches(self, data: bytes, path: str = "<text>") -> list[RuleMatch]:
+        """The matches :meth:`scan_bytes` would report, without building the reports (no
+        line, column or excerpt): what masking needs, at a fraction of the cost per match."""
+        if self.inline_allow:
+            by_id = self.policy.by_id
+            return [RuleMatch(finding.start, finding.end, by_id[finding.rule_id])
+                    for finding in self.scan_bytes(data, path)]
+        hits = self.matches(data)
+        if not self.policy.allow:
+            return hits
+        allowed = self.policy.allowed
+        return [hit for hit in hits if not allowed(
+            hit.rule.id, path, fingerprint_of(hit.rule.id, data[hit.start:hit.end]))]
+
     def scan_text(self, text: str, path: str = "<text>") -> list[Finding]:
         return self.scan_bytes(text.encode("utf-8", "surrogatepass"), path)
 

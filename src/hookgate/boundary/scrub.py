@@ -20,7 +20,15 @@ from hookgate.boundary.scanner import Finding, Scanner, Skipped, iter_files, mas
 
 _NO_NEWLINE = "\n\\ No newline at end of file\n"
 
-__all__ = ["FileScrub", "ScrubPlan", "apply_plan", "plan_scrub", "render_preview"]
+__all__ = [
+    "FileScrub",
+    "ScrubPlan",
+    "apply_plan",
+    "mask_bytes",
+    "plan_scrub",
+    "render_preview",
+    "scrub_bytes",
+]
 
 
 @dataclass(slots=True)
@@ -48,6 +56,25 @@ def _replacement(scanner: Scanner, finding: Finding) -> bytes:
         return rule.replace.encode("utf-8")
     return mask_value(finding.value.decode("utf-8", "surrogateescape")).encode(
         "utf-8", "surrogateescape")
+
+
+def mask_bytes(scanner: Scanner, data: bytes, path: str) -> tuple[bytes, int]:
+    """``data`` with every accepted match replaced as :func:`scrub_bytes` does, and how many
+    were replaced; builds no reports (``content-guard`` masks tool output with it)."""
+    pieces: list[bytes] = []
+    cursor = replaced = 0
+    for start, end, rule in scanner.accepted_matches(data, path):
+        if start < cursor:
+            continue  # overlaps one already replaced
+        pieces.append(data[cursor:start])
+        pieces.append(rule.replace.encode("utf-8") if rule.replace is not None else mask_value(
+            data[start:end].decode("utf-8", "surrogateescape")).encode("utf-8", "surrogateescape"))
+        cursor = end
+        replaced += 1
+    if not replaced:
+        return data, 0
+    pieces.append(data[cursor:])
+    return b"".join(pieces), replaced
 
 
 def scrub_bytes(scanner: Scanner, data: bytes, path: str) -> tuple[bytes, list[Finding]]:

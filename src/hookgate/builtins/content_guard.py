@@ -32,7 +32,7 @@ from typing import Any, Final
 
 from hookgate.boundary.policy import Policy, default_policy
 from hookgate.boundary.scanner import Finding, Scanner
-from hookgate.boundary.scrub import scrub_bytes
+from hookgate.boundary.scrub import mask_bytes
 from hookgate.hook_event import HookEvent
 
 __all__ = [
@@ -193,9 +193,9 @@ class _Masking:
             self.withheld += len(data)
             return f"[content-guard: {len(data)} bytes withheld, more than it scans per event]"
         self.budget -= len(data)
-        scrubbed, applied = scrub_bytes(self.scanner, data, "<tool>")
-        self.masked += len(applied)
-        return scrubbed.decode("utf-8", "surrogatepass") if applied else value
+        masked, count = mask_bytes(self.scanner, data, "<tool>")
+        self.masked += count
+        return masked.decode("utf-8", "surrogatepass") if count else value
 
     def value(self, value: Any) -> Any:
         if isinstance(value, str):
