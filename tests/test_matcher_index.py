@@ -182,3 +182,23 @@ def test_a_match_field_that_is_not_a_string_is_tested_as_empty() -> None:
         outcome = engine.fire_sync("pre_tool_use", {"tool_name": tool, "tool_input": {}})
         assert [t.name for t in outcome.trace] == ["unnamed"], tool
     engine.close()
+
+
+def test_a_non_blocking_event_runs_only_the_selected_hooks() -> None:
+    """Queued or waited for, an observing chain gets the selection too."""
+    seen: list[str] = []
+    engine = Engine()
+    engine.hook("post_tool_use", matcher="^Bash$", name="bash")(
+        lambda e: seen.append("bash") or {"additional_context": "bash ran"})
+    engine.hook("post_tool_use", matcher="Edit", name="edit")(lambda e: seen.append("edit"))
+    waited = engine.fire_sync("post_tool_use", {"tool_name": "Bash", "tool_response": "ok"},
+                              wait=True)
+    assert [t.name for t in waited.trace] == ["bash"]
+    assert waited.additional_context == ["bash ran"] and seen == ["bash"]
+
+    async def queued() -> None:
+        await engine.fire("post_tool_use", {"tool_name": "MultiEdit", "tool_response": "x"})
+        await engine.aclose()  # drains the queue
+
+    asyncio.run(queued())
+    assert seen == ["bash", "edit"]
