@@ -24,9 +24,9 @@ from hookgate.chain import (
     _plain_run,
     matters,
     run_chain,
-    run_chain_now,
 )
 from hookgate.events import get_event
+from hookgate.execution.plain import drive_sync
 from hookgate.outcome import HookError, Outcome
 from hookgate.registry import CompiledHook
 from hookgate.safeguards import BreakerBoard
@@ -84,8 +84,8 @@ def _drive_now(
     *,
     abstentions: str,
 ) -> tuple[Outcome, list[list[str]]]:
-    """:func:`_drive` through run_chain_now, with the hook list's plain run already known
-    (as from the second event on), so that a list that is one plain run takes its shortcut."""
+    """:func:`_drive` through drive_sync, with the hook list's plain run already known (as
+    from the second event on), so that a list that is one plain run takes its shortcut."""
     _plain_run(hooks, chain_settings)
     batches: list[list[str]] = []
 
@@ -94,7 +94,8 @@ def _drive_now(
         batches.append(names)
         return _scripted(calls, names, answers, abstentions)
 
-    outcome = run_chain_now(hooks, get_event("pre_tool_use"), EXEC, chain_settings, execute)
+    chain = run_chain(hooks, get_event("pre_tool_use"), EXEC, chain_settings)
+    outcome = drive_sync(chain, execute)
     return outcome, batches
 
 
@@ -156,8 +157,8 @@ def _board(hooks: Sequence[CompiledHook], faults: Mapping[str, str | None]) -> B
 def test_plain_runs_give_what_the_general_admission_gives(
     specs: list[dict[str, Any]], approvals: bool, abstentions: str, now: bool
 ) -> None:
-    """Driven as a generator, or by run_chain_now (whose shortcut takes a list that is one
-    plain run)."""
+    """Driven as a generator step by step, or by drive_sync with the plain run known (the
+    shortcut of a list that is one plain run)."""
     scripted = [
         Scripted(
             KINDS[spec["kind"]],
@@ -193,7 +194,7 @@ def test_plain_runs_give_what_the_general_admission_gives(
 def test_a_list_that_is_one_plain_run_gives_what_the_general_admission_gives(
     kinds: list[str], abstentions: str
 ) -> None:
-    """run_chain_now's shortcut (every hook plain, no breaker entry), whatever they answer."""
+    """The chain's shortcut (every hook plain, no breaker entry), whatever they answer."""
     scripted = [Scripted(KINDS[kind], f"h{n}") for n, kind in enumerate(kinds)]
     hooks = tuple(compile_scripted("pre_tool_use", scripted))
     assert all(hook.plain for hook in hooks)
@@ -317,7 +318,7 @@ def test_fire_sync_audit_records_are_those_of_the_general_admission() -> None:
 def test_fire_sync_of_one_plain_run_gives_the_general_admissions_records(
     answering: str | None, mode: str
 ) -> None:
-    """Every hook plain: run_chain_now's shortcut, with the rows PlainCalls makes (in place,
+    """Every hook plain: the chain's shortcut, with the rows the call loop makes (in place,
     on a worker, or both in one batch)."""
     answers: dict[str, Any] = {
         "rewrites": {"updated_input": {"cmd": "ls -la"}, "reason": "tidier"},

@@ -8,9 +8,10 @@ from typing import Any
 import pytest
 from tests.support.chain_calls import Scripted, compile_scripted
 
-from hookgate.chain import Call, ChainSettings, Reply, run_chain, run_chain_now
+from hookgate.chain import Call, ChainSettings, Reply, run_chain
 from hookgate.events import get_event
 from hookgate.execution.drivers import drive_async
+from hookgate.execution.plain import drive_sync
 from hookgate.testing import FakeClock
 
 
@@ -72,8 +73,8 @@ async def test_observing_calls_get_their_own_timeouts_and_all_run() -> None:
     assert outcome.additional_context == ["a"]
 
 
-def test_run_chain_now_sends_each_batch_its_replies() -> None:
-    """run_chain_now hands every batch to ``execute`` and returns the chain's outcome."""
+def test_drive_sync_sends_each_batch_its_replies() -> None:
+    """drive_sync hands every batch to ``execute`` and returns the chain's outcome."""
     hooks = compile_scripted("pre_tool_use", [Scripted(name="one"), Scripted(name="two")])
     seen: list[list[str]] = []
 
@@ -81,6 +82,7 @@ def test_run_chain_now_sends_each_batch_its_replies() -> None:
         seen.append([call[0].definition.name for call in calls])
         return [({"decision": "block", "reason": "no"}, None, False, 1.0)]
 
-    outcome = run_chain_now(hooks, get_event("pre_tool_use"), {}, ChainSettings(), execute)
+    chain = run_chain(hooks, get_event("pre_tool_use"), {}, ChainSettings())
+    outcome = drive_sync(chain, execute)
     assert seen == [["one", "two"]]
     assert outcome.decision == "block" and outcome.reason == "no"

@@ -88,7 +88,6 @@ __all__ = [
     "Reply",
     "matters",
     "run_chain",
-    "run_chain_now",
 ]
 
 
@@ -110,7 +109,8 @@ Batch = tuple[tuple[Call, ...], Mapping[str, Any], float | None]
 #: per hook, cost as much as the rest of the hook's upkeep).
 Reply = tuple[Any, ...] | float
 ChainGen = Generator[Batch, Sequence[Reply], Outcome]
-#: A driver for :func:`run_chain_now`: runs a batch's ``(calls, payload, deadline)`` at once.
+#: What a caller that runs each batch at once passes to
+#: :func:`hookgate.execution.plain.drive_sync`: runs a batch's ``(calls, payload, deadline)``.
 Execute = Callable[[tuple[Call, ...], Mapping[str, Any], float | None], Sequence[Reply]]
 #: Hooks with a longer timeout (approvals, quality gates) are not bound by the chain budget.
 _LONG_WAIT_S = MAX_TIMEOUT_MS / 1000
@@ -162,27 +162,7 @@ def run_chain(
     payload: Mapping[str, Any],
     settings: ChainSettings,
 ) -> ChainGen:
-    """Fold the answers of ``hooks`` for one event into one :class:`Outcome`."""
-    chain = _Chain(hooks, spec, payload, settings)
-    if chain.too_deep(payload):
-        return chain.outcome
-    count = len(hooks)
-    while chain.index < count and (calls := chain.admit()) is not None:
-        if chain.fold(calls, (yield (calls, chain.current, chain.deadline))):
-            break
-    return chain.outcome
-
-
-def run_chain_now(
-    hooks: Sequence[CompiledHook],
-    spec: EventSpec,
-    payload: Mapping[str, Any],
-    settings: ChainSettings,
-    execute: Execute,
-) -> Outcome:
-    """:func:`run_chain` for a driver that runs each batch at once in the calling thread
-    (``Engine.fire_sync``'s plain functions): the same phases, without a generator in between,
-    whose start, send and stop cost as much as a hook (bench/bench_core.py).
+    """Fold the answers of ``hooks`` for one event into one :class:`Outcome`.
 
     A hook list that is one plain run (see :func:`_plain_run`; the common case) with no
     breaker entry at all has its one batch known before the chain's state is made: when every
@@ -193,8 +173,8 @@ def run_chain_now(
         if cached is not None and cached[0] is hooks and cached[1][0] == 0 and hooks:
             plain = cached[1][1]
             deadline = settings.clock() + settings.chain_budget_s
-            replies = execute(plain, payload, deadline)
-            # _all_abstained, inline: this is once per event on fire_sync's common path.
+            replies = yield (plain, payload, deadline)
+            # _all_abstained, inline: this is once per event on the common path.
             last = replies[-1] if len(replies) == len(plain) else None
             if last.__class__ is tuple and len(last) == ROW_LENGTH:
                 outcome = Outcome()
@@ -212,7 +192,7 @@ def run_chain_now(
             return chain.outcome
     count = len(hooks)
     while chain.index < count and (calls := chain.admit()) is not None:
-        if chain.fold(calls, execute(calls, chain.current, chain.deadline)):
+        if chain.fold(calls, (yield (calls, chain.current, chain.deadline))):
             break
     return chain.outcome
 

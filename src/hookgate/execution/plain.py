@@ -1,7 +1,9 @@
 """One batch of plain-function hook calls, run in order with the chain driver's stop rules.
 
-The same job runs in place on the caller's thread (:func:`run_in_place`) or on a worker of
-:mod:`hookgate.execution.workers`; only the worker's caller can give up on it at a deadline.
+The same loop (:func:`call_in_order`) runs in place on the caller's thread
+(:func:`run_in_place`) or as a worker's job (:class:`PlainCalls`, :mod:`.workers`); only the
+worker's caller can give up on it at a deadline. :func:`drive_sync` drives a chain for such a
+caller.
 """
 
 from __future__ import annotations
@@ -10,11 +12,14 @@ import contextvars
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-from hookgate.chain import Call, Reply
+from hookgate.chain import Call, ChainGen, Execute, Reply
 
-__all__ = ["Functions", "PlainCalls", "run_in_place"]
+if TYPE_CHECKING:
+    from hookgate.outcome import Outcome
+
+__all__ = ["Functions", "PlainCalls", "call_in_order", "drive_sync", "run_in_place"]
 
 #: The functions of a batch's hooks, by hook.
 Functions = Mapping[Any, Callable[[Any], Any]]
@@ -27,6 +32,18 @@ _SAME_CLOCK: Final = (
 )
 
 
+def drive_sync(chain: ChainGen, run_batch: Execute) -> Outcome:
+    """Drive a chain for a caller that runs each batch at once in its own thread (plain
+    functions, in place or on a worker it waits for): the batches :func:`run_chain` yields
+    go to ``run_batch``, and its replies back."""
+    try:
+        batch = next(chain)
+        while True:
+            batch = chain.send(run_batch(*batch))
+    except StopIteration as done:
+        return done.value  # type: ignore[no-any-return]
+
+
 def run_in_place(
     calls: Sequence[Call],
     functions: Functions,
@@ -37,16 +54,16 @@ def run_in_place(
     """Run a batch on the caller's thread, as pluggy calls its hooks: nothing interrupts a
     function, so one that overran its time is reported as a timeout when it returns (on a
     blocking event that blocks: its answer came too late)."""
-    job = PlainCalls(calls, functions, view, deadline, clock, copy_context=False)
-    job.run_calls()
-    return job.replies
+    replies: list[Reply] = []
+    call_in_order(calls, functions, view, deadline, clock, replies, None)
+    return replies
 
 
 class PlainCalls:
-    """One batch of plain-function calls, run in order with the driver contract's stop rules.
+    """A worker's job: one batch of plain-function calls (:func:`call_in_order`).
 
-    Written by the thread that runs it, read by the one that waits for it (a worker's
-    caller reads ``current`` to know which call is due when)."""
+    Written by the thread that runs it, read by the one that waits for it (which reads
+    ``current`` to know which call is due when, and sets ``abandoned`` when it gives up)."""
 
     __slots__ = (
         "abandoned",
@@ -70,8 +87,6 @@ class PlainCalls:
         view: Any,
         deadline: float | None,
         clock: Callable[[], float],
-        *,
-        copy_context: bool = True,
     ) -> None:
         self.calls = calls
         self.functions = functions
@@ -87,69 +102,80 @@ class PlainCalls:
         #: Whose event it is, on a worker (the pool bounds stuck workers per tenant).
         self.tenant: str | None = None
         # The caller's context variables (tracing, "inside a review"…) follow the calls.
-        self.context = contextvars.copy_context() if copy_context else None
+        self.context = contextvars.copy_context()
 
     def run(self) -> None:
-        if self.context is None:
-            self.run_calls()
-        else:
-            self.context.run(self.run_calls)
+        self.context.run(self.run_calls)
 
     def run_calls(self) -> None:
-        """The calls in order; a blocking batch (one with a deadline) stops at its first
-        call that matters (an answer, an error, a timeout) or when the deadline has passed.
+        call_in_order(
+            self.calls, self.functions, self.view, self.deadline, self.clock, self.replies, self
+        )
 
-        An abstention is the common answer, so it replies with no more than the chain's fold
-        needs (see :data:`Reply`): a plain run's hook (a call with no trace row) with its
-        final trace row, which the fold keeps as it is, any other hook with its duration
-        alone (a float)."""
-        deadline, clock, perf = self.deadline, self.clock, time.perf_counter
-        functions, view, replies = self.functions, self.view, self.replies
-        # One perf_counter reading per call: the end of one call is the start of the next,
-        # and the deadline is moved to perf_counter's time (``due``) to be checked against it.
-        # A clock other than the monotonic one (a test's fake clock) is read before each call.
-        started = perf()
-        other_clock = deadline is not None and clock is not time.monotonic
-        if deadline is None:
-            due = math.inf
-        elif _SAME_CLOCK and not other_clock:
-            due = deadline  # a clock read is worth skipping: ~45 ns, as much as two calls
-        else:
-            due = started + (deadline - clock())
-        for index, (hook, timeout_s, row, _, _) in enumerate(self.calls):
-            if self.abandoned:
+
+def call_in_order(
+    calls: Sequence[Call],
+    functions: Functions,
+    view: Any,
+    deadline: float | None,
+    clock: Callable[[], float],
+    replies: list[Reply],
+    job: PlainCalls | None,
+) -> None:
+    """The calls in order, each reply appended to ``replies``; a blocking batch (one with a
+    deadline) stops at its first call that matters (an answer, an error, a timeout) or when
+    the deadline has passed. ``job``: the worker's job, which says which call runs since
+    when (its waiter's deadline) and whether the waiter gave up on it.
+
+    An abstention is the common answer, so it replies with no more than the chain's fold
+    needs (see :data:`Reply`): a plain run's hook (a call with no trace row) with its final
+    trace row, which the fold keeps as it is, any other hook with its duration alone (a
+    float)."""
+    perf = time.perf_counter
+    # One perf_counter reading per call: the end of one call is the start of the next, and
+    # the deadline is moved to perf_counter's time (``due``) to be checked against it. A
+    # clock other than the monotonic one (a test's fake clock) is read before each call.
+    started = perf()
+    other_clock = deadline is not None and clock is not time.monotonic
+    if deadline is None:
+        due = math.inf
+    elif _SAME_CLOCK and not other_clock:
+        due = deadline  # a clock read is worth skipping: ~45 ns, as much as two calls
+    else:
+        due = started + (deadline - clock())
+    for index, (hook, timeout_s, row, _, _) in enumerate(calls):
+        if other_clock:
+            due = started + (deadline - clock())  # type: ignore[operator]
+        if started + timeout_s > due:
+            timeout_s = due - started
+            if timeout_s <= 0:
                 return
-            if other_clock:
-                due = started + (deadline - clock())  # type: ignore[operator]
-            if started + timeout_s > due:
-                timeout_s = due - started
-                if timeout_s <= 0:
-                    return
-            self.current = (index, started, timeout_s)
-            try:
-                answer = functions[hook](view)
-            except Exception as exc:
-                replies.append((None, exc, False, (perf() - started) * 1000))
-                if deadline is not None:
-                    return
-                started = perf()
-                continue
-            ended = perf()
-            elapsed = ended - started
-            if elapsed > timeout_s:
-                replies.append((None, None, True, elapsed * 1000))
-                if deadline is not None:
-                    return
-            elif answer is None:
-                if row is None:  # a plain run's hook: its final trace row (hookgate.chain)
-                    #       hook, matched, skipped, decision, duration, error, breaker, details
-                    replies.append(
-                        (hook, True, None, "abstain", elapsed * 1000, None, "closed", None)
-                    )
-                else:
-                    replies.append(elapsed * 1000)
+        if job is not None:
+            if job.abandoned:
+                return
+            job.current = (index, started, timeout_s)
+        try:
+            answer = functions[hook](view)
+        except Exception as exc:
+            replies.append((None, exc, False, (perf() - started) * 1000))
+            if deadline is not None:
+                return
+            started = perf()
+            continue
+        ended = perf()
+        elapsed = ended - started
+        if elapsed > timeout_s:
+            replies.append((None, None, True, elapsed * 1000))
+            if deadline is not None:
+                return
+        elif answer is None:
+            if row is None:  # a plain run's hook: its final trace row (hookgate.chain)
+                #       hook, matched, skipped, decision, duration, error, breaker, details
+                replies.append((hook, True, None, "abstain", elapsed * 1000, None, "closed", None))
             else:
-                replies.append((answer, None, False, elapsed * 1000))
-                if deadline is not None:
-                    return
-            started = ended
+                replies.append(elapsed * 1000)
+        else:
+            replies.append((answer, None, False, elapsed * 1000))
+            if deadline is not None:
+                return
+        started = ended

@@ -13,10 +13,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from hookgate.chain import Call, ChainSettings, Execute, Reply, matters, run_chain, run_chain_now
+from hookgate.chain import Call, ChainSettings, Execute, Reply, matters, run_chain
 from hookgate.execution.coroutines import run_with_deadline
 from hookgate.execution.drivers import LoopThread, drive_async
-from hookgate.execution.plain import run_in_place
+from hookgate.execution.plain import drive_sync, run_in_place
 from hookgate.execution.workers import WorkerPool
 from hookgate.handlers import Handler, Invocation, Services, handler_class
 from hookgate.hook_event import HookEvent
@@ -50,6 +50,8 @@ class PlainPlan:
     #: The hooks whose functions run on a worker with a hard deadline (``isolate: thread``);
     #: the others run in place on the caller's thread.
     isolated: frozenset[CompiledHook]
+    #: Runs a batch for a caller that waits in its own thread (made once per plan).
+    run_batch: Execute
 
 
 class HookRunner:
@@ -123,7 +125,7 @@ class HookRunner:
         else on the loop thread."""
         plan = self.plan(hooks, spec.name)
         if plan is not None:
-            return run_chain_now(hooks, spec, data, self.chain_settings, self._sync_batches(plan))
+            return drive_sync(run_chain(hooks, spec, data, self.chain_settings), plan.run_batch)
         return self.loop_thread().run(self.run(spec, data, hooks))
 
     async def run(
@@ -133,9 +135,8 @@ class HookRunner:
         plan = self.plan(hooks, spec.name) if spec.blocking else None
         if plan is not None:
             if not plan.isolated:  # nothing to wait for: no loop turn needed
-                return run_chain_now(
-                    hooks, spec, data, self.chain_settings, self._sync_batches(plan)
-                )
+                chain = run_chain(hooks, spec, data, self.chain_settings)
+                return drive_sync(chain, plan.run_batch)
             return await self._drive_plain(plan, run_chain(hooks, spec, data, self.chain_settings))
         return await drive_async(
             run_chain(hooks, spec, data, self.chain_settings),
@@ -192,12 +193,17 @@ class HookRunner:
             functions[compiled] = plain.call
             if plain.isolated:
                 isolated.add(compiled)
-        return PlainPlan(event, functions, frozenset(isolated))
+        frozen = frozenset(isolated)
+        return PlainPlan(event, functions, frozen, self._sync_batches(event, functions, frozen))
 
-    def _sync_batches(self, plan: PlainPlan) -> Execute:
-        """The batch runner of ``plan`` for a caller that waits in its own thread."""
-        functions, event, clock, isolated = plan.functions, plan.event, self.clock, plan.isolated
-        pool = self.pool
+    def _sync_batches(
+        self,
+        event: str,
+        functions: Mapping[CompiledHook, Callable[[HookEvent], Any]],
+        isolated: frozenset[CompiledHook],
+    ) -> Execute:
+        """How a plan's batch runs for a caller that waits in its own thread."""
+        clock, pool = self.clock, self.pool
         if not isolated:
 
             def in_place(
