@@ -189,6 +189,20 @@ def test_an_inline_allow_marker_in_a_commit_does_not_open_the_guard(guarded: Pat
     assert_push_blocked(guarded, "settings.py:1:", "[github-token]")
 
 
+def test_a_branch_cannot_loosen_the_policy_that_scans_it(guarded: Path) -> None:
+    """repo: a pull request edits the tracked policy file to accept every path and adds a
+    token; the guard read the policy from the work tree, so pushing the branch let it out."""
+    strict = "version: 1\nrules:\n  - {id: gh, detector: github-token}\n"
+    commit(guarded, "guard.yaml", strict, "policy")
+    run(guarded, "hookgate", "pre-push", "install", "--policy", "guard.yaml")
+    if (guarded / "hooks" / "pre-push").exists():  # the old layout's tracked hook
+        run(guarded, "git", "commit", "-q", "-am", "guard with policy")
+    run(guarded, "git", "push", "-q", "origin", "main")
+    commit(guarded, "guard.yaml", strict + "allow:\n  - path: '**'\n", "tidy the policy")
+    commit(guarded, "deploy.sh", f"export GITHUB_TOKEN={TOKEN}\n", "deploy script")
+    assert_push_blocked(guarded, "not the one 'hookgate pre-push install' approved")
+
+
 # -- scan and scrub (items 4, 6, 9) -------------------------------------------------------
 
 def test_git_range_cannot_be_an_option(tmp_path: Path) -> None:

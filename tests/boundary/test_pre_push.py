@@ -218,3 +218,15 @@ def test_inline_allow_counts_in_commits_when_the_policy_says_so(repo: Path) -> N
     run(repo, "hookgate", "pre-push", "install", "--policy", "guard.yaml")
     commit(repo, "demo.txt", f"{SLACK}  # hookgate:allow\n", "documented demo token")
     run(repo, "git", "push", "-q", "origin", "main")
+
+
+def test_a_reviewed_policy_change_is_approved_by_installing_again(repo: Path) -> None:
+    policy = "rules:\n  - {id: ticket, pattern: 'ACME-[0-9]{4}', severity: low}\n"
+    commit(repo, "guard.yaml", policy, "policy")
+    run(repo, "hookgate", "pre-push", "install", "--policy", "guard.yaml", "--fail-on", "low")
+    commit(repo, "guard.yaml", policy + "allow:\n  - path: 'docs/**'\n", "allow docs")
+    refused = run(repo, "git", "push", "origin", "main", check=False)
+    assert refused.returncode != 0 and "run 'hookgate pre-push install" in refused.stderr
+    run(repo, "hookgate", "pre-push", "install", "--policy", "guard.yaml", "--fail-on", "low")
+    commit(repo, "docs/n.md", "see ACME-1234\n", "ticket in docs")
+    run(repo, "git", "push", "-q", "origin", "main")

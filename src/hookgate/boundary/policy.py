@@ -55,6 +55,7 @@ __all__ = [
     "default_policy",
     "load_policy",
     "parse_policy",
+    "policy_from_bytes",
     "severity_rank",
 ]
 
@@ -282,9 +283,17 @@ def load_policy(path: str | Path) -> Policy:
     """Read a policy file (``.json`` as JSON, anything else as YAML)."""
     source = str(path)
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        data = Path(path).read_bytes()
     except OSError as exc:
         raise PolicyError(source, [f"cannot read: {exc.strerror or exc}"]) from None
+    return policy_from_bytes(data, source)
+
+
+def policy_from_bytes(data: bytes, source: str) -> Policy:
+    """A policy from a file's bytes (``source`` ending in ``.json``: JSON, else YAML); the
+    pre-push guard checks the bytes' digest first and parses exactly those bytes."""
+    try:
+        text = data.decode("utf-8")
     except UnicodeDecodeError:
         raise PolicyError(source, ["not UTF-8 text"]) from None
     return parse_policy(_parse_text(text, source), source)

@@ -5,11 +5,14 @@ hooks``, normally ``.git/hooks``), which no commit can change. It never points g
 folder of the work tree: with ``core.hooksPath`` on a tracked folder, every branch you
 check out, pull or rebase onto decides which programs git runs (a ``post-checkout`` added by
 a pull request runs on ``git checkout``). What the hook runs is ``hookgate pre-push run``
-with the policy file the repository tracks: data read at push time, not code.
+with the policy file the repository tracks: data read at push time, not code, and pinned by
+its SHA-256 at install, so a branch that edits the policy cannot loosen the guard that scans
+it (a changed policy blocks the push until ``install`` is run again).
 """
 
 from __future__ import annotations
 
+import hashlib
 import shlex
 import subprocess
 from dataclasses import dataclass
@@ -57,10 +60,13 @@ class Uninstalled:
     restored: Path | None
 
 
-def hook_script(policy: str | None, fail_on: str | None) -> str:
+def hook_script(policy: str | None, fail_on: str | None,
+                policy_sha256: str | None = None) -> str:
     args = ["pre-push", "run"]
     if policy:
         args += ["--policy", policy]
+    if policy_sha256:
+        args += ["--policy-sha256", policy_sha256]
     if fail_on:
         args += ["--fail-on", fail_on]
     command = " ".join(shlex.quote(arg) for arg in args)
@@ -68,7 +74,8 @@ def hook_script(policy: str | None, fail_on: str | None) -> str:
 {HOOK_MARKER} (written by `hookgate pre-push install`; `hookgate pre-push uninstall` removes it).
 # Scans exactly the commits being pushed and blocks the push when the policy finds something
 # or cannot scan something. It lives in the repository's own hooks directory, which no
-# commit can change; the policy file it names is read from the work tree at push time.
+# commit can change. The policy file it names is read from the work tree at push time and
+# must still be the one install approved (its SHA-256 below): a branch cannot weaken it.
 # Bypass: git push --no-verify   (only when you know exactly what you are letting through)
 HOOKGATE="${{HOOKGATE:-hookgate}}"
 if ! command -v "$HOOKGATE" >/dev/null 2>&1; then
@@ -151,6 +158,7 @@ def install(cwd: Path, *, policy: str | None = None, fail_on: str | None = None,
     if policy and not (top / policy).is_file():
         raise InstallError(f"policy file {policy!r} not found under {top} (give it relative "
                            "to the repository root so every clone finds it)")
+    digest = hashlib.sha256((top / policy).read_bytes()).hexdigest() if policy else None
     removed = _clear_hooks_path(top, force)
     hooks = _hooks_dir(top)
     target = hooks / "pre-push"
@@ -162,7 +170,7 @@ def install(cwd: Path, *, policy: str | None = None, fail_on: str | None = None,
         saved = target.with_name(target.name + SAVED_SUFFIX)
         target.replace(saved)
     hooks.mkdir(parents=True, exist_ok=True)
-    target.write_text(hook_script(policy, fail_on))
+    target.write_text(hook_script(policy, fail_on, digest))
     target.chmod(0o755)
     stale = top / OLD_HOOKS_DIR / "pre-push"
     return Installed(target, removed, saved, stale if _is_ours(stale) else None)

@@ -204,16 +204,18 @@ def pre_push_uninstall() -> None:
 @click.argument("remote", default="origin")
 @click.argument("url", required=False)
 @policy_option
+@click.option("--policy-sha256", default=None,
+              help="The policy file's digest when install approved it; another blocks.")
 @click.option("--fail-on", type=SEVERITY_CHOICE, default=None)
 def pre_push_run(remote: str, url: str | None, policy_path: str | None,
-                 fail_on: str | None) -> None:
+                 policy_sha256: str | None, fail_on: str | None) -> None:
     """Called by the pre-push hook: scan the commits git says are being pushed (stdin)."""
     from hookgate.boundary.gitscan import GitError, parse_pre_push, push_revisions, scan_revisions
     from hookgate.boundary.report import render
     from hookgate.boundary.scanner import Scanner, ScanReport
 
     _warn_tracked_hooks_path()
-    policy = _policy(policy_path)
+    policy = _pinned_policy(policy_path, policy_sha256) if policy_sha256 else _policy(policy_path)
     threshold = fail_on or policy.fail_on
     scanner = Scanner(policy, inline_allow=policy.inline_allow)
     report = ScanReport()
@@ -244,6 +246,34 @@ def pre_push_run(remote: str, url: str | None, policy_path: str | None,
                    "policy's allow-list, or bypass with 'git push --no-verify' if you know "
                    "exactly what you are pushing.", err=True)
         raise SystemExit(1)
+
+
+def _pinned_policy(path: str | None, sha256: str) -> Policy:
+    """The policy file, only if its bytes are the ones install approved (a branch can edit a
+    tracked file; it must not loosen the guard that scans that branch)."""
+    import hashlib
+
+    from hookgate.boundary.policy import PolicyError, policy_from_bytes
+
+    source = path or "<policy>"
+    try:
+        data = Path(source).read_bytes()
+    except OSError as exc:
+        click.echo(f"pre-push: cannot read the policy {source}: {exc.strerror or exc}; "
+                   "push blocked", err=True)
+        raise SystemExit(1) from None
+    if hashlib.sha256(data).hexdigest() != sha256.lower():
+        click.echo(f"pre-push: the policy file {source} is not the one 'hookgate pre-push "
+                   "install' approved (a commit or a checked-out branch changed it). Review the "
+                   f"change, then run 'hookgate pre-push install --policy {source}' again. "
+                   "Push blocked.", err=True)
+        raise SystemExit(1)
+    try:
+        return policy_from_bytes(data, source)
+    except PolicyError as exc:
+        for problem in exc.problems:
+            click.echo(f"{exc.source}: {problem}", err=True)
+        raise SystemExit(2) from None
 
 
 def _warn_tracked_hooks_path() -> None:
