@@ -253,3 +253,33 @@ async def test_malformed_require_approval_blocks(answer: dict[str, Any]) -> None
     engine.hook("pre_tool_use")(lambda event: answer)
     outcome = await engine.fire("pre_tool_use", EXEC)
     assert outcome.decision == "block" and "malformed" in (outcome.trace[0].error or "")
+
+
+async def test_an_edited_input_goes_through_the_hooks_after_the_one_that_asked() -> None:
+    """Issue 24, item 2: the person's edit is what runs, so the later hooks judge it."""
+    audit = MemoryAudit()
+    edits = iter([{"cmd": "rm -rf /"}, {"cmd": "ls"}])
+    engine = Engine(
+        approver=CallbackApprover(lambda r: {"approved": True, "updated_input": next(edits)}),
+        audit=audit,
+    )
+
+    @engine.hook("pre_tool_use", priority=10)
+    def ask(event: HookEvent) -> dict[str, Any]:
+        return {"decision": "ask", "additional_context": "asked a person"}
+
+    @engine.hook("pre_tool_use", priority=1)
+    def no_rm(event: HookEvent) -> dict[str, Any] | None:
+        if "rm" in event.tool_input["cmd"]:
+            return {"decision": "block", "reason": "no rm"}
+        return {"additional_context": f"checked {event.tool_input['cmd']}"}
+
+    blocked = await engine.fire("pre_tool_use", {"tool_name": "exec", "tool_input": {"cmd": "x"}})
+    assert blocked.decision == "block" and blocked.reason is not None
+    assert blocked.reason.endswith(": no rm")
+    assert blocked.approval is not None and blocked.approval["input_edited"] is True
+    assert [entry.decision for entry in blocked.trace] == ["ask", "allow", "block"]
+    allowed = engine.fire_sync("pre_tool_use", {"tool_name": "exec", "tool_input": {"cmd": "x"}})
+    assert allowed.decision == "allow" and allowed.updated_input == {"cmd": "ls"}
+    assert allowed.additional_context == ["asked a person", "checked x", "checked ls"]
+    engine.close()

@@ -6,7 +6,9 @@ A hook on a blocking event that answers ``ask`` (or ``defer``), or a hook config
 outcome (:func:`apply_decision`):
 
 * ``approved``: allow, with the approver's edited input as ``updated_input`` when they
-  edited it (otherwise whatever the hooks rewrote);
+  edited it (otherwise whatever the hooks rewrote). An edited input goes through the rest of
+  the chain again (:func:`settle`): the hooks after the one that asked ran on the input
+  before the edit, so they decide about the edited one, and a block blocks;
 * ``denied``: block, with the approver's comment in the reason;
 * ``expired``: the hook's ``approval.on_timeout`` (block unless configured to allow);
 * ``pending``: nobody decided within the caller's wait (the gateway's REST mirror waits a
@@ -39,9 +41,11 @@ __all__ = [
     "ApprovalRequest",
     "Approver",
     "CallbackApprover",
+    "ResumeChain",
     "apply_decision",
     "new_approval_id",
     "seek_approval",
+    "settle",
 ]
 
 DecisionStatus = Literal["approved", "denied", "expired", "pending"]
@@ -75,6 +79,9 @@ class ApprovalRequest:
     created_at: float = field(default_factory=time.time)
     #: The outcome the hooks folded, applied when the person approves.
     outcome: Outcome | None = None
+    #: The event as the chain saw it: an edited input runs through the rest of the chain
+    #: with it (:func:`settle`).
+    payload: Mapping[str, Any] | None = None
 
     @property
     def expires_at(self) -> float:
@@ -227,12 +234,71 @@ def apply_decision(
     return outcome
 
 
+#: ``resume(event, payload, hook_id)``: run the hooks after ``hook_id`` in ``event``'s chain
+#: on ``payload`` (:meth:`hookgate.engine.Engine.resume_after_approval`).
+ResumeChain = Callable[[str, Mapping[str, Any], str], Awaitable[Outcome]]
+
+
+async def settle(
+    outcome: Outcome,
+    request: ApprovalRequest,
+    decision: ApprovalDecision,
+    resume: ResumeChain | None,
+) -> Outcome:
+    """The final outcome of a decision: :func:`apply_decision`, and when the person approved
+    an edited input, the rest of the chain run on it (``request.payload`` is the event). The
+    one place a decision becomes the outcome, for every approver and every way of waiting."""
+    approved = apply_decision(outcome, request, decision)
+    if decision.status != "approved" or not decision.input_edited:
+        return approved
+    input_field = _input_field(request.event)
+    if resume is None or request.payload is None or input_field is None:
+        # Nothing to run the later hooks with: the edit is not checked, so it does not run.
+        approved.decision = "block"
+        approved.reason = (
+            f"approval {request.id} edited the input, and the hooks after "
+            f"{request.hook_name!r} cannot check the edited input here; ask again"
+        )
+        return approved
+    edited = {**request.payload, input_field: decision.edited_input}
+    rest = await resume(request.event, edited, request.hook_id)
+    return _after_edit(approved, rest, decision.edited_input)
+
+
+def _input_field(event: str) -> str | None:
+    from hookgate.events import UnknownEventError, get_event
+
+    try:
+        return get_event(event).input_field
+    except UnknownEventError:
+        return None
+
+
+def _after_edit(approved: Outcome, rest: Outcome, edited: Any) -> Outcome:
+    """The approved outcome followed by what the later hooks said about the edited input."""
+    rest.additional_context = approved.additional_context + rest.additional_context
+    rest._trace = approved.trace + rest.trace
+    rest.continue_ = approved.continue_ and rest.continue_
+    if rest.approval is None:  # a later hook that asked again names its own approval
+        rest.approval = approved.approval
+    if rest.decision == "block":
+        approval_id = (approved.approval or {}).get("id")
+        rest.reason = f"the input edited in approval {approval_id}: {rest.reason}"
+        return rest
+    if rest.updated_input is None:
+        rest.updated_input = edited
+    if rest.reason is None:
+        rest.reason = approved.reason
+    return rest
+
+
 async def seek_approval(
     approver: Approver,
     spec: EventSpec,
     data: Mapping[str, Any],
     outcome: Outcome,
     event_id: Callable[[Mapping[str, Any]], str],
+    resume: ResumeChain | None = None,
 ) -> Outcome:
     """A hook in the chain asked for a person (``outcome._ask``): ask ``approver`` and fold
     the decision into the outcome. A chain a later hook blocked asks nobody."""
@@ -266,6 +332,7 @@ async def seek_approval(
         timeout_s=timeout_ms / 1000,
         on_timeout=on_timeout,
         outcome=outcome,
+        payload=data,
     )
     decision = await ask_approver(approver, request)
     log_event(
@@ -276,4 +343,4 @@ async def seek_approval(
         hook=definition.label,
         event=spec.name,
     )
-    return apply_decision(outcome, request, decision)
+    return await settle(outcome, request, decision, resume)

@@ -541,7 +541,25 @@ class Engine:
         from hookgate.approvals import seek_approval
 
         assert self.approver is not None
-        return await seek_approval(self.approver, spec, data, outcome, self._event_id)
+        return await seek_approval(
+            self.approver, spec, data, outcome, self._event_id, self.resume_after_approval
+        )
+
+    async def resume_after_approval(
+        self, event: str, data: Mapping[str, Any], hook_id: str
+    ) -> Outcome:
+        """The rest of ``event``'s chain after the hook ``hook_id`` (the one that asked a
+        person), run on ``data``: the event with the input the person edited while approving.
+        Those hooks ran on the input before the edit; what runs is the edited one, so they
+        decide again (a block blocks). When the asking hook is gone, every hook runs."""
+        spec = get_event(event)
+        spec = spec.run_as(spec.name, True)  # the agent waits for this answer
+        hooks = self._select(spec, data)
+        position = next(
+            (i for i, hook in enumerate(hooks) if hook.definition.id == hook_id), None
+        )
+        rest = tuple(hooks) if position is None else tuple(hooks[position + 1 :])
+        return await self._drive_and_emit(spec, data, rest)
 
     # -- background queue -----------------------------------------------------------------
 

@@ -65,8 +65,9 @@ def test_claude_code_waits_for_a_person_who_approves_with_an_edit(
     served, key = gateway
     project.install("--gateway", served.url, "--transport", transport, "--event", "PreToolUse")
     api.script(use_tool("Bash", {"command": "touch ASKED"}), say("done"))
+    # The person decides with an approver key of their own: the agent's key asked.
     person = decide_when_asked(
-        served, key, approve=True, comment="make it EDITED",
+        served, served.create_key("fleet", "approver"), approve=True, comment="make it EDITED",
         updated_input={"command": "touch EDITED"},
     )
     run = project.run("make a file", HOOKGATE_API_KEY=key)
@@ -81,7 +82,9 @@ def test_claude_code_is_denied_with_the_persons_comment(
     served, key = gateway
     project.install("--gateway", served.url, "--event", "PreToolUse")
     api.script(use_tool("Bash", {"command": "touch DENIED"}), say("ok"))
-    person = decide_when_asked(served, key, approve=False, comment="not on a friday")
+    person = decide_when_asked(
+        served, served.create_key("fleet", "approver"), approve=False, comment="not on a friday"
+    )
     run = project.run("make a file", HOOKGATE_API_KEY=key)
     person.join(timeout=30)
     assert run.returncode == 0, run.stderr

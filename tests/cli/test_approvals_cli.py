@@ -61,6 +61,8 @@ def pending_id(gateway: GatewayProcess, key: str) -> str:
 def test_list_approve_with_edited_input_and_deny(tmp_path: Path) -> None:
     gateway = start_gateway(tmp_path)
     try:
+        agent = gateway.create_key("default", "operator")
+        # A person decides: never the agent's key (it asked), so another one.
         operator = gateway.create_key("default", "operator")
         viewer = gateway.create_key("default", "viewer")
         created = gateway.rest(
@@ -77,7 +79,7 @@ def test_list_approve_with_edited_input_and_deny(tmp_path: Path) -> None:
         )
         assert created.status_code == 201, created.text
 
-        thread, outcome = waiting_agent(gateway, operator, "rm -rf build")
+        thread, outcome = waiting_agent(gateway, agent, "rm -rf build")
         approval_id = pending_id(gateway, operator)
         listed = cli(gateway, viewer, "list")
         assert listed.returncode == 0, listed.stderr
@@ -104,7 +106,7 @@ def test_list_approve_with_edited_input_and_deny(tmp_path: Path) -> None:
         again = cli(gateway, operator, "deny", approval_id)
         assert again.returncode != 0 and "already approved" in again.stderr
 
-        thread, outcome = waiting_agent(gateway, operator, "curl x | sh")
+        thread, outcome = waiting_agent(gateway, agent, "curl x | sh")
         second = pending_id(gateway, operator)
         denied = cli(gateway, operator, "deny", second, "--comment", "no pipes")
         assert denied.returncode == 0, denied.stderr

@@ -23,6 +23,8 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
     gateway = start_gateway(tmp_path_factory.mktemp("approvals-api"))
     keys = {
         "a_operator": gateway.create_key("tenant-a", "operator"),
+        # People decide with keys of their own: the key that asked may not (issue 24).
+        "a_approver": gateway.create_key("tenant-a", "approver"),
         "a_viewer": gateway.create_key("tenant-a", "viewer"),
         "b_admin": gateway.create_key("tenant-b", "admin"),
     }
@@ -67,6 +69,7 @@ def test_bad_decisions_are_refused_with_their_reason(served: dict[str, Any]) -> 
     gateway: GatewayProcess = served["gateway"]
     key = served["keys"]["a_operator"]
     approval_id = ask(gateway, key, {"cmd": "ls"})
+    key = served["keys"]["a_approver"]
     base = f"/api/v1/approvals/{approval_id}"
     too_long = gateway.rest("POST", base + "/approve", key, json={"comment": "x" * 2001})
     assert too_long.status_code == 400 and "comment" in too_long.text
@@ -90,7 +93,8 @@ def test_bad_decisions_are_refused_with_their_reason(served: dict[str, Any]) -> 
     assert first.json()["approval"]["input_edited"] is True  # null is an edit too
     again = gateway.rest("POST", base + "/deny", key, json={})
     assert again.status_code == 409 and "already approved" in again.text
-    outcome = gateway.rest("GET", base + "/outcome?timeoutS=0", key).json()
+    agent = served["keys"]["a_operator"]  # the agent waits on the outcome
+    outcome = gateway.rest("GET", base + "/outcome?timeoutS=0", agent).json()
     assert outcome["decision"] == "allow" and outcome["updated_input"] is None
 
 
@@ -151,7 +155,7 @@ def test_the_tool_input_is_sealed_at_rest(served: dict[str, Any]) -> None:
     approved = gateway.rest(
         "POST",
         f"/api/v1/approvals/{approval_id}/approve",
-        key,
+        served["keys"]["a_approver"],
         json={"updatedInput": {"cmd": f"deploy --dry-run --token {SECRET}"}},
     )
     assert approved.status_code == 200

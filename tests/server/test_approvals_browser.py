@@ -247,7 +247,7 @@ def test_other_tenants_and_viewers_cannot_decide(page: Any, setup: dict[str, Any
     card = card_for(page, "exec")
     expect(card).to_be_visible()
     expect(card.get_by_role("button", name="Approve")).to_have_count(0)
-    expect(card).to_contain_text("Only operators and admins can decide")
+    expect(card).to_contain_text("Only approvers, operators and admins can decide")
     refused = gateway.rest("POST", f"/api/v1/approvals/{approval_id}/approve", keys["viewer"])
     assert refused.status_code == 403, refused.text
     assert agent.waiting
@@ -268,6 +268,8 @@ def test_an_approval_survives_a_gateway_restart(
     _ = browser
     gateway = approvals_gateway(tmp_path / "data")
     admin = gateway.create_key(TENANT, "admin", master=True)
+    # The person signs in with a key of their own: the admin key asked (issue 24).
+    person = gateway.create_key(TENANT, "approver")
     gateway.start()
     try:
         rest_json(
@@ -310,7 +312,7 @@ def test_an_approval_survives_a_gateway_restart(
 
         waiter = threading.Thread(target=agent_polls, daemon=True)
         waiter.start()
-        open_approvals(page, gateway.url, admin)
+        open_approvals(page, gateway.url, person)
         card = card_for(page, "exec")
         expect(card).to_be_visible()
         card.get_by_role("button", name="Approve").click()

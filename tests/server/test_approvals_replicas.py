@@ -64,7 +64,9 @@ def test_a_decision_on_one_replica_reaches_an_agent_waiting_on_the_other(
         thread = threading.Thread(target=agent, daemon=True)
         thread.start()
         # The other replica sees the approval (it is in the shared database) …
-        with GatewayClient(deciding.url, master, timeout=60) as person:
+        # A person's key: the master key asked (dispatched), so it may not decide.
+        person_key = deciding.create_key("default", "admin", master=True)
+        with GatewayClient(deciding.url, person_key, timeout=60) as person:
             revision = None
             while True:
                 listed = person.list_approvals()

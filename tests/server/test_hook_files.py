@@ -134,7 +134,12 @@ def test_a_file_cannot_reach_another_tenant_global_scope_or_move_a_secret(
         assert report["applied"] is False
         assert other["problems"][0]["field"] == "tenant_id"
         assert glob["problems"][0]["field"] == "scope"
-        assert any("destination" in p["message"] for p in moved["problems"]), moved
+        # Issue 24, item 15: the secret is dropped (the change is allowed), and said so.
+        assert moved["problems"] == [] and moved["action"] == "update", moved
+        assert any(
+            w["field"] == "config.headers.Authorization" and "dropped" in w["message"]
+            for w in moved["warnings"]
+        ), moved
         assert fresh["problems"][0]["field"] == "config.headers.Authorization"
         fails(ws, "hooks.import", {"content": text, "tenantId": "tenant-b"}, "UNAUTHORIZED")
         fails(ws, "hooks.export", {"tenantId": "tenant-b"}, "UNAUTHORIZED")

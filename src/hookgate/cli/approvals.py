@@ -13,6 +13,8 @@ from typing import Any
 
 import click
 
+from hookgate.cli.terminal import echo_line
+
 __all__ = ["register"]
 
 STATUSES = ("pending", "approved", "denied", "expired", "all")
@@ -72,18 +74,18 @@ def list_command(gateway_url: str, status: str, as_json: bool) -> None:
         return
     for row in rows:
         tool = row.get("tool_name") or row.get("event")
-        click.echo(
+        echo_line(
             f"{row['id']}  {row['status']:<8}  {tool}  hook {row.get('hook_name')!r}"
             + (f"  agent {row['agent_id']}" if row.get("agent_id") else "")
         )
         if row.get("reason"):
-            click.echo(f"    reason: {row['reason']}")
-        click.echo(f"    input:  {json.dumps(row.get('tool_input'), sort_keys=True)}")
+            echo_line(f"    reason: {row['reason']}")
+        echo_line(f"    input:  {json.dumps(row.get('tool_input'), sort_keys=True)}")
         if row["status"] == "pending":
-            click.echo(f"    expires {row.get('expires_at')}")
+            echo_line(f"    expires {row.get('expires_at')}")
         else:
             edited = ", input edited" if row.get("input_edited") else ""
-            click.echo(
+            echo_line(
                 f"    {row['status']} by {row.get('decided_by') or 'nobody'} at "
                 f"{row.get('decided_at')}{edited}"
                 + (f": {row['comment']}" if row.get("comment") else "")

@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 import click
 
 from hookgate.cli.store_options import run_with_store, store_options
+from hookgate.cli.terminal import echo_line
 from hookgate.store import Caller, StoreError, create_store
 from hookgate.store.base import ExecutionQuery, Store
 from hookgate.store.retention import RETENTION_ENV, prune, retention_days
@@ -75,7 +76,7 @@ def status(data_dir: str | None, database_url: str | None) -> None:
         ]
 
     for line in run_with_store(data_dir, database_url, action):
-        click.echo(line)
+        echo_line(line)
 
 
 @db.command("prune")

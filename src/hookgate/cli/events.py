@@ -6,6 +6,7 @@ import json
 
 import click
 
+from hookgate.cli.terminal import echo_line
 from hookgate.events import CATALOGUE
 
 
@@ -51,4 +52,4 @@ def events(as_json: bool) -> None:
         )
         outcomes = ", ".join(sorted(spec.outcomes)) or "observe only"
         aliases = f"  (aka {', '.join(spec.aliases)})" if spec.aliases else ""
-        click.echo(f"{spec.name:<22} {kind:<13} {outcomes}{aliases}")
+        echo_line(f"{spec.name:<22} {kind:<13} {outcomes}{aliases}")

@@ -26,6 +26,7 @@ import click
 import yaml
 
 from hookgate.cli.store_options import run_with_store, store_options
+from hookgate.cli.terminal import echo_line
 from hookgate.config import ConfigError, parse_hooks, read_document
 from hookgate.definition import GLOBAL_TENANT, HookDefinition
 from hookgate.host_code import EDITIONS
@@ -287,4 +288,4 @@ def import_command(
         return lines
 
     for line in run_with_store(data_dir, database_url, action):
-        click.echo(line)
+        echo_line(line)

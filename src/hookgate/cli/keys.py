@@ -13,7 +13,9 @@ from typing import Any
 import click
 
 from hookgate.cli.store_options import run_with_store, store_options
+from hookgate.cli.terminal import echo_line
 from hookgate.store import ApiKey, Caller, Store
+from hookgate.store.base import API_KEY_ROLES
 
 __all__ = ["register"]
 
@@ -48,10 +50,13 @@ def keys() -> None:
 @click.option("--tenant", "tenant_id", default="default", show_default=True, help="Tenant id.")
 @click.option(
     "--role",
-    type=click.Choice(["viewer", "operator", "admin"]),
+    type=click.Choice(list(API_KEY_ROLES)),
     default="operator",
     show_default=True,
-    help="viewer reads; operator also tests and dispatches; admin also writes.",
+    help=(
+        "viewer reads; approver also decides approvals (never dispatches); operator also "
+        "tests and dispatches; admin also writes."
+    ),
 )
 @click.option("--master", is_flag=True, help="Master scope: sees and manages every tenant.")
 @click.option("--name", default="", help="A label shown by 'keys list'.")
@@ -98,10 +103,10 @@ def list_keys(as_json: bool, data_dir: str | None, database_url: str | None) -> 
         for key in found:
             click.echo(json.dumps(key.to_dict()))
         return
-    click.echo(f"{'id':<36}  {'prefix':<10}  {'tenant':<20}  {'role':<8}  master  "
-               f"{'created':<20}  revoked")
+    echo_line(f"{'id':<36}  {'prefix':<10}  {'tenant':<20}  {'role':<8}  master  "
+              f"{'created':<20}  revoked")
     for key in found:
-        click.echo(
+        echo_line(
             f"{key.id:<36}  {key.prefix:<10}  {key.tenant_id[:20]:<20}  {key.role:<8}  "
             f"{'yes' if key.master else 'no':<6}  {_when(key.created_at):<20}  "
             f"{_when(key.revoked_at)}  {key.name}"
@@ -120,4 +125,4 @@ def revoke(key_id: str, data_dir: str | None, database_url: str | None) -> None:
         return key
 
     key = _with_store(data_dir, database_url, action)
-    click.echo(f"revoked key {key.id} ({key.role}, tenant {key.tenant_id})")
+    echo_line(f"revoked key {key.id} ({key.role}, tenant {key.tenant_id})")

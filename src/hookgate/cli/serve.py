@@ -30,6 +30,7 @@ from hookgate.log import log_event
 from hookgate.secrets.keyring import Keyring, SecretError
 from hookgate.settings import Settings
 from hookgate.store import Caller, StoreError, open_store
+from hookgate.store.approvals import DEFAULT_MAX_PENDING_APPROVALS
 from hookgate.store.location import DATA_DIR_ENV, DATABASE_URL_ENV, default_data_dir
 
 __all__ = ["register"]
@@ -233,6 +234,10 @@ See docs/gateway.md for every setting."""
               type=click.FloatRange(min=0), default=30.0, show_default=True,
               help="On SIGTERM: seconds to wait for requests in flight (readiness is 503 and "
               "new requests are refused meanwhile) before the sockets close.")
+@click.option("--max-pending-approvals", envvar="HOOKGATE_MAX_PENDING_APPROVALS",
+              type=click.IntRange(min=1), default=DEFAULT_MAX_PENDING_APPROVALS,
+              show_default=True, help="Pending approvals one tenant may have at once; past "
+              "it a hook that asks for a person blocks, with the reason.")
 @click.option("--public-url", envvar="HOOKGATE_PUBLIC_URL", default=None, metavar="URL",
               help="The panel's address as people reach it (the link in approval "
               "notifications); default: the address this gateway listens on.")
@@ -253,6 +258,7 @@ def serve(
     redis_url: str | None,
     tenant_host_code: bool,
     approval_webhook: str | None,
+    max_pending_approvals: int,
     public_url: str | None,
     hook_sandbox: str,
     drain_timeout_s: float,
@@ -293,6 +299,7 @@ def serve(
         llm_providers=providers,
         tenant_host_code=tenant_host_code,
         approval_webhook_url=approval_webhook,
+        max_pending_approvals=max_pending_approvals,
         public_url=public_url or base,
         drain_timeout_s=drain_timeout_s,
     )

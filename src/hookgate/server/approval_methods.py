@@ -1,22 +1,28 @@
 """The ``approvals.*`` methods (WebSocket and REST): list, get, approve, deny, wait, watch.
 
-Viewers see a tenant's approvals; operators and admins decide them. Agents (operator keys)
-wait on an approval with ``approvals.wait`` when a dispatch answered ``pending``.
+Viewers see a tenant's approvals; approvers, operators and admins decide them, never with the
+key that asked (nor a key that asked in the same agent session). Agents (operator keys) wait
+on an approval with ``approvals.wait`` when a dispatch answered ``pending``.
 """
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING, Any
 
 from hookgate.events import UnknownEventError, get_event
 from hookgate.log import log_event
 from hookgate.server import schemas
-from hookgate.server.approvals import closed_message
+from hookgate.server.approvals import (
+    approval_requester,
+    approval_wait_limit,
+    closed_message,
+)
 from hookgate.server.auth import Principal
 from hookgate.server.errors import ApiError
 from hookgate.server.timestamps import iso
 from hookgate.store import NotFound
-from hookgate.store.approvals import ApprovalClosed, ApprovalRow
+from hookgate.store.approvals import ApprovalClosed, ApprovalRow, ApprovalSelfDecision
 
 if TYPE_CHECKING:
     from hookgate.server.approvals import GatewayApprovals
@@ -31,10 +37,6 @@ __all__ = [
     "approvals_wait",
     "approvals_watch",
 ]
-
-#: The largest pending list counted for the header badge.
-_COUNT_LIMIT = 500
-
 
 def _approvals(gateway: Gateway) -> GatewayApprovals:
     approvals = gateway.approvals
@@ -73,6 +75,7 @@ def approval_view(approvals: GatewayApprovals, row: ApprovalRow) -> dict[str, An
         "comment": row.comment,
         "input_edited": row.input_edited,
         "edited_input": edited,
+        "requested_key_id": row.requested_key_id,
     }
 
 
@@ -85,10 +88,7 @@ def _tenant(who: Principal, tenant_id: str | None) -> str | None:
 
 
 async def _pending_count(gateway: Gateway, who: Principal) -> int:
-    rows = await _approvals(gateway).store.list_approvals(
-        who.caller, status="pending", limit=_COUNT_LIMIT
-    )
-    return len(rows)
+    return await _approvals(gateway).store.count_pending_approvals(who.caller, time.time())
 
 
 async def approvals_list(
@@ -105,6 +105,7 @@ async def approvals_list(
     return {
         "approvals": [approval_view(approvals, row) for row in rows],
         "pendingCount": await _pending_count(gateway, who),
+        "pendingLimit": approvals.max_pending,
         "revision": revision,
     }
 
@@ -148,7 +149,16 @@ async def _decide(
             comment=p.comment or None,
             edited_input=p.updated_input,
             edited=edited,
+            key_id=who.key_id,
         )
+    except ApprovalSelfDecision as exc:
+        log_event(
+            "security.approval.self_decision",
+            approval_id=p.approval_id,
+            key_id=who.key_id,
+            same_session=exc.same_session,
+        )
+        raise ApiError("UNAUTHORIZED", str(exc)) from None
     except NotFound:
         raise ApiError("NOT_FOUND", f"no approval {p.approval_id}") from None
     except ApprovalClosed as exc:
@@ -175,7 +185,17 @@ async def approvals_wait(
     await _get(approvals, who, p.approval_id)  # not found for other tenants
     decision = await approvals.wait(p.approval_id, p.timeout_s)
     row = await _get(approvals, who, p.approval_id)
-    outcome = await approvals.outcome_of(row, decision)
+    # An edited input runs the rest of the chain here, for this waiter: a hook there that
+    # asks again records this key as the one asking, and waits as long as this call.
+    requester = approval_requester.set(who.key_id)
+    limit = approval_wait_limit.set(p.timeout_s)
+    try:
+        outcome = await approvals.outcome_of(
+            row, decision, gateway.engine.resume_after_approval
+        )
+    finally:
+        approval_wait_limit.reset(limit)
+        approval_requester.reset(requester)
     return outcome.to_dict()
 
 

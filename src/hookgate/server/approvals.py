@@ -28,22 +28,33 @@ from typing import TYPE_CHECKING, Any, Final
 
 import orjson
 
-from hookgate.approvals import ApprovalDecision, ApprovalRequest, apply_decision
+from hookgate.approvals import ApprovalDecision, ApprovalRequest, ResumeChain, settle
 from hookgate.log import log_event
 from hookgate.outcome import Outcome
 from hookgate.secrets.keyring import Keyring, is_sealed_text
 from hookgate.store import Caller
-from hookgate.store.approvals import ApprovalClosed, ApprovalRow, ApprovalStoreMixin
+from hookgate.store.approvals import (
+    DEFAULT_MAX_PENDING_APPROVALS,
+    ApprovalCapReached,
+    ApprovalClosed,
+    ApprovalRow,
+    ApprovalStoreMixin,
+)
 
 if TYPE_CHECKING:
     from hookgate.handlers import Services
 
-__all__ = ["GatewayApprovals", "approval_wait_limit"]
+__all__ = ["GatewayApprovals", "approval_requester", "approval_wait_limit"]
 
 #: How long this dispatch may wait for a person (seconds; ``None``: until the approval
 #: expires). Set by ``hooks.dispatch`` for the duration of one request.
 approval_wait_limit: contextvars.ContextVar[float | None] = contextvars.ContextVar(
     "approval_wait_limit", default=None
+)
+#: The API key (its id) whose dispatch is running: an approval it asks for records it, and
+#: that key never decides it. Set by ``hooks.dispatch`` for the duration of one request.
+approval_requester: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "approval_requester", default=None
 )
 #: The sweeper looks again at least this often, in case a deadline was missed (clock jumps).
 SWEEP_MAX_S: Final = 30.0
@@ -62,8 +73,11 @@ class GatewayApprovals:
         services: Services | None = None,
         webhook_url: str | None = None,
         panel_url: str | None = None,
+        max_pending: int = DEFAULT_MAX_PENDING_APPROVALS,
     ) -> None:
         self.store = store
+        #: Pending approvals one tenant may have at once; past it, asking blocks.
+        self.max_pending = max_pending
         self.keyring = keyring
         self.services = services
         self.webhook_url = webhook_url
@@ -240,6 +254,9 @@ class GatewayApprovals:
             "continue": outcome.continue_,
             "timeout_s": request.timeout_s,
             "kind": request.kind,
+            # The event: an edited input runs through the rest of the chain with it, on
+            # whichever replica the agent waits.
+            "payload": request.payload,
         }
         row = ApprovalRow(
             id=request.id,
@@ -257,8 +274,21 @@ class GatewayApprovals:
             outcome=self.seal(template, request.id, "outcome"),
             created_at=request.created_at,
             expires_at=request.expires_at,
+            requested_key_id=approval_requester.get(),
         )
-        await self.store.create_approval(row)
+        try:
+            await self.store.create_approval(row, max_pending=self.max_pending)
+        except ApprovalCapReached as exc:
+            # Never allow, never wait: the dispatch blocks at once with the reason.
+            log_event(
+                "security.approval.cap_reached",
+                tenant_id=row.tenant_id,
+                pending=exc.pending,
+                cap=exc.cap,
+            )
+            return ApprovalDecision(
+                "denied", decided_by="hookgate", comment=str(exc), approval_id=row.id
+            )
         log_event(
             "hookgate.approval.created",
             level=logging.INFO,
@@ -319,8 +349,11 @@ class GatewayApprovals:
             expires_at=row.expires_at,
         )
 
-    async def outcome_of(self, row: ApprovalRow, decision: ApprovalDecision) -> Outcome:
-        """The outcome an agent gets for ``row``, rebuilt from the row alone."""
+    async def outcome_of(
+        self, row: ApprovalRow, decision: ApprovalDecision, resume: ResumeChain | None
+    ) -> Outcome:
+        """The outcome an agent gets for ``row``, rebuilt from the row alone (``resume`` runs
+        the rest of the chain on an input the person edited)."""
         template = self.open(row.outcome, row.id, "outcome") or {}
         outcome = Outcome(
             updated_input=template.get("updated_input"),
@@ -341,8 +374,9 @@ class GatewayApprovals:
             timeout_s=float(template.get("timeout_s") or (row.expires_at - row.created_at)),
             on_timeout=row.on_timeout,
             created_at=row.created_at,
+            payload=template.get("payload"),
         )
-        return apply_decision(outcome, request, decision)
+        return await settle(outcome, request, decision, resume)
 
     # -- people decide --------------------------------------------------------------------------
 
@@ -356,8 +390,11 @@ class GatewayApprovals:
         comment: str | None,
         edited_input: Any = None,
         edited: bool = False,
+        key_id: str | None = None,
     ) -> ApprovalRow:
-        """Record a decision (raises the store's NotFound / ApprovalClosed)."""
+        """Record a decision made with the API key ``key_id`` (raises the store's NotFound,
+        ApprovalClosed, and ApprovalSelfDecision when that key asked for it or asked for
+        an approval in the same agent session)."""
         sealed = self.seal(edited_input, approval_id, "edited_input") if edited else None
         row = await self.store.decide_approval(
             caller,
@@ -367,6 +404,7 @@ class GatewayApprovals:
             now=time.time(),
             comment=comment,
             edited_input=sealed,
+            decider_key_id=key_id,
         )
         log_event(
             "hookgate.approval.decided",

@@ -2,8 +2,10 @@
 
 Every request carries a key (``Authorization: Bearer <key>``, or the browser's first
 ``connect`` frame). A key names a tenant, a role and optionally master scope. Roles are
-ordered: a *viewer* reads, an *operator* also tests hooks and dispatches events, an *admin*
-also writes. Global hooks need master scope on top of the role.
+ordered: a *viewer* reads, an *approver* also decides approvals (a person's key: it cannot
+dispatch, so it is never an agent's), an *operator* also tests hooks and dispatches events
+(and decides approvals it did not ask for), an *admin* also writes. Global hooks need master
+scope on top of the role.
 
 Keys are random, so the store keeps only their SHA-256; a verified key is cached for two
 seconds. A revocation is announced to every replica (PostgreSQL ``NOTIFY``), which drops the
@@ -20,10 +22,11 @@ from typing import Final
 
 from hookgate.server.errors import ApiError
 from hookgate.store import ApiKey, Caller, Store, hash_api_key
+from hookgate.store.base import API_KEY_ROLES
 
 __all__ = ["ROLES", "Authenticator", "Principal", "bearer_token", "require_role"]
 
-ROLES: Final = ("viewer", "operator", "admin")
+ROLES: Final = API_KEY_ROLES
 _RANK: Final = {role: rank for rank, role in enumerate(ROLES)}
 #: How long a verified key is trusted before the store is asked again.
 KEY_CACHE_TTL_S: Final = 2.0

@@ -43,7 +43,7 @@ from hookgate.server.tracing import HookTracer
 from hookgate.settings import Settings
 from hookgate.state.shared import SqlStateStore
 from hookgate.store import Caller, ExecutionRow, Store
-from hookgate.store.approvals import ApprovalStoreMixin
+from hookgate.store.approvals import DEFAULT_MAX_PENDING_APPROVALS, ApprovalStoreMixin
 from hookgate.store.audit_writer import AuditWriter, open_error_detail
 from hookgate.store.breakers import BreakerBackend, BreakerRecorder, SqlBreakerBackend
 from hookgate.store.budget import SqlBudgetStore
@@ -84,6 +84,8 @@ class GatewayOptions:
     public_url: str | None = None
     #: Seconds a drain (SIGTERM) waits for requests in flight before the sockets close.
     drain_timeout_s: float = 30.0
+    #: Pending approvals a tenant may have at once; past it a hook that asks blocks.
+    max_pending_approvals: int = DEFAULT_MAX_PENDING_APPROVALS
 
 
 async def seed_builtin_hooks(store: Store) -> None:
@@ -166,6 +168,7 @@ class Gateway:
                 services=services,
                 webhook_url=self.options.approval_webhook_url,
                 panel_url=self.options.public_url,
+                max_pending=self.options.max_pending_approvals,
             )
             services.approver = self.approvals
         self.engine = Engine(

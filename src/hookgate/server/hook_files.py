@@ -227,11 +227,19 @@ def _check(
             current = entry.current
             config = raw.get("config")
             if isinstance(config, Mapping):
-                # What hooks.update will store: null secrets keep their sealed value (unless
-                # the destination moved), new values are sealed.
+                # What hooks.update will store: null secrets keep their sealed value (dropped
+                # when the URL changed), new values are sealed.
                 stored = current.definition.config
-                config = prepare_secret_headers(config, current.id, gateway.keyring, stored)
-                config = prepare_api_key(config, current.id, gateway.keyring, stored)
+                headers = prepare_secret_headers(config, current.id, gateway.keyring, stored)
+                entry.warnings.extend(
+                    {
+                        "field": f"config.headers.{name}",
+                        "message": "the file changes the hook's URL: its stored secret is not "
+                        "sent to the new URL and is dropped; give the value again",
+                    }
+                    for name in headers.dropped
+                )
+                config = prepare_api_key(headers.config, current.id, gateway.keyring, stored)
             candidate = validate_definition(
                 {**raw, "config": config}, edition=gateway.edition, default_scope=None
             )
@@ -306,7 +314,7 @@ async def hooks_import(
     checked = [entry for entry in entries if entry.action in ("create", "update")]
     found = await asyncio.gather(*(_warnings(gateway, entry) for entry in checked))
     for entry, warnings in zip(checked, found, strict=True):
-        entry.warnings = warnings
+        entry.warnings.extend(warnings)
     return {
         "applied": valid and not p.dry_run,
         "hooks": [entry.view() for entry in entries],

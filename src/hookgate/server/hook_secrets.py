@@ -11,25 +11,38 @@ definition is validated and stored.
 A prompt or agent hook's own provider key (``config.api_key``) is handled the same way:
 sealed on write, bound to the hook id, ``null`` or left out keeps it, ``""`` removes it.
 
-A stored secret belongs to the destination it was given for. An update that moves the hook
-to another host (an http hook's ``url``, a model hook's ``base_url`` or provider) does not
-take the stored secrets along: they must be given again, and the update is refused with a
-message saying so.
+A stored secret belongs to the destination it was given for, whoever changes the hook
+(tenant admin or master). An http hook's destination is its whole ``url`` but the fragment:
+scheme, host, port, path and query. The path counts because one host often serves many
+owners (a shared ingress, a webhook relay, a functions host: ``/tenant-a/hook`` and
+``/attacker/hook`` are different people). An update that changes it drops every secret
+header it does not give again (sent as ``null`` or left out): the update is applied, the
+answer names the dropped headers, and nothing sealed reaches the new URL. A model hook's own
+``api_key`` does not follow a change of host (``base_url``) or provider either; that update
+is refused with a message asking for the key again.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import urlsplit
 
 from hookgate.llm.aliases import resolve_model
 from hookgate.llm.providers import API_KEY_FIELD, api_key_aad
+from hookgate.log import log_event
 from hookgate.secrets.headers import seal_headers, secret_header_names
 from hookgate.secrets.keyring import Keyring, is_sealed_text
 from hookgate.server.errors import ApiError
 
-__all__ = ["destination", "prepare_api_key", "prepare_secret_headers"]
+__all__ = [
+    "PreparedHeaders",
+    "destination",
+    "header_destination",
+    "prepare_api_key",
+    "prepare_secret_headers",
+]
 
 NO_KEY_MESSAGE = (
     "secret header values need an encryption key: start the gateway with "
@@ -60,6 +73,24 @@ def destination(config: Mapping[str, Any]) -> str | None:
     scheme = parts.scheme.lower()
     host = (parts.hostname or "").lower()
     return f"{scheme}://{host}:{port or _DEFAULT_PORTS.get(scheme, 0)}"
+
+
+def header_destination(config: Mapping[str, Any]) -> str | None:
+    """Where an http hook's secret headers go: its ``url`` without the fragment (which is
+    never sent), scheme and host lower-cased, the default port made explicit, the path and
+    query as given; ``None`` when it names no URL."""
+    url = config.get("url")
+    if not isinstance(url, str):
+        return None
+    try:
+        parts = urlsplit(url.strip())
+        port = parts.port
+    except ValueError:
+        return url.strip()
+    scheme = parts.scheme.lower()
+    host = (parts.hostname or "").lower()
+    origin = f"{scheme}://{host}:{port or _DEFAULT_PORTS.get(scheme, 0)}"
+    return origin + (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
 
 
 def _provider_destination(config: Mapping[str, Any]) -> str | None:
@@ -113,46 +144,73 @@ def _sealed_headers(stored: Mapping[str, Any] | None) -> dict[str, str]:
     return {str(k): v for k, v in headers.items() if is_sealed_text(v)}
 
 
+class PreparedHeaders(NamedTuple):
+    """A config ready to store, and the secret headers dropped because the URL changed."""
+
+    config: Any
+    dropped: tuple[str, ...] = ()
+
+
 def prepare_secret_headers(
     config: Any,
     hook_id: str,
     keyring: Keyring | None,
     stored: Mapping[str, Any] | None = None,
-) -> Any:
+) -> PreparedHeaders:
     """``config`` with stored secrets restored where kept, and new secrets sealed.
 
     ``stored`` is the hook's current config on an update. A config without ``headers`` keeps
-    the stored headers; a ``null`` secret header keeps its stored value; either is refused
-    when the update changes the destination host. Anything that is not a config mapping is
-    returned unchanged, for the definition's validation to report.
+    the stored headers; a ``null`` secret header keeps its stored value; when the update
+    changes the URL (:func:`header_destination`) neither keeps a secret: it is dropped and
+    named in ``dropped``. Anything that is not a config mapping is returned unchanged, for
+    the definition's validation to report.
     """
     if not isinstance(config, Mapping):
-        return config
+        return PreparedHeaders(config)
     sealed_before = _sealed_headers(stored)
-    moved = bool(sealed_before) and destination(config) != destination(stored or {})
+    moved = bool(sealed_before) and header_destination(config) != header_destination(
+        stored or {}
+    )
+    dropped: list[str] = []
     stored_headers = stored.get("headers") if stored is not None else None
     if isinstance(stored_headers, Mapping) and "headers" not in config:
-        if moved:
-            raise _moved_problem(stored or {}, config, sorted(sealed_before))
-        # A partial config update: the headers (and which of them are secret) stay.
-        config = {**config, "headers": dict(stored_headers)}
+        # A partial config update: the headers (and which of them are secret) stay, but
+        # secrets only while the URL stays.
+        headers_left = {
+            name: value
+            for name, value in stored_headers.items()
+            if not (moved and name in sealed_before)
+        }
+        dropped.extend(str(name) for name in stored_headers if name not in headers_left)
+        config = {**config, "headers": headers_left}
         if stored and "secret_headers" in stored and "secret_headers" not in config:
             config["secret_headers"] = stored["secret_headers"]
     if not isinstance(config.get("headers"), Mapping):
-        return config
+        return PreparedHeaders(config)
     secret = secret_header_names(config)
     previous = {name.lower(): value for name, value in sealed_before.items()}
     headers: dict[str, Any] = {}
-    kept: list[str] = []
     for name, value in config["headers"].items():
+        lowered = str(name).lower()
+        kept = value is None or is_sealed_text(value)
+        if moved and kept and lowered in secret and lowered in previous:
+            # Kept (null) or carried over as its ciphertext: either would follow the URL.
+            dropped.append(str(name))
+            continue
         if value is None and str(name).lower() in secret:
             value = previous.get(str(name).lower())
             if not isinstance(value, str):
                 raise _problem(f"config.headers.{name}", "no stored value to keep; give the value")
-            kept.append(str(name))
         headers[name] = value
-    if kept and moved:
-        raise _moved_problem(stored or {}, config, kept)
+    if dropped:
+        log_event(
+            "security.hook.secret_dropped",
+            level=logging.WARNING,
+            hook_id=hook_id,
+            headers=dropped,
+            before=destination(stored or {}),
+            after=destination(config),
+        )
     prepared = {**config, "headers": headers}
     unsealed = [
         name
@@ -160,19 +218,7 @@ def prepare_secret_headers(
         if str(name).lower() in secret and isinstance(value, str) and not is_sealed_text(value)
     ]
     if not unsealed:
-        return prepared
+        return PreparedHeaders(prepared, tuple(dropped))
     if keyring is None:
         raise _problem("config.headers", NO_KEY_MESSAGE)
-    return seal_headers(prepared, hook_id, keyring)
-
-
-def _moved_problem(
-    stored: Mapping[str, Any], config: Mapping[str, Any], names: list[str]
-) -> ApiError:
-    before, after = destination(stored), destination(config)
-    listed = ", ".join(names)
-    return _problem(
-        "config.headers",
-        f"the hook's destination changes from {before} to {after}; its stored secret "
-        f"header value(s) ({listed}) are not sent to a new host: give them again",
-    )
+    return PreparedHeaders(seal_headers(prepared, hook_id, keyring), tuple(dropped))

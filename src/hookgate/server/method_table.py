@@ -183,13 +183,13 @@ METHOD_LIST: Final = (
         ("GET", "/approvals/{approvalId}"),
     ),
     _method(
-        "approvals.approve", "operator", schemas.ApprovalDecideParams, schemas.ApprovalPayload,
+        "approvals.approve", "approver", schemas.ApprovalDecideParams, schemas.ApprovalPayload,
         approvals_approve,
         "Approve a pending approval, with an optional comment and an edited input.",
         ("POST", "/approvals/{approvalId}/approve"),
     ),
     _method(
-        "approvals.deny", "operator", schemas.ApprovalDecideParams, schemas.ApprovalPayload,
+        "approvals.deny", "approver", schemas.ApprovalDecideParams, schemas.ApprovalPayload,
         approvals_deny,
         "Deny a pending approval, with an optional comment.",
         ("POST", "/approvals/{approvalId}/deny"),

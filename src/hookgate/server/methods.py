@@ -23,7 +23,7 @@ from hookgate.events import CATALOGUE, UnknownEventError, get_event, normalize_p
 from hookgate.payload_limits import payload_problem
 from hookgate.secrets.keyring import is_sealed_text
 from hookgate.server import schemas
-from hookgate.server.approvals import approval_wait_limit
+from hookgate.server.approvals import approval_requester, approval_wait_limit
 from hookgate.server.auth import Principal, require_role
 from hookgate.server.errors import ApiError
 from hookgate.server.hook_secrets import prepare_api_key, prepare_secret_headers
@@ -269,7 +269,7 @@ async def hooks_create(gateway: Gateway, who: Principal, p: Any) -> dict[str, An
     if definition.scope == "global" and not who.master:
         raise ApiError("UNAUTHORIZED", MASTER_MESSAGE)
     gateway.check_credentials(definition)
-    sealed = prepare_secret_headers(definition.config, definition.id, gateway.keyring)
+    sealed = prepare_secret_headers(definition.config, definition.id, gateway.keyring).config
     sealed = prepare_api_key(sealed, definition.id, gateway.keyring)
     definition = replace(definition, config=sealed)
     record = await gateway.store.create_hook(who.caller, definition, actor=who.actor)
@@ -280,6 +280,7 @@ async def hooks_create(gateway: Gateway, who: Principal, p: Any) -> dict[str, An
 async def hooks_update(gateway: Gateway, who: Principal, p: schemas.UpdateParams) -> dict[str, Any]:
     updates = writable(p.updates)
     updates.pop("tenant_id", None)
+    dropped: tuple[str, ...] = ()
     current = await gateway.store.get_hook(who.caller, p.hook_id)
     # Changing a hook that runs host code, or turning one into such a hook, is defining it.
     check_code(gateway, who, current.definition.to_dict(), "changing")
@@ -287,8 +288,9 @@ async def hooks_update(gateway: Gateway, who: Principal, p: schemas.UpdateParams
     if "config" in updates:
         # Secret headers sent back as null keep their stored value; new ones are sealed.
         stored = current.definition.config
-        config = prepare_secret_headers(updates["config"], current.id, gateway.keyring, stored)
-        updates["config"] = prepare_api_key(config, current.id, gateway.keyring, stored)
+        headers = prepare_secret_headers(updates["config"], current.id, gateway.keyring, stored)
+        dropped = headers.dropped
+        updates["config"] = prepare_api_key(headers.config, current.id, gateway.keyring, stored)
     merged = {**current.definition.to_dict(), **updates}
     if "global" in (merged.get("scope"), current.definition.scope) and not who.master:
         raise ApiError("UNAUTHORIZED", MASTER_MESSAGE)
@@ -308,7 +310,11 @@ async def hooks_update(gateway: Gateway, who: Principal, p: schemas.UpdateParams
     )
     gateway.forget_hook(current.definition)
     await gateway.hooks_changed()
-    return {"hookId": record.id, "version": record.version}
+    answer: dict[str, Any] = {"hookId": record.id, "version": record.version}
+    if dropped:
+        # The URL changed: these secret headers were not sent along (give them again).
+        answer["droppedSecretHeaders"] = list(dropped)
+    return answer
 
 
 async def hooks_delete(gateway: Gateway, who: Principal, p: schemas.HookIdParams) -> dict[str, Any]:
@@ -536,9 +542,11 @@ async def hooks_dispatch(
     # as in `hookgate fire`.
     wait = spec.waits(p.event, p.wait)
     limit = approval_wait_limit.set(p.approval_wait_s)
+    requester = approval_requester.set(who.key_id)
     try:
         outcome = await gateway.engine.fire(p.event, data, wait=wait)
     finally:
+        approval_requester.reset(requester)
         approval_wait_limit.reset(limit)
     # Answered once its breaker faults are shared: the next dispatch, on any replica, counts them.
     await gateway.breakers_settled()

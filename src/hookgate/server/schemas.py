@@ -234,6 +234,8 @@ class HookPayload(BaseModel):
 
 class HookIdPayload(BaseModel):
     hookId: str
+    #: hooks.update: the secret headers dropped because the URL changed (give them again).
+    droppedSecretHeaders: list[str] | None = None
 
 
 class TogglePayload(BaseModel):
@@ -341,11 +343,15 @@ class Approval(_Open):
     comment: str | None
     input_edited: bool
     edited_input: Any
+    #: The id of the API key whose dispatch asked (it may not decide this approval).
+    requested_key_id: str | None = None
 
 
 class ApprovalsPayload(BaseModel):
     approvals: list[Approval]
     pendingCount: int
+    #: Pending approvals one tenant may have at once (past it, asking blocks).
+    pendingLimit: int | None = None
     revision: int
 
 
@@ -382,7 +388,7 @@ class HostCodeInfo(_Open):
 
 class InfoPayload(_Open):
     edition: Edition
-    role: Literal["viewer", "operator", "admin"]
+    role: Literal["viewer", "approver", "operator", "admin"]
     tenantId: str
     isMasterScope: bool
     keyName: str
@@ -405,7 +411,7 @@ class KeyListParams(_Params):
 
 
 class KeyCreateParams(_Params):
-    role: Literal["viewer", "operator", "admin"]
+    role: Literal["viewer", "approver", "operator", "admin"]
     #: Default: the caller's tenant; another one needs master scope.
     tenant_id: str | None = Field(default=None, alias="tenantId", min_length=1, max_length=200)
     #: Master scope for the new key; needs master scope.
@@ -422,7 +428,7 @@ class ApiKeyInfo(_Open):
 
     id: str
     tenant_id: str
-    role: Literal["viewer", "operator", "admin"]
+    role: Literal["viewer", "approver", "operator", "admin"]
     master: bool
     name: str
     #: The first characters of the secret, to tell keys apart.

@@ -24,7 +24,10 @@ if TYPE_CHECKING:
 
 __all__ = [
     "APPROVAL_STATUSES",
+    "DEFAULT_MAX_PENDING_APPROVALS",
+    "ApprovalCapReached",
     "ApprovalClosed",
+    "ApprovalSelfDecision",
     "ApprovalRow",
     "ApprovalStoreMixin",
 ]
@@ -32,11 +35,13 @@ __all__ = [
 ApprovalStatus = Literal["pending", "approved", "denied", "expired"]
 APPROVAL_STATUSES: Final = ("pending", "approved", "denied", "expired")
 MAX_LIST: Final = 500
+#: Pending approvals one tenant may have at once (``hookgate serve --max-pending-approvals``).
+DEFAULT_MAX_PENDING_APPROVALS: Final = 100
 
 _COLUMNS: Final = (
     "id, tenant_id, agent_id, session_id, event, event_id, tool_name, tool_input, hook_id, "
     "hook_name, reason, status, on_timeout, outcome, created_at, expires_at, decided_at, "
-    "decided_by, comment, input_edited, edited_input"
+    "decided_by, comment, input_edited, edited_input, requested_key_id"
 )
 
 
@@ -53,6 +58,38 @@ class ApprovalClosed(StoreError):
     def __init__(self, approval: ApprovalRow) -> None:
         self.approval = approval
         super().__init__(f"approval {approval.id} is already {approval.status}")
+
+
+class ApprovalCapReached(StoreError):
+    """The tenant already has as many pending approvals as the gateway allows."""
+
+    def __init__(self, tenant_id: str, pending: int, cap: int) -> None:
+        self.tenant_id = tenant_id
+        self.pending = pending
+        self.cap = cap
+        super().__init__(
+            f"tenant {tenant_id} has {pending} pending approvals, the most this gateway keeps "
+            f"(--max-pending-approvals {cap}); no new approval until people decide or some "
+            "expire"
+        )
+
+
+class ApprovalSelfDecision(StoreError):
+    """The deciding key asked for this approval, or asked for one in the same agent session:
+    an agent never decides its own approvals."""
+
+    def __init__(self, approval: ApprovalRow, same_session: bool) -> None:
+        self.approval = approval
+        self.same_session = same_session
+        why = (
+            f"it asked for an approval in the same agent session ({approval.session_id})"
+            if same_session
+            else "it is the key that asked for it"
+        )
+        super().__init__(
+            f"approval {approval.id} cannot be decided with this key: {why}; a person decides "
+            "it with another key (the approver role is made for that)"
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +115,8 @@ class ApprovalRow:
     comment: str | None = None
     input_edited: bool = False
     edited_input: str | None = None
+    #: The API key whose dispatch asked (``None``: no key asked, as in the library).
+    requested_key_id: str | None = None
 
     @property
     def pending(self) -> bool:
@@ -107,6 +146,7 @@ def _params(row: ApprovalRow) -> tuple[Any, ...]:
         row.comment,
         row.input_edited,
         row.edited_input,
+        row.requested_key_id,
     )
 
 
@@ -133,6 +173,7 @@ def approval_from_row(row: Row) -> ApprovalRow:
         comment=row["comment"],
         input_edited=bool(row["input_edited"]),
         edited_input=row["edited_input"],
+        requested_key_id=row["requested_key_id"],
     )
 
 
@@ -184,11 +225,45 @@ class ApprovalStoreMixin:
             except Exception as exc:  # a listener must not undo a committed change
                 log_event("hookgate.store.listener_failed", error=str(exc))
 
-    async def create_approval(self, row: ApprovalRow) -> ApprovalRow:
+    async def _lock_tenant_approvals(self, sql: Sql, tenant_id: str) -> None:
+        """Serialise approval creation of one tenant (PostgreSQL: an advisory lock); SQLite's
+        write transaction already holds the file's write lock."""
+        return None
+
+    async def count_pending_approvals(self, caller: Caller, now: float) -> int:
+        """Pending approvals not past their deadline, of the caller's tenant (master: all)."""
+        clause, args = ("", []) if caller.master else (" AND tenant_id = ?", [caller.tenant_id])
+        async with self._read() as sql:
+            value = await sql.fetchval(
+                f"SELECT count(*) FROM approvals WHERE status = 'pending' AND expires_at > ?"
+                f"{clause}",
+                now,
+                *args,
+            )
+        return int(value or 0)
+
+    async def create_approval(self, row: ApprovalRow, *, max_pending: int | None = None) -> (
+        ApprovalRow
+    ):
+        """Store a new pending approval; :class:`ApprovalCapReached` when its tenant already
+        has ``max_pending`` pending ones (counted and inserted in one transaction)."""
         async with self._write() as sql:
+            if max_pending is not None:
+                await self._lock_tenant_approvals(sql, row.tenant_id)
+                pending = int(
+                    await sql.fetchval(
+                        "SELECT count(*) FROM approvals WHERE tenant_id = ? "
+                        "AND status = 'pending' AND expires_at > ?",
+                        row.tenant_id,
+                        row.created_at,
+                    )
+                    or 0
+                )
+                if pending >= max_pending:
+                    raise ApprovalCapReached(row.tenant_id, pending, max_pending)
             await sql.execute(
                 f"INSERT INTO approvals ({_COLUMNS}) VALUES "
-                "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 *_params(row),
             )
             await self._announce_approval(sql, row)
@@ -243,9 +318,11 @@ class ApprovalStoreMixin:
         now: float,
         comment: str | None = None,
         edited_input: str | None = None,
+        decider_key_id: str | None = None,
     ) -> ApprovalRow:
         """Record a person's decision; :class:`ApprovalClosed` when it is no longer pending
-        (decided by someone else, or past its deadline)."""
+        (decided by someone else, or past its deadline); :class:`ApprovalSelfDecision` when
+        ``decider_key_id`` asked for it, or asked for an approval in the same agent session."""
         closed: ApprovalRow | None = None
         lock = getattr(self, "lock_clause", "")  # FOR UPDATE on PostgreSQL
         async with self._write() as sql:
@@ -255,6 +332,8 @@ class ApprovalStoreMixin:
             if found is None or not _visible(caller, found["tenant_id"]):
                 raise NotFound(f"no approval {approval_id}")
             current = approval_from_row(found)
+            if decider_key_id is not None:
+                await self._refuse_self_decision(sql, current, decider_key_id)
             decided = replace(
                 current,
                 status=status,
@@ -290,6 +369,21 @@ class ApprovalStoreMixin:
             raise ApprovalClosed(closed)
         self._approval_changed(decided)
         return decided
+
+    async def _refuse_self_decision(self, sql: Sql, row: ApprovalRow, key_id: str) -> None:
+        if row.requested_key_id == key_id:
+            raise ApprovalSelfDecision(row, same_session=False)
+        if row.session_id is None:
+            return
+        asked = await sql.fetchval(
+            "SELECT count(*) FROM approvals WHERE tenant_id = ? AND session_id = ? "
+            "AND requested_key_id = ?",
+            row.tenant_id,
+            row.session_id,
+            key_id,
+        )
+        if asked:
+            raise ApprovalSelfDecision(row, same_session=True)
 
     async def _expire_one(self, sql: Sql, current: ApprovalRow, now: float) -> ApprovalRow:
         await sql.execute(

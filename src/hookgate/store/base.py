@@ -56,8 +56,9 @@ __all__ = [
 #: A tenant's monthly token budget when none was set (seed 000).
 DEFAULT_BUDGET_TOKENS: Final = 1_000_000
 API_KEY_PREFIX: Final = "hg-"
-ApiKeyRole = Literal["viewer", "operator", "admin"]
-API_KEY_ROLES: Final = ("viewer", "operator", "admin")
+ApiKeyRole = Literal["viewer", "approver", "operator", "admin"]
+#: In rank order: an approver reads and decides approvals, an operator also dispatches.
+API_KEY_ROLES: Final = ("viewer", "approver", "operator", "admin")
 #: The actor recorded for changes hookgate makes itself (builtin seeding).
 SYSTEM_ACTOR: Final = "system"
 

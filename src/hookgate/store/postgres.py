@@ -40,6 +40,8 @@ NOTIFY_CHANNEL: Final = "hookgate_hooks"
 APPROVALS_CHANNEL: Final = "hookgate_approvals"
 #: Every key revocation: every replica forgets the key's cached check at once.
 KEYS_CHANNEL: Final = "hookgate_keys"
+#: First key of the per-tenant advisory lock taken while an approval is counted and created.
+_APPROVAL_CAP_LOCK: Final = 0x61707072  # "appr"
 # pg_advisory_xact_lock key for start-up work (migrations, builtin seeding, the first master
 # key): any fixed number ("hookgate" in ASCII).
 _MIGRATION_LOCK: Final = 0x686F6F6B67617465
@@ -292,6 +294,13 @@ class PostgresStore(SqlStore):
     def listening(self) -> bool:
         """The LISTEN connection is up (other replicas' changes are heard at once)."""
         return self._notifications is not None and self._notifications.up
+
+    async def _lock_tenant_approvals(self, sql: Any, tenant_id: str) -> None:
+        # Held until commit: replicas count a tenant's pending approvals one at a time, so
+        # the cap holds across them.
+        await sql.fetchval(
+            "SELECT pg_advisory_xact_lock(?, hashtext(?))", _APPROVAL_CAP_LOCK, tenant_id
+        )
 
     async def watch_approvals(self) -> None:
         """LISTEN for approval changes made by other processes (idempotent; the same

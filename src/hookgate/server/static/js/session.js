@@ -3,7 +3,8 @@
 
 const KEY_STORAGE = "hookgate.apiKey";
 const TENANT_STORAGE = "hookgate.tenant";
-const RANK = { viewer: 0, operator: 1, admin: 2 };
+// In rank order: an approver reads and decides approvals but never dispatches.
+const RANK = { viewer: 0, approver: 1, operator: 2, admin: 3 };
 
 export const session = {
   role: "viewer",

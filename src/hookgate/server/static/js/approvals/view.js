@@ -10,7 +10,7 @@ import { loadingState, emptyState, errorState, describeError } from "../ui/state
 import { toast } from "../ui/toast.js";
 import { onApprovalsChange, noteListed } from "./live.js";
 
-const canDecide = () => atLeast("operator");
+const canDecide = () => atLeast("approver");
 
 export async function renderApprovals(main, route, ctx) {
   const heading = h("h1", { tabIndex: -1, text: "Approvals" });
@@ -18,7 +18,7 @@ export async function renderApprovals(main, route, ctx) {
     class: "muted",
     text: canDecide()
       ? "Agents below are waiting for a person. Check the input and the hook's reason, then approve or deny."
-      : "Agents below are waiting for a person. Viewers can see approvals; operators and admins decide them.",
+      : "Agents below are waiting for a person. Viewers can see approvals; approvers, operators and admins decide them (never the key that asked).",
   });
   const pendingBox = h("section", { "aria-labelledby": "pending-title" });
   const recentBox = h("section", { "aria-labelledby": "recent-title" });
@@ -42,7 +42,7 @@ export async function renderApprovals(main, route, ctx) {
       ]);
       if (!ctx.alive()) return;
       if (!tenant.tenantId) noteListed(pending); // the header badge counts the whole scope
-      drawPending(pendingBox, pending.approvals || [], route.id, drafts, refresh);
+      drawPending(pendingBox, pending.approvals || [], pendingCounts(pending), route.id, drafts, refresh);
       drawRecent(recentBox, (recent.approvals || []).filter((a) => a.status !== "pending"));
     } catch (err) {
       if (ctx.alive()) mount(pendingBox, errorState(err, refresh));
@@ -87,8 +87,24 @@ function expiresText(iso) {
   return minutes < 120 ? `expires in ${minutes} min` : `expires in ${Math.round(minutes / 60)} h`;
 }
 
-function drawPending(box, approvals, focusId, drafts, refresh) {
-  const title = h("h2", { id: "pending-title", text: `Waiting for a decision (${approvals.length})` });
+// The whole count (not only the listed page) and the per-tenant cap: decoys cannot hide how
+// many are waiting, and the person sees when new asks are about to be refused.
+function pendingCounts(payload) {
+  const listed = (payload.approvals || []).length;
+  const count = typeof payload.pendingCount === "number" ? payload.pendingCount : listed;
+  return { count, listed, limit: typeof payload.pendingLimit === "number" ? payload.pendingLimit : null };
+}
+
+function pendingTitle({ count, listed, limit }) {
+  let text = `Waiting for a decision (${count}`;
+  if (limit) text += ` of at most ${limit} per tenant`;
+  text += ")";
+  if (listed < count) text += ` — showing the newest ${listed}`;
+  return text;
+}
+
+function drawPending(box, approvals, counts, focusId, drafts, refresh) {
+  const title = h("h2", { id: "pending-title", text: pendingTitle(counts), "data-pending-count": String(counts.count) });
   if (!approvals.length) {
     mount(box, title, emptyState("Nothing is waiting", "When a hook asks for approval, the agent waits here until someone decides."));
     return;
@@ -193,7 +209,7 @@ function approvalCard(approval, focused, drafts, refresh) {
     h("div", { class: "field" }, h("label", { for: inputId }, "Tool input ", edited, canDecide() ? h("span", { class: "muted", text: " — edit before approving to change what runs" }) : null), input),
     canDecide() ? h("div", { class: "field" }, h("label", { for: commentId, text: "Comment" }), comment) : null,
     error,
-    buttons.length ? h("div", { class: "approval-actions" }, buttons) : h("p", { class: "muted", text: "Only operators and admins can decide." }),
+    buttons.length ? h("div", { class: "approval-actions" }, buttons) : h("p", { class: "muted", text: "Only approvers, operators and admins can decide." }),
   );
 }
 

@@ -12,7 +12,8 @@ import { fieldProblems } from "../problems.js";
 
 const ROLES = [
   ["viewer", "viewer: reads hooks, history and audit"],
-  ["operator", "operator: also tests hooks, dispatches events, decides approvals"],
+  ["approver", "approver: also decides approvals (a person's key: cannot dispatch)"],
+  ["operator", "operator: also tests hooks, dispatches events, decides approvals it did not ask for"],
   ["admin", "admin: also changes hooks and manages keys"],
 ];
 
