@@ -121,3 +121,76 @@ async def test_an_approval_decided_by_another_process_reaches_the_waiter_unannou
         assert time.monotonic() - decided_at < 1.0
     finally:
         await gateway.close()
+
+
+class _FreezingProxy:
+    """A TCP proxy to PostgreSQL that can stop forwarding on the connections that sent
+    ``LISTEN`` without closing them: a network that drops packets silently."""
+
+    def __init__(self, upstream_port: int) -> None:
+        self.upstream_port = upstream_port
+        self.frozen = asyncio.Event()
+        self.port = 0
+        self._server: asyncio.Server | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    async def start(self) -> None:
+        self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        self.port = self._server.sockets[0].getsockname()[1]
+
+    async def close(self) -> None:
+        assert self._server is not None
+        self._server.close()
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.upstream_port)
+        listens = [False]  # this connection sent LISTEN: it freezes with the network
+
+        async def pipe(src: asyncio.StreamReader, dst: asyncio.StreamWriter, out: bool) -> None:
+            try:
+                while data := await src.read(65536):
+                    # (pool connections send "UNLISTEN *" when released: not these)
+                    if out and b'LISTEN "hookgate_hooks"' in data:
+                        listens[0] = True
+                    if listens[0] and self.frozen.is_set():
+                        await asyncio.Event().wait()  # never forwarded, never closed
+                    dst.write(data)
+                    await dst.drain()
+            finally:
+                dst.close()
+
+        tasks = [asyncio.create_task(pipe(reader, up_writer, True)),
+                 asyncio.create_task(pipe(up_reader, writer, False))]
+        self._tasks.update(tasks)
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
+@pytest.mark.parametrize("backend", ["postgres"], indirect=True)
+async def test_a_silent_network_is_noticed_by_the_check_and_listen_is_made_again(
+    make_store: StoreFactory, backend: str
+) -> None:
+    other = await make_store()  # creates the schema; writes go straight to the server
+    assert isinstance(other, PostgresStore) and other.schema is not None
+    proxy = _FreezingProxy(5432)
+    await proxy.start()
+    via_proxy = PG_URL.replace("127.0.0.1:5432", f"127.0.0.1:{proxy.port}")
+    replica = PostgresStore(via_proxy, schema=other.schema, listen_check_s=0.3)
+    await replica.open()
+    source = StoreHookSource(replica, poll_interval_s=0)
+    try:
+        await source.start()
+        notifications = replica.notifications
+        assert notifications is not None
+        proxy.frozen.set()  # the LISTEN connection stays open but hears nothing
+        await other.create_hook(A, hook(name="during-the-blip"))
+        await wait_until_async(lambda: not notifications.up, "the check noticed", 10)
+        proxy.frozen.clear()  # the network is back for new connections
+        await wait_until_async(lambda: notifications.reconnects == 1, "LISTEN re-made", 15)
+        await wait_until_async(lambda: _names(source) == ["during-the-blip"], "resynced", 10)
+    finally:
+        await source.close()
+        await replica.close()
+        await proxy.close()

@@ -30,6 +30,8 @@ __all__ = ["Backoff", "LISTEN_APPLICATION", "Notifications"]
 #: ``application_name`` of the listening connection (how an operator finds it in
 #: ``pg_stat_activity``).
 LISTEN_APPLICATION: Final = "hookgate-listen"
+#: Seconds one reconnection attempt (connect and LISTEN) may take.
+OPEN_TIMEOUT_S: Final = 10.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,12 +134,17 @@ class Notifications:
                 await asyncio.sleep(self.backoff.delay(attempt))
                 attempt += 1
                 try:
-                    await self._open()
+                    # Bounded: a network that accepts the connection and then drops
+                    # everything must not stall the reconnection for good.
+                    async with asyncio.timeout(OPEN_TIMEOUT_S):
+                        await self._open()
                     break
-                except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+                except (
+                    OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError
+                ) as exc:
                     if attempt == 1 or attempt % 10 == 0:
                         log_event(
-                            "hookgate.store.listen_retry", attempt=attempt, error=str(exc)
+                            "hookgate.store.listen_retry", attempt=attempt, error=repr(exc)
                         )
             self.reconnects += 1
             log_event(
