@@ -162,3 +162,39 @@ def _pending_approvals(served: GatewayProcess, key: str) -> int:
     listed = served.rest("GET", "/api/v1/approvals", key, params={"status": "pending"})
     return len(listed.json()["approvals"]) if listed.status_code == 200 else 0
 
+
+
+def test_the_drain_is_bounded_by_its_timeout(tmp_path: Path) -> None:
+    """A dispatch that never finishes does not hold a replica forever: after
+    ``--drain-timeout`` the sockets close and the process exits."""
+    served = start_gateway(tmp_path, "--drain-timeout", "1")
+    gate = tmp_path / "gate"  # never opened
+    key = served.master_key
+    assert key is not None
+    created = served.rest("POST", "/api/v1/hooks", key, json=HELD)
+    assert created.status_code == 201, created.text
+    started = tmp_path / "started"
+    answers: list[Any] = []
+    payload = {"event": "pre_tool_use", "input": {
+        "tool_name": "held", "tool_input": {"gate": str(gate), "started": str(started)}}}
+
+    def hold() -> None:
+        try:
+            answers.append(served.rest("POST", "/api/v1/dispatch", key, json=payload))
+        except httpx.HTTPError as exc:
+            answers.append(exc)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    try:
+        wait_until(started.exists, "the dispatch in flight")
+        assert served.proc is not None
+        served.proc.send_signal(signal.SIGTERM)
+        served.proc.wait(timeout=30)  # 1 s of drain, then the shutdown's own bounds
+        drained = [json.loads(line) for line in served.log().splitlines()
+                   if '"hookgate.gateway.drained"' in line]
+        assert drained and drained[0]["complete"] is False
+    finally:
+        gate.touch()
+        holder.join(timeout=60)
+        served.stop()

@@ -57,6 +57,7 @@ class SharedBreakers:
         self._applied: dict[str, float] = {}
         self._pending: set[asyncio.Task[None]] = set()
         self._down_until = 0.0
+        self._available = True
         self._task: asyncio.Task[None] | None = None
         board.sync = self
 
@@ -131,12 +132,18 @@ class SharedBreakers:
             self._unavailable(exc)
 
     def _unavailable(self, exc: BaseException) -> None:
-        if time.monotonic() >= self._down_until:
+        if self._available:  # said once per outage, not once per fault
+            self._available = False
             log_event(
                 "hookgate.breakers.shared_unavailable", level=logging.WARNING, error=repr(exc),
                 message="circuit breakers count faults per replica until the store is back",
             )
         self._down_until = time.monotonic() + RETRY_AFTER_S
+
+    def _reachable(self) -> None:
+        if not self._available:
+            self._available = True
+            log_event("hookgate.breakers.shared_available", level=logging.INFO)
 
     def _apply_open(self, hook_id: str, shared: SharedBreaker) -> None:
         assert shared.opened_at is not None
@@ -150,6 +157,7 @@ class SharedBreakers:
     async def sync_once(self) -> None:
         """Apply the shared breakers to this board (one read)."""
         shared = await self.backend.open_breakers()
+        self._reachable()
         for hook_id, breaker in shared.items():
             if breaker.state == "open" and breaker.opened_at is not None:
                 self._apply_open(hook_id, breaker)
