@@ -2,8 +2,8 @@
 ``hookgate claude-code install --gateway URL --transport …`` writes: ``curl`` (a command
 hook, the default), ``http`` (Claude Code's own http hook) and ``python`` (the bridge).
 
-Also what happens when the gateway is down: curl and python fail closed (the tool does not
-run); Claude Code's http hook fails open, as the docs warn."""
+Also what happens when the gateway is down: every transport fails closed (the tool does not
+run); Claude Code's http hook does so through the ``onFailure: "block"`` install writes."""
 
 from __future__ import annotations
 
@@ -75,13 +75,17 @@ def test_refused_key_fails_closed_with_curl(gateway: tuple[GatewayProcess, str],
     assert not project.exists("MARKER")
 
 
-def test_http_transport_fails_open_when_the_gateway_is_down(
+def test_http_transport_fails_closed_when_the_gateway_is_down(
     project: ClaudeProject, api: ScriptedAnthropic, tmp_path: Path
 ) -> None:
-    # Documented trade-off of Claude Code's own http hook: a down gateway is a
-    # non-blocking error, so the tool runs. This is why curl is the default.
+    # Claude Code's own http hook lets the tool run when the gateway is down, unless the
+    # hook says onFailure: "block" (Claude Code 2.1.295+), which install writes on the
+    # events that can be stopped. (Until issue 28 this test asserted the fail-open.)
     down = f"http://127.0.0.1:{free_port()}"
     project.install("--gateway", down, "--transport", "http", "--event", "PreToolUse")
+    hook = json.loads(project.settings.read_text())["hooks"]["PreToolUse"][0]["hooks"][0]
+    assert hook["onFailure"] == "block"
     api.script(use_tool("Bash", {"command": "touch MARKER"}), say("ok"))
     project.run("go", HOOKGATE_API_KEY="hg-any")
-    assert project.exists("MARKER")
+    assert not project.exists("MARKER")
+    assert "onFailure" in json.dumps(api.agent_calls[1].tool_results())

@@ -71,9 +71,11 @@ def test_install_adds_one_group_per_event_and_keeps_the_rest(tmp_path: Path) -> 
     assert list(data) == ["permissions", "hooks", "model"]  # key order kept
     pre = data["hooks"]["PreToolUse"]
     assert pre[0] == {"matcher": "Bash", "hooks": [{"type": "command", "command": "./guard.sh"}]}
+    # onFailure "block" (issue 28) on the events Claude Code can be stopped on, only there
     assert pre[1] == {"matcher": "*", "hooks": [{"type": "command", "command": COMMAND,
-                                                 "timeout": 30}]}
+                                                 "timeout": 30, "onFailure": "block"}]}
     assert "matcher" not in data["hooks"]["Stop"][0]
+    assert "onFailure" not in data["hooks"]["Stop"][0]["hooks"][0]
     assert path.read_text().startswith('{\n    "permissions"')  # indentation kept
 
 

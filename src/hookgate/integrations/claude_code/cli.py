@@ -86,7 +86,8 @@ def _settings_path(settings: str | None, user: bool) -> Path:
 @click.option("--transport", type=click.Choice(cc_settings.TRANSPORTS), default="curl",
               show_default=True,
               help="With --gateway: curl (fail-closed, fast), http (Claude Code's own http "
-              "hook; fail-open when the gateway is down) or python (fail-closed, slower start).")
+              "hook; fail-closed through onFailure: block, Claude Code 2.1.295+) or python "
+              "(fail-closed, slower start).")
 @click.option("-e", "--event", "events", multiple=True,
               type=click.Choice(sorted(CLAUDE_EVENTS.values())),
               help=f"Claude Code event to hook (repeatable; default: "

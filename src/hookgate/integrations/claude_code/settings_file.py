@@ -72,7 +72,8 @@ _BRIDGE: Final = re.compile(
 #: Seconds Claude Code gives the bridge (hookgate's own hooks stop at 10 s each).
 DEFAULT_TIMEOUT_S: Final = 30
 #: How Claude Code reaches a gateway: curl (fail-closed, default), Claude Code's own http
-#: hook (fail-open when the gateway is down), or the Python bridge (fail-closed, slower start).
+#: hook (fail-closed only through onFailure: "block", Claude Code 2.1.295+), or the Python
+#: bridge (fail-closed, slower start).
 TRANSPORTS: Final = ("curl", "http", "python")
 #: The shell variable the curl hook keeps the gateway's answer in (it marks the hook as ours).
 _CURL_ANSWER: Final = "HOOKGATE_ANSWER"
@@ -306,6 +307,11 @@ def install(
         if not isinstance(groups, list):
             raise SettingsError(f"{path}: hooks.{event} must be a list of matcher groups")
         wanted = hook_for(event)
+        if event in _BLOCKING:
+            # Claude Code (2.1.295+) lets the action run when a hook crashes, times out or,
+            # for an http hook, cannot reach its URL; "block" stops it instead, whatever
+            # the transport.
+            wanted = {**wanted, "onFailure": "block"}
         ours = [
             (group["hooks"], index)
             for group in groups
