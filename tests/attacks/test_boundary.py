@@ -247,3 +247,18 @@ def test_a_megabyte_line_of_findings_scans_in_linear_time(tmp_path: Path) -> Non
                timeout=SLOW_S)
     assert done.returncode == 1
     assert '"rule": "github-token"' in done.stdout and TOKEN not in done.stdout
+
+
+def test_terminal_escapes_in_a_scanned_file_reach_the_terminal_as_text(tmp_path: Path) -> None:
+    """repo: a file (and its name) carries terminal escape sequences next to a token; printed
+    raw, they erase the report's lines ("cursor up, erase line") so the scan looks clean."""
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    hide = "\x1b[1A\x1b[2K\r"
+    (tree / f"notes{hide}.txt").write_text(f"token {TOKEN} {hide}{hide}all clean\n")
+    done = run(tmp_path, "hookgate", "scan", str(tree), check=False)
+    assert done.returncode == 1 and "[github-token]" in done.stdout
+    # click drops ESC sequences when stdout is a pipe, not on a terminal; the carriage
+    # returns (which overwrite the line on any terminal) it always passes on.
+    assert "\x1b" not in done.stdout + done.stderr and "\r" not in done.stdout, done.stdout
+    assert "\\x1b[2K" in done.stdout and "\\x0d" in done.stdout

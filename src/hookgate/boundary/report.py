@@ -1,4 +1,5 @@
-"""Scan reports as text, JSON or SARIF 2.1.0. None of them carries a matched value."""
+"""Scan reports as text, JSON or SARIF 2.1.0. None of them carries a matched value, and the
+text one shows control characters from paths and lines as escapes."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import json
 from typing import Any, Final
 
 from hookgate.boundary.policy import Policy
-from hookgate.boundary.scanner import ScanReport
+from hookgate.boundary.scanner import ScanReport, visible
 
 __all__ = ["FORMATS", "render"]
 
@@ -27,12 +28,12 @@ def _text(report: ScanReport, fail_on: str) -> str:
     lines = []
     for finding in report.findings:
         mark = "" if finding.at_least(fail_on) else " (below --fail-on)"
-        lines.append(f"{finding.location}:{finding.column}: {finding.severity} "
-                     f"[{finding.rule_id}] {finding.message}{mark}")
+        lines.append(f"{visible(finding.location)}:{finding.column}: {finding.severity} "
+                     f"[{finding.rule_id}] {visible(finding.message)}{mark}")
         lines.append(f"    {finding.excerpt}")
         lines.append(f"    fingerprint {finding.fingerprint}")
     for skipped in report.skipped:
-        lines.append(f"note: skipped {skipped.path}: {skipped.reason}")
+        lines.append(f"note: skipped {visible(skipped.path)}: {visible(skipped.reason)}")
     failing = len(report.failing(fail_on))
     lines.append(f"{report.scanned} file(s) scanned, {len(report.findings)} finding(s), "
                  f"{failing} at or above {fail_on}, {len(report.skipped)} skipped")

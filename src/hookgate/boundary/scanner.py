@@ -29,6 +29,7 @@ __all__ = [
     "Skipped",
     "fingerprint_of",
     "mask_value",
+    "visible",
 ]
 
 BINARY_SNIFF_BYTES: Final = 8192
@@ -36,6 +37,18 @@ EXCERPT_WIDTH: Final = 120
 _ALLOW_MARKER: Final = b"hookgate:allow"
 _ALLOW_RULES: Final = re2.compile(rb"hookgate:allow=([A-Za-z0-9_.,\-]+)")
 _VCS_DIRS: Final = frozenset({".git", ".hg", ".svn"})
+
+
+# Control characters (C0 but tab, DEL, C1) as visible escapes: a scanned line is someone
+# else's text, and printed raw its escape sequences could rewrite the terminal (erase the
+# report's lines, fake a clean result).
+_VISIBLE: Final = {code: f"\\x{code:02x}" for code in (*range(0x20), 0x7F, *range(0x80, 0xA0))
+                   if code != 0x09}
+
+
+def visible(text: str) -> str:
+    """``text`` with its control characters shown as ``\\xNN`` (nothing else changes)."""
+    return text.translate(_VISIBLE)
 
 
 def fingerprint_of(rule_id: str, value: bytes) -> str:
@@ -297,9 +310,9 @@ class _Line:
             self._masked = self._mask()
         text = self._masked
         if len(text) <= EXCERPT_WIDTH:
-            return text.strip()
+            return visible(text.strip())
         begin = max(0, min(column - EXCERPT_WIDTH // 3, len(text) - EXCERPT_WIDTH))
-        cut = text[begin:begin + EXCERPT_WIDTH]
+        cut = visible(text[begin:begin + EXCERPT_WIDTH])
         return ("…" if begin else "") + cut + ("…" if begin + EXCERPT_WIDTH < len(text) else "")
 
     def _mask(self) -> str:
