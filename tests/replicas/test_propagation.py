@@ -196,6 +196,10 @@ def test_a_decision_reaches_an_agent_on_another_replica_with_listen_down(
         "approval": {"timeout_ms": 600_000},
     })
     assert created.status_code == 201, created.text
+    # A person decides with a key of their own: the key that asked may not.
+    person = a.rest("POST", "/api/v1/keys", master, json={"role": "approver", "name": "person"})
+    assert person.status_code == 201, person.text
+    approver = person.json()["secret"]
 
     outcome: dict[str, Any] = {}
     answered_at: list[float] = []
@@ -216,7 +220,7 @@ def test_a_decision_reaches_an_agent_on_another_replica_with_listen_down(
         wait_until(lambda: all(_events(r, "hookgate.store.listen_lost") for r in replicas),
                    "every replica lost LISTEN", seconds=30)
         decided_at = time.monotonic()
-        approved = b.rest("POST", f"/api/v1/approvals/{approval['id']}/approve", master,
+        approved = b.rest("POST", f"/api/v1/approvals/{approval['id']}/approve", approver,
                           json={"comment": "while LISTEN is down"})
         assert approved.status_code == 200, approved.text
         thread.join(timeout=30)
