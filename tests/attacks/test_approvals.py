@@ -19,7 +19,12 @@ from typing import Any
 import pytest
 from tests.server.conftest import start_gateway
 from tests.server.gateway_process import HOOKGATE, REPO, GatewayProcess, gateway_env
-from tests.server.panel_support import browser, page, sign_in  # noqa: F401 - fixtures
+from tests.server.panel_support import (  # noqa: F401 - browser, page: fixtures
+    TEST_SECRET_KEY,
+    browser,
+    page,
+    sign_in,
+)
 from tests.server.test_replicas_redis import database  # noqa: F401 - fixture
 from tests.support.waiting import wait_until
 
@@ -542,3 +547,76 @@ def test_the_panel_refuses_a_self_approval_and_shows_the_count(
     pending = gateway.rest("GET", "/api/v1/approvals?limit=1", served.agent).json()
     title = page.locator("#pending-title")
     expect(title).to_contain_text(f"({pending['pendingCount']} of at most 100 per tenant)")
+
+
+# -- PostgreSQL: the same rules with replicas sharing one database --------------------------------
+
+
+def test_the_cap_holds_across_replicas_on_postgresql(
+    tmp_path: Path,
+    database: str,  # noqa: F811 - the fixture
+) -> None:
+    """tenant (the agent's operator key), two replicas on one PostgreSQL database: fires many
+    asking dispatches at both replicas at once so that each replica counts the pending
+    approvals before the other's are written, and the tenant ends up over the cap."""
+    args = ("--allow-callable", "tests.server.hookfns", "--tenant-host-code",
+            "--max-pending-approvals", "3")
+    first = GatewayProcess(tmp_path / "a", args=args, database_url=database).start()
+    second = GatewayProcess(tmp_path / "b", args=args, database_url=database)
+    try:
+        second.start()
+        created = first.rest("POST", "/api/v1/hooks", json={
+            "event": "pre_tool_use", "handler_type": "callable", "scope": "tenant",
+            "tenant_id": TENANT, "name": "ask always",
+            "config": {"callable": "tests.server.hookfns:ask"},
+            "approval": {"timeout_ms": 600_000, "on_timeout": "allow"},
+        })
+        assert created.status_code == 201, created.text
+        agent = first.create_key(TENANT, "operator")
+        answers: list[dict[str, Any]] = []
+
+        def fire(gateway: GatewayProcess) -> None:
+            answers.append(dispatch_any(gateway, agent))
+
+        threads = [threading.Thread(target=fire, args=(gw,)) for gw in (first, second) * 6]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=90)
+        assert len(answers) == 12
+        pending = [a for a in answers if (a.get("approval") or {}).get("status") == "pending"]
+        assert len(pending) == 3, answers
+        assert all(a["decision"] == "block" for a in answers)
+        listed = second.rest("GET", "/api/v1/approvals?limit=1", agent).json()
+        assert listed["pendingCount"] == 3
+    finally:
+        second.stop()
+        first.stop()
+
+
+def test_an_edited_input_is_checked_on_another_replica_on_postgresql(
+    tmp_path: Path,
+    database: str,  # noqa: F811 - the fixture
+) -> None:
+    """tenant (a deciding key), two replicas on PostgreSQL: the approval was asked on one
+    replica, is approved with an input the later hook blocks on the other, and the agent
+    waits again (``approvals.wait``) on the second replica, which never saw the event."""
+    args = ("--allow-callable", "tests.server.hookfns", "--tenant-host-code")
+    env = {"HOOKGATE_SECRET_KEY": TEST_SECRET_KEY}  # both replicas open the sealed event
+    first = GatewayProcess(tmp_path / "a", args=args, env=env, database_url=database).start()
+    second = GatewayProcess(tmp_path / "b", args=args, env=env, database_url=database)
+    try:
+        second.start()
+        chain(first, TENANT)
+        agent = first.create_key(TENANT, "operator")
+        approver = first.create_key(TENANT, "approver")
+        approval_id = ask(first, agent, "cat notes")
+        edited = decide(second, approver, approval_id, updatedInput={"cmd": "rm -rf /srv"})
+        assert edited.status_code == 200, edited.text
+        waited = outcome(second, agent, approval_id)
+        assert waited["decision"] == "block", waited
+        assert "blocked by test hook" in waited["reason"]
+        assert decide(second, agent, ask(second, agent, "mine"), "approve").status_code == 403
+    finally:
+        second.stop()
+        first.stop()

@@ -10,10 +10,13 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
 from tests.server.gateway_process import GatewayProcess
+from tests.server.panel_support import TEST_SECRET_KEY
+from tests.server.test_replicas_redis import database  # noqa: F401 - fixture
 from tests.support.webhook_server import Reply, WebhookServer
 
 pytestmark = pytest.mark.timeout(180)
@@ -331,3 +334,36 @@ def test_a_tenant_key_cannot_dispatch_into_another_tenant(served: Served) -> Non
     assert dispatch(gateway, served.a_operator, "spoof")["decision"] == "block"
     spoofed = dispatch(gateway, served.b_admin, "spoof", tenant_id="tenant-a")
     assert spoofed["decision"] == "allow" and not spoofed.get("trace")
+
+
+def test_repointing_and_cross_tenant_reads_on_postgresql(
+    tmp_path: Path,
+    database: str,  # noqa: F811 - the fixture
+) -> None:
+    """tenant (admin), gateway on PostgreSQL: re-points the master-made http hook to a path
+    of its own keeping the secret, and reads another tenant's hook by id."""
+    gateway = GatewayProcess(
+        tmp_path / "data",
+        env={"HOOKGATE_SSRF_ALLOWLIST": "127.0.0.0/8", "HOOKGATE_SECRET_KEY": TEST_SECRET_KEY},
+        database_url=database,
+    ).start()
+    try:
+        assert gateway.master_key is not None
+        a_admin = gateway.create_key("tenant-a", "admin")
+        a_operator = gateway.create_key("tenant-a", "operator")
+        b_admin = gateway.create_key("tenant-b", "admin")
+        with WebhookServer(Reply(200, {"decision": "allow"})) as shared_host:
+            hook_id = create(gateway, gateway.master_key,
+                             webhook(shared_host.url("/tenants/ops"), "pg"))
+            assert gateway.rest("GET", f"/api/v1/hooks/{hook_id}", b_admin).status_code == 404
+            changed = gateway.rest(
+                "PATCH", f"/api/v1/hooks/{hook_id}", a_admin,
+                json={"config": {"url": shared_host.url("/attacker/inbox"),
+                                 "headers": {"Authorization": None}}},
+            )
+            assert changed.status_code == 200, changed.text
+            dispatch(gateway, a_operator, "pg")
+            inbox = [r for r in shared_host.requests if r.path == "/attacker/inbox"]
+            assert inbox and all(MASTER_SECRET not in str(r.headers) for r in inbox)
+    finally:
+        gateway.stop()
