@@ -141,6 +141,24 @@ async def test_token_as_an_object_key_in_tool_output(engine: Engine) -> None:
     assert persisted.updated_input == [{MASKED: "active"}]
 
 
+def test_a_write_through_a_symlink_leaves_the_workspace(engine: Engine, tmp_path: Path) -> None:
+    """tool: the agent links `out` inside its workspace to a folder outside (a synced or
+    shared one), then writes the token through the link; the path looked local."""
+    workspace, shared = tmp_path / "project", tmp_path / "shared"
+    workspace.mkdir()
+    shared.mkdir()
+    (workspace / "out").symlink_to(shared)
+    outcome = engine.fire_sync("pre_tool_use", tool_name="Write", cwd=str(workspace),
+                               tool_input={"file_path": "out/config.env",
+                                           "content": f"GITHUB_TOKEN={TOKEN}"})
+    assert not outcome.allowed and outcome.reason is not None
+    assert "writes outside the workspace" in outcome.reason and TOKEN not in outcome.reason
+    inside = engine.fire_sync("pre_tool_use", tool_name="Write", cwd=str(workspace),
+                              tool_input={"file_path": "src/config.env",
+                                          "content": f"GITHUB_TOKEN={TOKEN}"})
+    assert inside.allowed
+
+
 # -- bounded work (item 6) ----------------------------------------------------------------
 
 def test_dense_output_is_masked_within_the_deadline(tmp_path: Path) -> None:

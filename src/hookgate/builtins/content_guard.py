@@ -133,8 +133,11 @@ def _write_reason(event: HookEvent, tool_input: dict[str, Any]) -> str | None:
     target = next((tool_input[f] for f in _PATH_FIELDS if isinstance(tool_input.get(f), str)),
                   None)
     if isinstance(workspace, str) and workspace and target:
-        resolved = os.path.normpath(os.path.join(workspace, target))
-        inside = os.path.normpath(workspace)
+        # Symbolic links are followed as far as they exist here: a link the agent made inside
+        # the workspace does not make a write through it local (on a gateway, where the
+        # agent's paths do not exist, this is the plain normalised path).
+        resolved = os.path.realpath(os.path.join(workspace, target))
+        inside = os.path.realpath(workspace)
         if resolved != inside and not resolved.startswith(inside.rstrip("/") + "/"):
             return f"writes outside the workspace ({os.path.dirname(resolved)})"
     return None
