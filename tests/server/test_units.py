@@ -83,6 +83,7 @@ def test_openapi_covers_every_method() -> None:
     assert "201" in create["responses"] and create["requestBody"]["required"] is True
     assert document["components"]["securitySchemes"]["bearer"]["scheme"] == "bearer"
     assert document["paths"]["/healthz"]["get"]["security"] == []
+    assert set(document["paths"]["/readyz"]["get"]["responses"]) == {"200", "503"}
 
 
 def test_openapi_hook_definitions_come_from_the_definition_schema() -> None:

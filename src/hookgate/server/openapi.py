@@ -187,7 +187,7 @@ def openapi_document() -> dict[str, Any]:
     paths["/healthz"] = {
         "get": {
             "operationId": "healthz",
-            "summary": "Liveness: no key needed.",
+            "summary": "Liveness: the process answers (draining included); no key needed.",
             "security": [],
             "responses": {
                 "200": {
@@ -202,7 +202,31 @@ def openapi_document() -> dict[str, Any]:
                         }
                     },
                 },
-                "503": {"description": "Shutting down."},
+            },
+        }
+    }
+    readiness = {
+        "type": "object",
+        "required": ["status", "checks"],
+        "properties": {
+            "status": {"type": "string", "enum": ["ready", "not ready"]},
+            "checks": {"type": "object", "additionalProperties": {"type": "string"}},
+        },
+    }
+    paths["/readyz"] = {
+        "get": {
+            "operationId": "readyz",
+            "summary": "Readiness: database, migrations, Redis, not draining; no key needed.",
+            "security": [],
+            "responses": {
+                status: {
+                    "description": description,
+                    "content": {"application/json": {"schema": readiness}},
+                }
+                for status, description in (
+                    ("200", "This replica takes new work."),
+                    ("503", "It does not: each check says why."),
+                )
             },
         }
     }
@@ -212,7 +236,7 @@ def openapi_document() -> dict[str, Any]:
             "title": "hookgate gateway",
             "version": __version__,
             "description": "REST mirror of the hooks.* WebSocket methods. Every operation "
-            "except /healthz needs `Authorization: Bearer <API key>`.",
+            "except /healthz and /readyz needs `Authorization: Bearer <API key>`.",
         },
         "servers": [{"url": "/"}],
         "security": [{"bearer": []}],
