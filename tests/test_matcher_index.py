@@ -202,3 +202,17 @@ def test_a_non_blocking_event_runs_only_the_selected_hooks() -> None:
 
     asyncio.run(queued())
     assert seen == ["bash", "edit"]
+
+
+def test_the_input_limits_hold_when_no_matcher_accepts_the_tool() -> None:
+    """Nothing selected is answered at once, but only after the input limits: an oversized
+    input on a blocking event still blocks (and leaves its audit row)."""
+    records: list[Any] = []
+    engine = Engine()
+    engine.listeners.append(records.extend)
+    engine.hook("pre_tool_use", matcher="^Bash$")(_noop)
+    huge = {"tool_name": "Glob", "tool_input": {"pattern": "x" * (9 * 1024 * 1024)}}
+    outcome = engine.fire_sync("pre_tool_use", huge)
+    assert outcome.decision == "block" and "invalid input" in (outcome.reason or "")
+    assert [r.hook_id for r in records] == ["hookgate:input-limits"]
+    engine.close()

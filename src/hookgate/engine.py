@@ -403,12 +403,12 @@ class Engine:
                 return Outcome()
         if spec.prepare is not None or not KNOWN_FIELDS.issuperset(data):
             data = self._prepare(data, spec)
+        problem = payload_problem(data)
+        if problem is not None:  # before any matcher: the input limits hold for the event
+            return self.refuse_input(event, data, problem, wait=wait)
         hooks = self._select(spec, data)
         if not hooks and self._shallow(data):
             return Outcome()
-        problem = payload_problem(data)
-        if problem is not None:
-            return self.refuse_input(event, data, problem, wait=wait)
         if not spec.waits(event, wait):
             return _Resolved(spec, data, hooks, True)
         return _Resolved(spec.run_as(event, wait), data, hooks, False)

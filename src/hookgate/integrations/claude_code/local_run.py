@@ -111,18 +111,18 @@ def run_blocking(
         data = normalize_payload(data)
     if spec.prepare is not None:
         data = spec.prepare(data)
-    # As the engine: only the hooks whose matcher accepts the event reach the chain.
-    hooks = source.select(spec, data)
-    if not hooks:
-        depth = data.get("depth")
-        if depth is None or (type(depth) is int and depth <= settings.max_depth):
-            return Outcome()
     run_as = spec.run_as(spec.name, True)
     problem = walked_payload_problem(data)
     if problem is not None:  # Engine.refuse_input, without the audit row (there is no log)
         if run_as.blocking:
             return Outcome(decision="block", reason=f"invalid input: {problem}")
         return Outcome()
+    # As the engine: only the hooks whose matcher accepts the event reach the chain.
+    hooks = source.select(spec, data)
+    if not hooks:
+        depth = data.get("depth")
+        if depth is None or (type(depth) is int and depth <= settings.max_depth):
+            return Outcome()
     runner = _Runner(run_as, hooks, settings)
     if not runner.ready:
         return None
