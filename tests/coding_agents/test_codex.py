@@ -248,3 +248,27 @@ def test_a_gateway_that_is_down_blocks_the_command(project: CodexProject,
     project.run("go", HOOKGATE_API_KEY="hg-any")
     assert not project.exists("MARKER")
     assert "hookgate" in api.calls[1].tool_outputs()[0]
+
+
+def test_import_codex_converts_existing_hooks_and_they_still_block(
+    project: CodexProject, api: ScriptedResponses
+) -> None:
+    """``hookgate import codex hooks.json``: a Codex hook script (its own contract) becomes a
+    hookgate command hook that decides the same, now under hookgate's policy."""
+    script = project.dir / "guard.sh"
+    script.write_text("#!/bin/sh\ngrep -q 'deploy --prod' && "
+                      "{ echo 'deploys are frozen' >&2; exit 2; }\nexit 0\n")
+    script.chmod(0o755)
+    existing = project.dir / "codex-hooks.json"
+    existing.write_text(json.dumps({"hooks": {"PreToolUse": [
+        {"matcher": "Bash", "hooks": [{"type": "command", "command": str(script),
+                                       "timeout": 5}]}]}}))
+    converted = project.dir / "imported.yaml"
+    project.hookgate("import", "codex", str(existing), "-o", str(converted))
+    hook = yaml.safe_load(converted.read_text())["hooks"][0]
+    assert hook["event"] == "pre_tool_use" and hook["config"]["format"] == "claude_code"
+    project.hookgate("codex", "install", "--config", str(converted), "--event", "PreToolUse")
+    api.script(run_shell("touch MARKER && echo deploy --prod"), say("ok"))
+    project.run("go")
+    assert not project.exists("MARKER")
+    assert "deploys are frozen" in api.calls[1].tool_outputs()[0]

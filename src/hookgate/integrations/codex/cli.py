@@ -19,6 +19,11 @@ from hookgate.integrations.codex.contract import INSTALLED_EVENTS
 
 def register(main: click.Group) -> None:
     main.add_command(codex)
+    group = main.commands.get("import")
+    if not isinstance(group, click.Group):
+        group = click.Group("import", help="Turn other systems' hook configs into hookgate files.")
+        main.add_command(group)
+    group.add_command(import_codex)
 
 
 @click.group("codex", invoke_without_command=True)
@@ -86,3 +91,55 @@ def uninstall(codex_home: str | None) -> None:
         raise click.ClickException(str(exc)) from None
     click.echo(f"removed {report.removed} hookgate hook group(s) from {report.hooks_json}",
                file=sys.stdout)
+
+
+@click.command("codex")
+@click.argument("hooks_file", type=click.Path(dir_okay=False, exists=True))
+@click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
+              help="Write the hooks file here instead of stdout (.json writes JSON).")
+def import_codex(hooks_file: str, output: str | None) -> None:
+    """Convert the hooks of a Codex HOOKS_FILE (hooks.json) into a hookgate hooks file.
+
+    Codex's hooks have Claude Code's shape and answer contract (permissionDecision deny,
+    decision block, exit 2 with the reason), so each becomes a ``command`` hook with
+    ``format: claude_code``; hookgate's own ``hookgate codex`` entries are left out."""
+    import json
+    from pathlib import Path
+
+    import yaml
+
+    from hookgate.config import ConfigError, read_document
+    from hookgate.integrations.claude_code.settings_format import (
+        convert_settings,
+        is_claude_settings,
+    )
+    from hookgate.integrations.hooks_json import HooksFile
+
+    try:
+        document = read_document(hooks_file)
+    except ConfigError as exc:
+        raise click.ClickException("; ".join(exc.problems)) from None
+    if not is_claude_settings(document):
+        raise click.ClickException(
+            f"{hooks_file}: not a Codex hooks file ({{\"hooks\": {{\"PreToolUse\": …}}}})")
+    ours = HooksFile(Path(hooks_file), "codex")
+    mine, skipped = ours.without_ours(document)
+    conversion = convert_settings(mine)
+    if skipped:
+        click.echo(f"note: {skipped} group(s) that run hookgate itself were skipped", err=True)
+    for note in conversion.notes:
+        click.echo(f"note: {note}", err=True)
+    for problem in conversion.problems:
+        click.echo(f"not imported: {problem}", err=True)
+    hooks = [{key: value for key, value in raw.items() if value is not None and key != "scope"}
+             | {"name": str(raw["name"]).replace("claude-code ", "codex ", 1)}
+             for raw in conversion.hooks]
+    if output and output.endswith(".json"):
+        text = json.dumps({"hooks": hooks}, indent=2) + "\n"
+    else:
+        text = yaml.safe_dump({"hooks": hooks}, sort_keys=False, allow_unicode=True)
+    if output:
+        Path(output).write_text(text, encoding="utf-8")
+        click.echo(f"{output}: {len(hooks)} hook(s) written", err=True)
+    else:
+        click.echo(text, nl=False)
