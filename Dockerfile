@@ -3,14 +3,15 @@
 # Run one: docker run -p 8787:8787 -v hookgate-data:/var/lib/hookgate hookgate:0.1.0
 # Many: deploy/compose.yaml or deploy/k8s/ (see docs/deploy.md).
 
-FROM python:3.12-slim AS build
+# 3.11: the Python the test suite runs on, with wheels for every dependency.
+FROM python:3.11-slim AS build
 WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY src ./src
 # One wheel of hookgate (panel files included) and of every dependency, Redis client too.
 RUN pip wheel --no-cache-dir --wheel-dir /wheels ".[redis]"
 
-FROM python:3.12-slim
+FROM python:3.11-slim
 # bubblewrap: command and process hooks run in their own namespaces (--hook-sandbox auto).
 RUN apt-get update \
     && apt-get install -y --no-install-recommends bubblewrap \

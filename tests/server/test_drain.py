@@ -112,10 +112,17 @@ def test_sigterm_drains_before_closing_any_socket(tmp_path: Path) -> None:
                 target=_dispatch_rest, args=(served, key, payload, rest_answers)))
         ask = {"event": "pre_tool_use", "input": {"tool_name": "deploy"}, "approvalWaitS": 60}
         threads.append(threading.Thread(target=_dispatch_rest, args=(served, key, ask, waiting)))
+        ws_waiting: list[Any] = []
+
+        def ask_over_ws() -> None:
+            with open_ws(served.ws_url, key) as ws:
+                ws_waiting.append(ok(ws, "hooks.dispatch", ask))
+
+        threads.append(threading.Thread(target=ask_over_ws))
         for thread in threads:
             thread.start()
         wait_until(lambda: all(mark.exists() for mark in started), "every dispatch in flight")
-        wait_until(lambda: _pending_approvals(served, key) == 1, "the agent waits for a person")
+        wait_until(lambda: _pending_approvals(served, key) == 2, "two agents wait for a person")
 
         assert served.proc is not None
         served.proc.send_signal(signal.SIGTERM)
@@ -134,9 +141,9 @@ def test_sigterm_drains_before_closing_any_socket(tmp_path: Path) -> None:
             open_ws(served.ws_url, key).close()
         assert denied.value.response.status_code == 503
         # The agent waiting for a person gets "pending" with the approval id at once.
-        wait_until(lambda: waiting, "the approval wait answered")
-        approval = waiting[0].json()["approval"]
-        assert approval["status"] == "pending" and approval["id"].startswith("apr_")
+        wait_until(lambda: waiting and ws_waiting, "the approval waits answered")
+        for approval in (waiting[0].json()["approval"], ws_waiting[0]["approval"]):
+            assert approval["status"] == "pending" and approval["id"].startswith("apr_")
         # Requests in flight are still running, and are answered once their hooks finish.
         assert served.proc.poll() is None and not ws_answers and not rest_answers
         gate.touch()
