@@ -280,7 +280,7 @@ def test_outcome_serialises_with_exactly_the_documented_keys() -> None:
     tester.hook("pre_tool_use", name="skipped", enabled=False)(lambda e: None)
     data = json.loads(tester.fire("pre_tool_use", EXEC).to_json())
     assert set(data) == {"decision", "reason", "updated_input", "additional_context", "result",
-                         "abort", "continue", "retry", "trace"}
+                         "abort", "continue", "retry", "trace", "dispatch_id"}
     # A hook whose matcher rejects the tool leaves no row (issue 26); a disabled one does.
     assert [(t["name"], t["matched"], t["skipped"]) for t in data["trace"]] == [
         ("m", True, None), ("skipped", False, "disabled")]

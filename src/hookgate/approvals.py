@@ -11,8 +11,8 @@ outcome (:func:`apply_decision`):
   before the edit, so they decide about the edited one, and a block blocks;
 * ``denied``: block, with the approver's comment in the reason;
 * ``expired``: the hook's ``approval.on_timeout`` (block unless configured to allow);
-* ``pending``: nobody decided within the caller's wait (the gateway's REST mirror waits a
-  bounded time); block for now, with the approval id to wait on again.
+* ``pending``: nobody decided within the caller's wait (``approvalWaitS``, or a gateway
+  shutting down); block for now, with the approval id and the route to wait on again.
 
 The library's approvers (:class:`CallbackApprover`) call a function; the gateway's approver
 stores the approval, shows it in the panel and waits for a person.
@@ -229,7 +229,8 @@ def apply_decision(
     outcome.reason = (
         f"waiting for approval {info['id']} (hook {request.hook_name!r}"
         + (f": {request.reason}" if request.reason else "")
-        + "); wait on it with approvals.wait"
+        + f"); wait on it with GET /api/v1/approvals/{info['id']}/outcome"
+        + " (approvals.wait over the WebSocket)"
     )
     return outcome
 

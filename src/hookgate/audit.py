@@ -22,11 +22,13 @@ import orjson
 __all__ = [
     "ERROR_MAX_CHARS",
     "AuditSink",
+    "DispatchRecord",
     "ExecutionRecord",
     "MemoryAudit",
     "canonical_json",
     "dedup_key",
     "input_hash",
+    "new_dispatch_id",
     "redact",
     "scrub_metadata",
     "summarize_input",
@@ -173,6 +175,8 @@ class ExecutionRecord:
     reason: str | None = None
     id: str = field(default_factory=time_ordered_id)
     created_at: float = field(default_factory=time.time)
+    #: The dispatch this execution belongs to (:class:`DispatchRecord`).
+    dispatch_id: str | None = None
 
     @property
     def dedup_key(self) -> str:
@@ -199,6 +203,121 @@ class ExecutionRecord:
             "input_summary": self.input_summary,
             "reason": truncate(redact(self.reason)) if self.reason else None,
             "created_at": self.created_at,
+            "dispatch_id": self.dispatch_id,
+        }
+
+    def hook_entry(self) -> dict[str, Any]:
+        """This execution as one entry of its dispatch record's ``hooks`` (redacted)."""
+        return {
+            "execution_id": self.id,
+            "hook_id": self.hook_id,
+            "hook_name": self.hook_name,
+            "hook_version": self.hook_version,
+            "handler_type": self.handler_type,
+            "decision": self.decision,
+            "duration_ms": self.duration_ms,
+            "reason": truncate(redact(self.reason)) if self.reason else None,
+            "error": truncate(redact(self.error)) if self.error else None,
+        }
+
+
+def new_dispatch_id() -> str:
+    """A dispatch's id: time-ordered (the records' index appends) and unique across
+    processes; made by hookgate, never taken from the caller's payload."""
+    return time_ordered_id()
+
+
+def input_size(payload: Mapping[str, Any]) -> int | None:
+    """Bytes of the event's payload as JSON; None when it is not JSON (a library caller's
+    objects)."""
+    try:
+        return len(orjson.dumps(payload, option=orjson.OPT_NON_STR_KEYS))
+    except TypeError:
+        return None
+
+
+@dataclass(slots=True)
+class DispatchRecord:
+    """One dispatch: what the agent asked, the one answer it got, which hooks ran and the
+    approval a person decided. Made for every dispatch, also when no hook matched.
+
+    ``payload`` is the event as the hooks saw it: stores keep it only sealed (never in a
+    readable column); readers get its size, hash and a redacted excerpt of its input.
+    """
+
+    id: str
+    event: str
+    event_id: str
+    decision: str
+    duration_ms: float
+    tenant_id: str | None = None
+    agent_id: str | None = None
+    session_id: str | None = None
+    tool_name: str | None = None
+    #: The outcome's full reason; stores redact and truncate it, and seal the full text.
+    reason: str | None = None
+    #: The executions of the hooks that ran, in chain order.
+    executions: Sequence[ExecutionRecord] = ()
+    #: What the person decided (:attr:`hookgate.outcome.Outcome.approval`), if one was asked.
+    approval: Mapping[str, Any] | None = None
+    payload: Mapping[str, Any] | None = field(default=None, repr=False)
+    #: The payload field that holds the event's input (``tool_input``, ``prompt``, …).
+    input_field: str | None = None
+    #: Why the engine refused the event before any hook ran (input over the limits).
+    refused: str | None = None
+    trace_id: str | None = None
+    created_at: float = field(default_factory=time.time)
+
+    @property
+    def matched(self) -> int:
+        """How many hooks ran."""
+        return len(self.executions)
+
+    def input_summary(self) -> str | None:
+        if self.payload is None or not self.input_field:
+            return None
+        return summarize_input(self.payload.get(self.input_field))
+
+    def input_hash(self) -> str:
+        if self.payload is None:
+            return ""
+        return input_hash(self.event, self.payload, self.input_field)
+
+    def approval_view(self) -> dict[str, Any] | None:
+        """The approval's facts for readable columns: who decided, when, how (the comment
+        redacted and cut)."""
+        if not self.approval:
+            return None
+        view = {
+            key: self.approval.get(key)
+            for key in ("id", "status", "decided_by", "decided_at", "expires_at", "hook")
+        }
+        comment = self.approval.get("comment")
+        view["comment"] = truncate(redact(str(comment))) if comment else None
+        view["input_edited"] = bool(self.approval.get("input_edited"))
+        return view
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "event": self.event,
+            "event_id": self.event_id,
+            "decision": self.decision,
+            "reason": truncate(redact(self.reason)) if self.reason else None,
+            "duration_ms": self.duration_ms,
+            "tenant_id": self.tenant_id,
+            "agent_id": self.agent_id,
+            "session_id": self.session_id,
+            "tool_name": self.tool_name,
+            "matched": self.matched,
+            "hooks": [execution.hook_entry() for execution in self.executions],
+            "approval": self.approval_view(),
+            "refused": self.refused,
+            "input_size": input_size(self.payload) if self.payload is not None else None,
+            "input_hash": self.input_hash(),
+            "input_summary": self.input_summary(),
+            "trace_id": self.trace_id,
+            "created_at": self.created_at,
         }
 
 
@@ -213,12 +332,21 @@ class AuditSink(Protocol):
         ...
 
 
+#: A sink may also keep dispatch records: ``record_dispatch(record: DispatchRecord)``,
+#: queued like ``record`` (sinks without it keep execution rows only).
+DISPATCH_METHOD: Final = "record_dispatch"
+
+
 class MemoryAudit:
     """Keeps records in a list: for the library, tests and ``hookgate fire``."""
 
     def __init__(self) -> None:
         self.records: list[ExecutionRecord] = []
+        self.dispatches: list[DispatchRecord] = []
         self._seen: set[str] = set()
+
+    def record_dispatch(self, record: DispatchRecord) -> None:
+        self.dispatches.append(record)
 
     def record(self, records: Sequence[ExecutionRecord]) -> None:
         for rec in records:

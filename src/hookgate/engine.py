@@ -17,14 +17,19 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from hookgate.audit import AuditSink, ExecutionRecord
+from hookgate.audit import AuditSink, ExecutionRecord, new_dispatch_id
 from hookgate.chain import ChainSettings
 from hookgate.definition import DefinitionError, HookDefinition, Problem
 from hookgate.engine_audit import (
     INPUT_GUARD_ID,
+    RESUMED_DISPATCH,
+    DispatchContext,
     chain_records,
+    dispatch_record,
     hand_off,
+    hand_off_dispatch,
     input_refusal_record,
+    keep_unmatched,
 )
 from hookgate.errors import EngineClosed
 from hookgate.events import KNOWN_FIELDS, EventSpec, get_event, normalize_payload
@@ -342,10 +347,10 @@ class Engine:
             return resolved
         assert isinstance(resolved, _Resolved)
         if resolved.queued:
-            self._background.submit(resolved.spec, resolved.data, resolved.hooks)
-            return Outcome()
+            return self._queue(resolved, self._background.submit)
+        started = time.perf_counter()
         outcome = await self.runner.run(resolved.spec, resolved.data, resolved.hooks)
-        if self._emit_outcome(resolved.spec, resolved.data, outcome):
+        if self._emit_outcome(resolved.spec, resolved.data, outcome, started):
             return await self._settle(resolved.spec, resolved.data, outcome)
         return outcome
 
@@ -370,12 +375,14 @@ class Engine:
         assert isinstance(resolved, _Resolved)
         if resolved.queued:
             loop = self.runner.loop_thread().loop
-            loop.call_soon_threadsafe(
-                self._background.submit, resolved.spec, resolved.data, resolved.hooks
-            )
-            return Outcome()
+
+            def submit(*item: Any) -> None:
+                loop.call_soon_threadsafe(self._background.submit, *item)
+
+            return self._queue(resolved, submit)
+        started = time.perf_counter()
         outcome = self.runner.run_sync(resolved.spec, resolved.data, resolved.hooks)
-        if self._emit_outcome(resolved.spec, resolved.data, outcome):
+        if self._emit_outcome(resolved.spec, resolved.data, outcome, started):
             return self.runner.loop_thread().run(
                 self._settle(resolved.spec, resolved.data, outcome)
             )
@@ -400,7 +407,7 @@ class Engine:
         if not self.source.has_event(spec.name):
             depth = data.get("depth")
             if depth is None or (type(depth) is int and depth <= self.settings.max_depth):
-                return Outcome()
+                return Outcome() if self.audit is None else self._unmatched(spec, data)
         if spec.prepare is not None or not KNOWN_FIELDS.issuperset(data):
             data = self._prepare(data, spec)
         problem = payload_problem(data)
@@ -408,34 +415,120 @@ class Engine:
             return self.refuse_input(event, data, problem, wait=wait)
         hooks = self._select(spec, data)
         if not hooks and self._shallow(data):
-            return Outcome()
+            return Outcome() if self.audit is None else self._unmatched(spec, data)
         if not spec.waits(event, wait):
             return _Resolved(spec, data, hooks, True)
         return _Resolved(spec.run_as(event, wait), data, hooks, False)
 
-    def _emit_outcome(self, spec: EventSpec, data: Mapping[str, Any], outcome: Outcome) -> bool:
-        """Step four: hand the chain's execution records off; True when the outcome still
-        waits for something (the audit sink's durability, a person): :meth:`_settle`."""
-        if not outcome._rows:
+    def _emit_outcome(
+        self,
+        spec: EventSpec,
+        data: Mapping[str, Any],
+        outcome: Outcome,
+        started: float,
+        dispatch_id: str | None = None,
+        *,
+        record: bool = True,
+    ) -> bool:
+        """Step four: name the dispatch, hand the chain's execution records off and (unless
+        a person is still to decide) its dispatch record; True when the outcome still waits
+        for something (the audit sink's durability, a person): :meth:`_settle`."""
+        if self.audit is None and not self.listeners:
             return outcome._ask is not None
-        if self.audit is not None or self.listeners:
-            self._emit(chain_records(spec, data, outcome, self._event_id))
-        return self.audit is not None or outcome._ask is not None
+        outcome.dispatch_id = dispatch_id or new_dispatch_id()
+        event_id = self._event_id(data)
+        records = (
+            chain_records(spec, data, outcome, lambda _data: event_id, outcome.dispatch_id)
+            if outcome._rows
+            else []
+        )
+        self._emit(records)
+        context = DispatchContext(outcome.dispatch_id, event_id, records, started)
+        if record and outcome._ask is None:
+            # Recorded before the sink's wait, so one commit (sync mode) covers both.
+            self._record_dispatch(spec, data, outcome, context)
+        elif record:
+            outcome._dispatch = context  # recorded once a person decided (_settle)
+        return (self.audit is not None and bool(records)) or outcome._ask is not None
 
     async def _settle(self, spec: EventSpec, data: Mapping[str, Any], outcome: Outcome) -> Outcome:
         if self.audit is not None and outcome._rows:
             await self.audit.wait_durable()
-        if outcome._ask is not None:
-            return await self._ask_person(spec, data, outcome)
+        if outcome._ask is None:
+            return outcome
+        context: DispatchContext | None = outcome._dispatch
+        outcome = await self._ask_person(spec, data, outcome, context)
+        if context is not None:
+            # An edited input's rerun answers with an outcome of its own: still this dispatch.
+            outcome.dispatch_id = context.dispatch_id
+            self._record_dispatch(spec, data, outcome, context)
+            if self.audit is not None:
+                await self.audit.wait_durable()
         return outcome
 
     async def _drive_and_emit(
-        self, spec: EventSpec, data: Mapping[str, Any], hooks: Sequence[CompiledHook]
+        self,
+        spec: EventSpec,
+        data: Mapping[str, Any],
+        hooks: Sequence[CompiledHook],
+        dispatch_id: str | None = None,
     ) -> Outcome:
         """Steps three and four on the event loop (the background queue's way)."""
+        started = time.perf_counter()
         outcome = await self.runner.run(spec, data, hooks)
-        if self._emit_outcome(spec, data, outcome):
+        if self._emit_outcome(spec, data, outcome, started, dispatch_id):
             return await self._settle(spec, data, outcome)
+        return outcome
+
+    # -- dispatch records -----------------------------------------------------------------
+
+    def _record_dispatch(
+        self,
+        spec: EventSpec,
+        data: Mapping[str, Any],
+        outcome: Outcome,
+        context: DispatchContext,
+    ) -> None:
+        """The dispatch's one record (one no hook matched: sampled by
+        ``settings.audit_unmatched_sample``)."""
+        if self.audit is None:
+            return
+        if not context.executions and not keep_unmatched(self.settings.audit_unmatched_sample):
+            return
+        record = dispatch_record(
+            spec,
+            data,
+            outcome,
+            event_id=context.event_id,
+            executions=context.executions,
+            duration_ms=(time.perf_counter() - context.started) * 1000,
+        )
+        hand_off_dispatch(record, self.audit)
+
+    def _unmatched(self, spec: EventSpec, data: Mapping[str, Any]) -> Outcome:
+        """An event no hook is selected for: an allow, and its record (sampled)."""
+        outcome = Outcome()
+        if keep_unmatched(self.settings.audit_unmatched_sample):
+            data = self._prepare(data, spec)
+            outcome.dispatch_id = new_dispatch_id()
+            record = dispatch_record(
+                spec, data, outcome, event_id=self._event_id(data), executions=(), duration_ms=0.0
+            )
+            hand_off_dispatch(record, self.audit)
+        return outcome
+
+    def _queue(self, resolved: _Resolved, submit: Callable[..., None]) -> Outcome:
+        """A non-blocking event: queued, answered with an allow at once. Its chain records
+        the dispatch under the id this answer carries."""
+        spec, data, hooks = resolved.spec, resolved.data, resolved.hooks
+        if self.audit is None:
+            submit(spec, data, hooks)
+            return Outcome()
+        if not hooks:
+            return self._unmatched(spec, data)
+        outcome = Outcome()
+        outcome.dispatch_id = new_dispatch_id()
+        submit(spec, data, hooks, outcome.dispatch_id)
         return outcome
 
     def _source_hooks(self, spec: EventSpec, data: Mapping[str, Any]) -> Sequence[CompiledHook]:
@@ -500,13 +593,34 @@ class Engine:
         blocking = spec.run_as(event, wait).blocking  # a waited-for result check blocks too
 
         log_event("security.hook.invalid_input", hook_event=spec.name, error=problem)
+        outcome = (
+            Outcome(decision="block", reason=f"invalid input: {problem}")
+            if blocking
+            else Outcome()
+        )
         record = input_refusal_record(
-            spec, data, problem, blocking=blocking, new_event_id=self.new_event_id
+            spec,
+            data,
+            problem,
+            blocking=blocking,
+            new_event_id=self.new_event_id,
+            dispatch_id=outcome.dispatch_id,
         )
         self._emit([record])
-        if not blocking:
-            return Outcome()
-        return Outcome(decision="block", reason=f"invalid input: {problem}")
+        if self.audit is not None:
+            # No hook ran: the dispatch record says why, and keeps no copy of the input.
+            refused = dispatch_record(
+                spec,
+                data,
+                outcome,
+                event_id=record.event_id,
+                executions=(),
+                duration_ms=0.0,
+                refused=problem,
+            )
+            refused.payload = None
+            hand_off_dispatch(refused, self.audit)
+        return outcome
 
     # -- internals ------------------------------------------------------------------------
 
@@ -534,16 +648,27 @@ class Engine:
         hand_off(records, self.audit, self.listeners)
 
     async def _ask_person(
-        self, spec: EventSpec, data: Mapping[str, Any], outcome: Outcome
+        self,
+        spec: EventSpec,
+        data: Mapping[str, Any],
+        outcome: Outcome,
+        context: DispatchContext | None = None,
     ) -> Outcome:
         # Imported here: only engines with an approver need it (the Claude Code bridge's
         # start-up path stays small).
         from hookgate.approvals import seek_approval
 
         assert self.approver is not None
-        return await seek_approval(
-            self.approver, spec, data, outcome, self._event_id, self.resume_after_approval
-        )
+        # The approval names the event id the dispatch's rows carry; hooks run again on an
+        # edited input write their rows under the same dispatch.
+        ids = self._event_id if context is None else (lambda _data: context.event_id)
+        token = RESUMED_DISPATCH.set(outcome.dispatch_id if context is not None else None)
+        try:
+            return await seek_approval(
+                self.approver, spec, data, outcome, ids, self.resume_after_approval
+            )
+        finally:
+            RESUMED_DISPATCH.reset(token)
 
     async def resume_after_approval(
         self, event: str, data: Mapping[str, Any], hook_id: str
@@ -559,7 +684,14 @@ class Engine:
             (i for i, hook in enumerate(hooks) if hook.definition.id == hook_id), None
         )
         rest = tuple(hooks) if position is None else tuple(hooks[position + 1 :])
-        return await self._drive_and_emit(spec, data, rest)
+        started = time.perf_counter()
+        outcome = await self.runner.run(spec, data, rest)
+        # Part of the dispatch that asked: its rows carry that dispatch's id, and that
+        # dispatch's record (written by whoever asked) tells the whole story.
+        resumed = RESUMED_DISPATCH.get()
+        if self._emit_outcome(spec, data, outcome, started, resumed, record=False):
+            return await self._settle(spec, data, outcome)
+        return outcome
 
     # -- background queue -----------------------------------------------------------------
 

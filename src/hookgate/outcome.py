@@ -288,11 +288,14 @@ def entry_from_row(row: Sequence[Any]) -> TraceEntry:
 class Outcome:
     """The single decision for one event. ``to_dict`` has exactly the documented keys:
     ``decision``, ``reason``, ``updated_input``, ``additional_context``, ``result``,
-    ``abort``, ``continue``, ``retry`` and ``trace``, plus ``approval`` when a person was asked.
+    ``abort``, ``continue``, ``retry``, ``trace`` and ``dispatch_id``, plus ``approval`` when
+    a person was asked.
     """
 
     __slots__ = (
         "_ask",
+        "_dispatch",
+        "_dispatch_id",
         "_rows",
         "_trace",
         "abort",
@@ -337,6 +340,24 @@ class Outcome:
         #: What a person decided (``{id, status, decided_by, comment, input_edited, …}``),
         #: when this outcome went through an approval.
         self.approval: dict[str, Any] | None = None
+        self._dispatch_id: str | None = None
+        #: The engine's note for the dispatch record written once a person decided.
+        self._dispatch: Any = None
+
+    @property
+    def dispatch_id(self) -> str:
+        """The id of this dispatch's audit record (``GET /api/v1/dispatches/{id}`` on a
+        gateway). Set by the engine when it keeps records; otherwise made on first read, so
+        an engine without an audit sink pays nothing for it."""
+        if self._dispatch_id is None:
+            from hookgate.audit import new_dispatch_id
+
+            self._dispatch_id = new_dispatch_id()
+        return self._dispatch_id
+
+    @dispatch_id.setter
+    def dispatch_id(self, value: str) -> None:
+        self._dispatch_id = value
 
     @property
     def trace(self) -> list[TraceEntry]:
@@ -370,6 +391,7 @@ class Outcome:
             "continue": self.continue_,
             "retry": self.retry,
             "trace": [entry.to_dict() for entry in self.trace],
+            "dispatch_id": self.dispatch_id,
         }
         if self.approval is not None:
             data["approval"] = dict(self.approval)

@@ -10,7 +10,15 @@ from typing import TYPE_CHECKING, Final, Literal
 if TYPE_CHECKING:
     from hookgate.handlers.subprocess.sandbox import Sandbox
 
-__all__ = ["EDITIONS", "LITE", "STANDARD", "Edition", "Settings"]
+__all__ = [
+    "EDITIONS",
+    "LITE",
+    "STANDARD",
+    "UNMATCHED_SAMPLE_ENV",
+    "Edition",
+    "Settings",
+    "unmatched_sample",
+]
 
 Edition = Literal["lite", "standard"]
 LITE: Final = "lite"
@@ -18,6 +26,18 @@ LITE: Final = "lite"
 #: :mod:`hookgate.host_code`).
 STANDARD: Final = "standard"
 EDITIONS: Final = (LITE, STANDARD)
+UNMATCHED_SAMPLE_ENV: Final = "HOOKGATE_AUDIT_UNMATCHED_SAMPLE"
+
+
+def unmatched_sample(text: str) -> float:
+    """A sampling rate for records of dispatches no hook matched: a number from 0 to 1."""
+    try:
+        rate = float(text)
+    except ValueError:
+        raise ValueError(f"{UNMATCHED_SAMPLE_ENV}: a number from 0 to 1, not {text!r}") from None
+    if not 0.0 <= rate <= 1.0:
+        raise ValueError(f"{UNMATCHED_SAMPLE_ENV}: a number from 0 to 1, not {rate:g}")
+    return rate
 
 
 @dataclass(slots=True)
@@ -53,6 +73,9 @@ class Settings:
     #: :mod:`hookgate.handlers.subprocess.sandbox`); ``sandbox_hidden``: paths they must not see.
     hook_sandbox: str = "off"
     sandbox_hidden: tuple[str, ...] = ()
+    #: Share of the dispatches no hook matched whose record the audit sink keeps (0 to 1;
+    #: ``HOOKGATE_AUDIT_UNMATCHED_SAMPLE``). Dispatches where a hook ran are always kept.
+    audit_unmatched_sample: float = 1.0
     extra: dict[str, str] = field(default_factory=dict)
 
     def sandbox(self) -> Sandbox:
@@ -71,6 +94,9 @@ class Settings:
             settings.edition = edition  # type: ignore[assignment]
         allow = env.get("HOOKGATE_SSRF_ALLOWLIST", "")
         settings.ssrf_allowlist = tuple(p.strip() for p in allow.split(",") if p.strip())
+        sample = env.get(UNMATCHED_SAMPLE_ENV, "").strip()
+        if sample:
+            settings.audit_unmatched_sample = unmatched_sample(sample)
         for key, value in overrides.items():
             setattr(settings, key, value)
         return settings

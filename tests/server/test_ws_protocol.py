@@ -240,7 +240,7 @@ class TestMethods:
             )
             assert set(outcome) == {
                 "decision", "reason", "updated_input", "additional_context", "result",
-                "abort", "continue", "retry", "trace",
+                "abort", "continue", "retry", "trace", "dispatch_id",
             }
             assert outcome["decision"] == "block"
             assert outcome["reason"] == "blocked by test hook on pre_tool_use"

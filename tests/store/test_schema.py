@@ -21,6 +21,7 @@ from hookgate.store.sqlite import SqliteStore
 EXPECTED_TABLES = {
     "agent_hooks",
     "approvals",
+    "dispatch_records",
     "hook_state",
     "hook_breakers",
     "hook_executions",

@@ -11,7 +11,14 @@ from hookgate.cli.store_options import run_with_store, store_options
 from hookgate.cli.terminal import echo_line
 from hookgate.store import Caller, StoreError, create_store
 from hookgate.store.base import ExecutionQuery, Store
-from hookgate.store.retention import RETENTION_ENV, prune, retention_days
+from hookgate.store.retention import (
+    RETENTION_ENV,
+    UNMATCHED_RETENTION_ENV,
+    prune,
+    prune_dispatches,
+    retention_days,
+    unmatched_retention_days,
+)
 
 __all__ = ["register"]
 
@@ -84,20 +91,37 @@ def status(data_dir: str | None, database_url: str | None) -> None:
     "--days",
     type=float,
     default=None,
-    help=f"Delete execution rows older than this (default: {RETENTION_ENV} or 30).",
+    help=f"Delete execution rows and dispatch records older than this (default: {RETENTION_ENV} "
+    "or 30).",
+)
+@click.option(
+    "--unmatched-days",
+    type=float,
+    default=None,
+    help="Delete records of dispatches no hook matched older than this (default: "
+    f"{UNMATCHED_RETENTION_ENV}, else as --days).",
 )
 @store_options
-def prune_command(days: float | None, data_dir: str | None, database_url: str | None) -> None:
-    """Delete old execution rows (retention)."""
+def prune_command(
+    days: float | None,
+    unmatched_days: float | None,
+    data_dir: str | None,
+    database_url: str | None,
+) -> None:
+    """Delete old execution rows and dispatch records (retention)."""
     try:
         window = retention_days() if days is None else days
+        unmatched = unmatched_retention_days() if unmatched_days is None else unmatched_days
     except StoreError as exc:
         raise click.ClickException(str(exc)) from None
-    if window < 0:
-        raise click.ClickException("--days cannot be negative")
+    if window < 0 or (unmatched is not None and unmatched < 0):
+        raise click.ClickException("--days and --unmatched-days cannot be negative")
 
-    async def action(store: Store) -> int:
-        return await prune(store, window)
+    async def action(store: Store) -> tuple[int, int]:
+        return await prune(store, window), await prune_dispatches(store, window, unmatched)
 
-    count = run_with_store(data_dir, database_url, action)
-    click.echo(f"pruned {count} execution row(s) older than {window:g} day(s)")
+    count, records = run_with_store(data_dir, database_url, action)
+    click.echo(
+        f"pruned {count} execution row(s) older than {window:g} day(s) "
+        f"and {records} dispatch record(s)"
+    )

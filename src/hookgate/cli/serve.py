@@ -312,7 +312,10 @@ def serve(
             ) from None
 
     keyring = _keyring(data_dir, database_url)
-    settings = Settings.from_env()
+    try:
+        settings = Settings.from_env()
+    except ValueError as exc:  # a malformed setting in the environment
+        raise click.ClickException(str(exc)) from None
     _configure_sandbox(settings, hook_sandbox, data_dir, database_url)
 
     # Everything that can refuse the start has run and the socket listens: only now may a

@@ -49,4 +49,7 @@ def outcome_from_payload(payload: Any) -> Outcome:
     approval = payload.get("approval")
     if isinstance(approval, Mapping):
         outcome.approval = dict(approval)  # a person decided (or is still to decide)
+    dispatch_id = payload.get("dispatch_id")
+    if isinstance(dispatch_id, str) and dispatch_id:
+        outcome.dispatch_id = dispatch_id  # the gateway's record of this dispatch
     return outcome

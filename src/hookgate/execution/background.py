@@ -17,9 +17,12 @@ if TYPE_CHECKING:
 __all__ = ["BackgroundQueue", "RunChain"]
 
 #: How the queue runs one event's chain (the engine's own ``_run``).
-RunChain = Callable[["EventSpec", Mapping[str, Any], Sequence["CompiledHook"]], Awaitable[object]]
+RunChain = Callable[
+    ["EventSpec", Mapping[str, Any], Sequence["CompiledHook"], "str | None"], Awaitable[object]
+]
 
-_Item = tuple["EventSpec", Mapping[str, Any], Sequence["CompiledHook"]]
+#: An event, its payload, its hooks and the id its dispatch record takes (None: a new one).
+_Item = tuple["EventSpec", Mapping[str, Any], Sequence["CompiledHook"], "str | None"]
 
 
 class BackgroundQueue:
@@ -41,7 +44,11 @@ class BackgroundQueue:
         self.failed = 0
 
     def submit(
-        self, spec: EventSpec, data: Mapping[str, Any], hooks: Sequence[CompiledHook]
+        self,
+        spec: EventSpec,
+        data: Mapping[str, Any],
+        hooks: Sequence[CompiledHook],
+        dispatch_id: str | None = None,
     ) -> None:
         """Queue one chain (call on a running loop); a full queue drops it and logs why."""
         if not hooks:
@@ -50,7 +57,7 @@ class BackgroundQueue:
         if self.loop is not loop:
             self._start_workers(loop)
         try:
-            self._queue.put_nowait((spec, data, hooks))
+            self._queue.put_nowait((spec, data, hooks, dispatch_id))
         except asyncio.QueueFull:
             self.dropped += 1
             log_event(
@@ -73,9 +80,9 @@ class BackgroundQueue:
     async def _worker(self) -> None:
         queue = self._queue
         while True:
-            spec, data, hooks = await queue.get()
+            spec, data, hooks, dispatch_id = await queue.get()
             try:
-                await self._run(spec, data, hooks)
+                await self._run(spec, data, hooks, dispatch_id)
             except Exception as exc:  # isolated: a background failure never reaches the agent
                 self.failed += 1
                 log_event("hookgate.background.failed", event=spec.name, error=str(exc))

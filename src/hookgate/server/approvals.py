@@ -11,10 +11,11 @@ connection that comes back wakes every waiter to read its row again. A timer per
 sweeper for approvals nobody waits on any more (the agent's gateway restarted), mark them
 expired at their deadline.
 
-The wait of one dispatch can be bounded (``approval_wait_limit``): the REST mirror waits 25
-s by default and then answers ``pending`` with the approval id; the agent waits again with
-``approvals.wait``, on any replica, even after a restart, because everything the outcome
-needs is in the row.
+The wait of one dispatch can be bounded (``approval_wait_limit``, the caller's
+``approvalWaitS``; by default it is the approval's whole lifetime, over REST too). Past it the
+dispatch answers ``pending`` with the approval id; the agent waits again with
+``GET /api/v1/approvals/{id}/outcome`` (``approvals.wait``), on any replica, even after a
+restart, because everything the outcome needs (its trace and dispatch id too) is in the row.
 """
 
 from __future__ import annotations
@@ -29,8 +30,9 @@ from typing import TYPE_CHECKING, Any, Final
 import orjson
 
 from hookgate.approvals import ApprovalDecision, ApprovalRequest, ResumeChain, settle
+from hookgate.engine_audit import RESUMED_DISPATCH
 from hookgate.log import log_event
-from hookgate.outcome import Outcome
+from hookgate.outcome import Outcome, TraceEntry
 from hookgate.secrets.keyring import Keyring, is_sealed_text
 from hookgate.store import Caller
 from hookgate.store.approvals import (
@@ -257,6 +259,9 @@ class GatewayApprovals:
             # The event: an edited input runs through the rest of the chain with it, on
             # whichever replica the agent waits.
             "payload": request.payload,
+            # So a late answer (approvals.wait) has the dispatch's id and its trace too.
+            "dispatch_id": outcome.dispatch_id,
+            "trace": [entry.to_dict() for entry in outcome.trace],
         }
         row = ApprovalRow(
             id=request.id,
@@ -360,7 +365,11 @@ class GatewayApprovals:
             additional_context=list(template.get("additional_context") or []),
             result=template.get("result"),
             continue_=template.get("continue") is not False,
+            trace=[_trace_entry(entry) for entry in template.get("trace") or ()],
         )
+        dispatch_id = template.get("dispatch_id")
+        if dispatch_id:
+            outcome.dispatch_id = str(dispatch_id)
         request = ApprovalRequest(
             id=row.id,
             event=row.event,
@@ -376,7 +385,12 @@ class GatewayApprovals:
             created_at=row.created_at,
             payload=template.get("payload"),
         )
-        return await settle(outcome, request, decision, resume)
+        # The hooks run again on an edited input count as the same dispatch.
+        token = RESUMED_DISPATCH.set(str(dispatch_id) if dispatch_id else None)
+        try:
+            return await settle(outcome, request, decision, resume)
+        finally:
+            RESUMED_DISPATCH.reset(token)
 
     # -- people decide --------------------------------------------------------------------------
 
@@ -460,6 +474,22 @@ class GatewayApprovals:
                 approval_id=row.id,
                 error=f"status {response.status}",
             )
+
+
+def _trace_entry(data: dict[str, Any]) -> TraceEntry:
+    return TraceEntry(
+        hook_id=str(data.get("hook_id", "")),
+        name=str(data.get("name", "")),
+        handler_type=str(data.get("handler_type", "")),
+        matched=bool(data.get("matched")),
+        skipped=data.get("skipped"),
+        decision=data.get("decision"),
+        duration_ms=float(data.get("duration_ms") or 0.0),
+        error=data.get("error"),
+        breaker=str(data.get("breaker", "closed")),
+        version=int(data.get("version") or 0),
+        details=dict(data.get("details") or {}),
+    )
 
 
 def closed_message(exc: ApprovalClosed) -> str:

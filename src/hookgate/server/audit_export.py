@@ -1,33 +1,38 @@
-"""``GET /api/v1/executions/export``: the filtered audit rows as CSV or JSON, streamed.
+"""``GET /api/v1/executions/export`` and ``GET /api/v1/dispatches/export``: the filtered
+audit rows (or dispatch records) as CSV or JSON, streamed.
 
-Takes the ``hooks.history`` filters (no cursor: every matching row, newest first) and
-``format=csv|json``. Rows are read from the store a page at a time and written out as they
-come, so an export of a long history never sits in memory. Viewers may export (they may read
-the history); the sealed full error is never exported, not even to admins.
+Takes the ``hooks.history`` (or ``dispatches.list``) filters (no cursor: every matching row,
+newest first) and ``format=csv|json``. Rows are read from the store a page at a time and
+written out as they come, so an export of a long history never sits in memory. Viewers may
+export (they may read the history); the sealed full error (or payload) is never exported, not
+even to admins.
 """
 
 from __future__ import annotations
 
 import csv
 import io
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any, Final
 
 import orjson
+from pydantic import BaseModel
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from hookgate.server import schemas
 from hookgate.server.auth import Principal, require_role
+from hookgate.server.dispatch_methods import dispatch_query, dispatch_view
 from hookgate.server.errors import ApiError
 from hookgate.server.gateway import Gateway
 from hookgate.server.methods import history_query, parse_params
 from hookgate.server.rest import API_PREFIX, authenticate, error_response
 from hookgate.server.timestamps import iso
-from hookgate.store import ExecutionPage, ExecutionRow, StoreError
+from hookgate.store import DispatchPage, DispatchRow, ExecutionPage, ExecutionRow, StoreError
 
-__all__ = ["EXPORT_COLUMNS", "export_routes"]
+__all__ = ["DISPATCH_EXPORT_COLUMNS", "EXPORT_COLUMNS", "export_routes"]
 
 EXPORT_PAGE: Final = 500
 EXPORT_COLUMNS: Final = (
@@ -46,6 +51,27 @@ EXPORT_COLUMNS: Final = (
     "duration_ms",
     "input_summary",
 )
+DISPATCH_EXPORT_COLUMNS: Final = (
+    "id",
+    "created_at",
+    "tenant_id",
+    "event",
+    "tool_name",
+    "decision",
+    "reason",
+    "agent_id",
+    "session_id",
+    "duration_ms",
+    "matched",
+    "hooks",
+    "approval_id",
+    "approval_status",
+    "decided_by",
+    "decided_at",
+    "refused",
+    "input_size",
+    "input_summary",
+)
 # A spreadsheet runs a cell that starts like a formula; agent input must not get that far.
 _FORMULA_START: Final = ("=", "+", "-", "@", "\t", "\r")
 
@@ -62,34 +88,72 @@ def _cell(value: Any) -> Any:
     return "" if value is None else value
 
 
-async def _first_page(
-    gateway: Gateway, who: Principal, params: schemas.HistoryParams
+@dataclass(frozen=True, slots=True)
+class _Export:
+    """One exportable log: its filters, how a page is read, and how a row is written."""
+
+    name: str
+    params: type[BaseModel]
+    columns: tuple[str, ...]
+    page: Callable[[Gateway, Principal, Any, str | None], Awaitable[Any]]
+    record: Callable[[Any], dict[str, Any]]
+
+
+async def _execution_page(
+    gateway: Gateway, who: Principal, params: schemas.HistoryParams, cursor: str | None
 ) -> ExecutionPage:
-    query = history_query(who, params.model_copy(update={"cursor": None, "limit": EXPORT_PAGE}))
+    query = history_query(who, params.model_copy(update={"cursor": cursor, "limit": EXPORT_PAGE}))
     return await gateway.store.query_executions(who.caller, query)
 
 
+async def _dispatch_page(
+    gateway: Gateway, who: Principal, params: schemas.DispatchListParams, cursor: str | None
+) -> DispatchPage:
+    query = dispatch_query(who, params.model_copy(update={"cursor": cursor, "limit": EXPORT_PAGE}))
+    return await gateway.store.query_dispatches(who.caller, query)
+
+
+def _dispatch_record(row: DispatchRow) -> dict[str, Any]:
+    data = dispatch_view(row)
+    approval = data["approval"] or {}
+    data["hooks"] = "; ".join(f"{hook['hook_name']}: {hook['decision']}" for hook in row.hooks)
+    data["approval_id"] = approval.get("id")
+    data["approval_status"] = approval.get("status")
+    data["decided_by"] = approval.get("decided_by")
+    data["decided_at"] = approval.get("decided_at")
+    return {column: data.get(column) for column in DISPATCH_EXPORT_COLUMNS}
+
+
+_EXPORTS: Final = (
+    _Export("executions", schemas.HistoryParams, EXPORT_COLUMNS, _execution_page, _record),
+    _Export(
+        "dispatches",
+        schemas.DispatchListParams,
+        DISPATCH_EXPORT_COLUMNS,
+        _dispatch_page,
+        _dispatch_record,
+    ),
+)
+
+
 async def _rows(
-    gateway: Gateway, who: Principal, params: schemas.HistoryParams, page: ExecutionPage
-) -> AsyncIterator[ExecutionRow]:
+    gateway: Gateway, who: Principal, export: _Export, params: Any, page: Any
+) -> AsyncIterator[Any]:
     while True:
         for row in page.items:
             yield row
         if not page.next_cursor:
             return
-        query = history_query(
-            who, params.model_copy(update={"cursor": page.next_cursor, "limit": EXPORT_PAGE})
-        )
-        page = await gateway.store.query_executions(who.caller, query)
+        page = await export.page(gateway, who, params, page.next_cursor)
 
 
-async def _csv(rows: AsyncIterator[ExecutionRow]) -> AsyncIterator[bytes]:
+async def _csv(export: _Export, rows: AsyncIterator[Any]) -> AsyncIterator[bytes]:
     buffer = io.StringIO()
     writer = csv.writer(buffer)
-    writer.writerow(EXPORT_COLUMNS)
+    writer.writerow(export.columns)
     count = 0
     async for row in rows:
-        writer.writerow([_cell(value) for value in _record(row).values()])
+        writer.writerow([_cell(value) for value in export.record(row).values()])
         count += 1
         if count % 100 == 0:
             yield buffer.getvalue().encode()
@@ -98,16 +162,24 @@ async def _csv(rows: AsyncIterator[ExecutionRow]) -> AsyncIterator[bytes]:
     yield buffer.getvalue().encode()
 
 
-async def _json(rows: AsyncIterator[ExecutionRow]) -> AsyncIterator[bytes]:
+async def _json(export: _Export, rows: AsyncIterator[Any]) -> AsyncIterator[bytes]:
     yield b"["
     first = True
     async for row in rows:
-        yield (b"" if first else b",\n") + orjson.dumps(_record(row))
+        yield (b"" if first else b",\n") + orjson.dumps(export.record(row))
         first = False
     yield b"]\n"
 
 
-async def export_executions(request: Request) -> Response:
+def _endpoint(export: _Export) -> Callable[[Request], Awaitable[Response]]:
+    async def endpoint(request: Request) -> Response:
+        return await _export(request, export)
+
+    endpoint.__name__ = f"export_{export.name}"
+    return endpoint
+
+
+async def _export(request: Request, export: _Export) -> Response:
     gateway: Gateway = request.app.state.gateway
     try:
         who = await authenticate(request)
@@ -118,23 +190,28 @@ async def export_executions(request: Request) -> Response:
             raise ApiError("INVALID_REQUEST", f"format: csv or json, not {kind!r}")
         raw.pop("cursor", None)
         raw.pop("limit", None)
-        params: schemas.HistoryParams = parse_params(schemas.HistoryParams, raw)
+        params = parse_params(export.params, raw)
         # The first page is read before answering: bad filters, another tenant's scope or a
         # store error are a clean error response, not a cut-off download.
-        first = await _first_page(gateway, who, params)
+        first = await export.page(gateway, who, params, None)
     except ApiError as exc:
         return error_response(exc)
     except StoreError as exc:
         return error_response(ApiError("INVALID_REQUEST", str(exc)))
-    rows = _rows(gateway, who, params, first)
-    body = _csv(rows) if kind == "csv" else _json(rows)
+    rows = _rows(gateway, who, export, params, first)
+    body = _csv(export, rows) if kind == "csv" else _json(export, rows)
     media = "text/csv; charset=utf-8" if kind == "csv" else "application/json"
+    # The executions' file keeps its old name; dispatches get their own.
+    filename = "hookgate-audit" if export.name == "executions" else "hookgate-dispatches"
     return StreamingResponse(
         body,
         media_type=media,
-        headers={"Content-Disposition": f'attachment; filename="hookgate-audit.{kind}"'},
+        headers={"Content-Disposition": f'attachment; filename="{filename}.{kind}"'},
     )
 
 
 def export_routes() -> list[Route]:
-    return [Route(API_PREFIX + "/executions/export", export_executions, methods=["GET"])]
+    return [
+        Route(f"{API_PREFIX}/{export.name}/export", _endpoint(export), methods=["GET"])
+        for export in _EXPORTS
+    ]

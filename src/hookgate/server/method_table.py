@@ -19,6 +19,7 @@ from hookgate.server.approval_methods import (
     approvals_watch,
 )
 from hookgate.server.auth import Principal
+from hookgate.server.dispatch_methods import dispatches_get, dispatches_list
 from hookgate.server.hook_files import hooks_export, hooks_import
 from hookgate.server.key_methods import keys_create, keys_list, keys_revoke
 from hookgate.server.methods import (
@@ -131,8 +132,23 @@ METHOD_LIST: Final = (
         "hooks.dispatch", "operator", schemas.DispatchParams, schemas.OutcomePayload,
         hooks_dispatch,
         "Fire an event for the caller's tenant and return the outcome; when a hook asks for "
-        "approval, wait for a person (REST: at most approvalWaitS, 25 s by default).",
+        "approval, wait for a person (at most approvalWaitS; by default the approval's whole "
+        "lifetime), then answer pending with the route to wait on.",
         ("POST", "/dispatch"),
+    ),
+    _method(
+        "dispatches.list", "viewer", schemas.DispatchListParams, schemas.DispatchesPayload,
+        dispatches_list,
+        "Dispatch records, newest first, with cursor pagination: one per dispatch (also when "
+        "no hook matched), with the hooks that ran and the approval.",
+        ("GET", "/dispatches"),
+    ),
+    _method(
+        "dispatches.get", "viewer", schemas.DispatchIdParams, schemas.DispatchPayload,
+        dispatches_get,
+        "One dispatch as a trace: each hook that ran in order with its answer, the final "
+        "decision, the approval (who decided, when).",
+        ("GET", "/dispatches/{dispatchId}"),
     ),
     _method(
         "hooks.check", "admin", schemas.HookIdParams, schemas.CheckPayload, hooks_check,

@@ -531,10 +531,12 @@ async def hooks_dispatch(
     problem = payload_problem(data)
     if problem is not None:
         # Refused before any hook runs, and still audited: a probe leaves a trace.
-        gateway.engine.refuse_input(spec.name, data, problem)
+        refused = gateway.engine.refuse_input(spec.name, data, problem)
         await gateway.audit.wait_durable()
         gateway.metrics.observe_dispatch(spec.name, "block", time.perf_counter() - started)
-        raise ApiError("INVALID_INPUT", f"input: {problem}")
+        raise ApiError(
+            "INVALID_INPUT", f"input: {problem}", details={"dispatchId": refused.dispatch_id}
+        )
     tracer = gateway.tracer
     if parent is not None and tracer is not None:
         tracer.expect(str(data["event_id"]), parent[0])

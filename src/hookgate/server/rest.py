@@ -26,12 +26,10 @@ from hookgate.server.methods import Method, call_method
 __all__ = ["API_PREFIX", "CREATES", "authenticate", "json_response", "rest_routes"]
 
 API_PREFIX = "/api/v1"
-#: REST calls that wait for a person answer within this many seconds (then ``pending``).
-REST_APPROVAL_WAIT_S = 25.0
-#: method: (param, its snake_case spelling, default seconds, most seconds)
+#: method: (param, its snake_case spelling, default seconds, most seconds). A REST call that
+#: waits for a person (``hooks.dispatch``, ``approvals.wait``) may wait the approval's whole
+#: lifetime, like a WebSocket call: it is not in this table.
 _REST_WAITS: dict[str, tuple[str, str, float, float]] = {
-    "hooks.dispatch": ("approvalWaitS", "approval_wait_s", REST_APPROVAL_WAIT_S, 60.0),
-    "approvals.wait": ("timeoutS", "timeout_s", REST_APPROVAL_WAIT_S, 60.0),
     "approvals.watch": ("timeoutS", "timeout_s", 5.0, 5.0),
 }
 

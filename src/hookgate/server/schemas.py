@@ -30,7 +30,12 @@ __all__ = [
     "ApprovalsPayload",
     "ConnectParams",
     "CreateParams",
+    "Dispatch",
+    "DispatchIdParams",
+    "DispatchListParams",
     "DispatchParams",
+    "DispatchPayload",
+    "DispatchesPayload",
     "Execution",
     "HistoryParams",
     "HistoryPayload",
@@ -134,6 +139,28 @@ class HistoryParams(_Params):
     tenant_id: str | None = Field(default=None, alias="tenantId", max_length=200)
 
 
+class DispatchListParams(_Params):
+    """Dispatch records, newest first. ``decision``: ``allow``, ``block`` or ``ask`` (every
+    dispatch that asked a person)."""
+
+    session_id: str | None = Field(default=None, alias="sessionId", max_length=500)
+    agent_id: str | None = Field(default=None, alias="agentId", max_length=200)
+    tool_name: str | None = Field(default=None, alias="toolName", max_length=256)
+    decision: Literal["allow", "block", "ask"] | None = None
+    event: str | None = Field(default=None, max_length=64)
+    #: ISO 8601 or epoch seconds; ``since`` inclusive, ``until`` exclusive.
+    since: str | float | None = None
+    until: str | float | None = None
+    cursor: str | None = Field(default=None, max_length=500)
+    limit: int = Field(default=50, ge=1, le=500)
+    #: Master scope only: narrow to one tenant.
+    tenant_id: str | None = Field(default=None, alias="tenantId", max_length=200)
+
+
+class DispatchIdParams(_Params):
+    dispatch_id: str = Field(alias="dispatchId", min_length=1, max_length=64)
+
+
 class DispatchParams(_Params):
     """An agent fires an event: ``input`` holds the same fields as ``hookgate fire --input``."""
 
@@ -143,9 +170,10 @@ class DispatchParams(_Params):
     wait: bool = False
     #: W3C trace context of the caller's span (the ``traceparent`` header works too).
     traceparent: str | None = Field(default=None, max_length=200)
-    #: Seconds to wait for a person when a hook asks for approval. Over WebSocket the default
-    #: is the approval's own timeout; REST waits at most 25 s by default and then answers a
-    #: block with ``approval.status: pending`` and the id to wait on (``approvals.wait``).
+    #: Seconds to wait for a person when a hook asks for approval (default: the approval's
+    #: own timeout, over REST as over WebSocket). Past it the answer is a block with
+    #: ``approval.status: pending``, the id, and the route to wait on
+    #: (``GET /api/v1/approvals/{id}/outcome``, ``approvals.wait``).
     approval_wait_s: float | None = Field(default=None, alias="approvalWaitS", ge=0, le=86400)
 
 
@@ -173,8 +201,8 @@ class ApprovalDecideParams(_Params):
 
 class ApprovalWaitParams(_Params):
     approval_id: str = Field(alias="approvalId", min_length=1, max_length=100)
-    #: Seconds to wait for the decision (REST: at most 60).
-    timeout_s: float = Field(default=25.0, alias="timeoutS", ge=0, le=86400)
+    #: Seconds to wait for the decision (default: until it is decided or expires).
+    timeout_s: float | None = Field(default=None, alias="timeoutS", ge=0, le=86400)
 
 
 class ApprovalWatchParams(_Params):
@@ -291,6 +319,37 @@ class Execution(_Open):
     hook_ref: str | None = None
 
 
+class Dispatch(_Open):
+    id: str
+    tenant_id: str
+    event: str
+    event_id: str
+    tool_name: str | None
+    agent_id: str | None
+    session_id: str | None
+    decision: str
+    reason: str | None
+    duration_ms: float
+    #: How many hooks ran; ``hooks`` lists them in chain order.
+    matched: int
+    hooks: list[dict[str, Any]]
+    #: ``{id, status, decided_by, decided_at, expires_at, hook, comment, input_edited}``.
+    approval: dict[str, Any] | None
+    refused: str | None
+    input_size: int | None
+    input_summary: str | None
+    created_at: str
+
+
+class DispatchesPayload(BaseModel):
+    dispatches: list[Dispatch]
+    nextCursor: str | None
+
+
+class DispatchPayload(BaseModel):
+    dispatch: Dispatch
+
+
 class HistoryPayload(BaseModel):
     executions: list[Execution]
     nextCursor: str | None
@@ -319,6 +378,8 @@ class OutcomePayload(BaseModel):
     #: ``retries_left`` (retry while it is above 0, sending ``attempt`` + 1).
     retry: dict[str, Any] | None = None
     trace: list[TraceEntry]
+    #: The dispatch's audit record: ``GET /api/v1/dispatches/{dispatch_id}``.
+    dispatch_id: str | None = None
     #: Present when a person was asked: ``{id, status, decided_by, comment, input_edited, …}``.
     approval: dict[str, Any] | None = None
 

@@ -27,6 +27,12 @@ text in ``metadata`` (a command's stderr, a webhook's body…) are redacted, the
 characters; the full error, and the full metadata when anything in it was hidden, are
 sealed with AES-256-GCM into ``error_detail`` (bound to the execution id), readable with
 :func:`open_error_detail` (admins only, through the gateway).
+
+Dispatch records (:class:`~hookgate.audit.DispatchRecord`, one per dispatch) share the
+queue, the batches and the modes; each batch's records go to ``write_dispatches`` after its
+execution rows. Their reason is redacted and cut like a hook's; the full reason and the event
+payload are sealed into ``detail`` (bound to the dispatch id), and only with a key: without
+one the payload is not kept at all.
 """
 
 from __future__ import annotations
@@ -38,13 +44,32 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Final, Literal
 
-from hookgate.audit import ExecutionRecord, canonical_json, redact, scrub_metadata, truncate
+import orjson
+
+from hookgate.audit import (
+    DispatchRecord,
+    ExecutionRecord,
+    canonical_json,
+    redact,
+    scrub_metadata,
+    truncate,
+)
 from hookgate.definition import GLOBAL_TENANT
 from hookgate.log import log_event
 from hookgate.secrets.keyring import Keyring
-from hookgate.store.base import ExecutionRow, Store, StoreError
+from hookgate.store.base import DispatchRow, ExecutionRow, Store, StoreError
 
-__all__ = ["AuditMode", "AuditStats", "AuditUnavailable", "AuditWriter", "open_error_detail"]
+__all__ = [
+    "AuditMode",
+    "AuditStats",
+    "AuditUnavailable",
+    "AuditWriter",
+    "open_dispatch_detail",
+    "open_error_detail",
+]
+
+_Record = ExecutionRecord | DispatchRecord
+_Row = ExecutionRow | DispatchRow
 
 AuditMode = Literal["async", "sync"]
 _BACKOFF_START_S: Final = 0.05
@@ -86,6 +111,18 @@ def open_error_detail(keyring: Keyring, row: ExecutionRow) -> str | None:
     return keyring.open(row.error_detail, _aad(row.id)).decode()
 
 
+def _dispatch_aad(dispatch_id: str) -> bytes:
+    return f"dispatch_records:{dispatch_id}:detail".encode()
+
+
+def open_dispatch_detail(keyring: Keyring, row: DispatchRow) -> dict[str, object] | None:
+    """A dispatch record's sealed ``{"reason", "payload"}`` (admins only; replay reads it)."""
+    if row.detail is None:
+        return None
+    detail: dict[str, object] = orjson.loads(keyring.open(row.detail, _dispatch_aad(row.id)))
+    return detail
+
+
 def _clean(text: str | None) -> str | None:
     # PostgreSQL text cannot hold NUL; a handler's stderr can.
     if text is None or "\x00" not in text:
@@ -118,7 +155,7 @@ class AuditWriter:
         self.sync_timeout_s = sync_timeout_s
         self.stats = AuditStats()
         self._lock = threading.Lock()
-        self._pending: list[ExecutionRecord] = []
+        self._pending: list[_Record] = []
         self._waiters: list[tuple[int, asyncio.Future[None]]] = []
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread_id: int | None = None
@@ -176,7 +213,11 @@ class AuditWriter:
 
     # -- the sink ---------------------------------------------------------------------------
 
-    def record(self, records: Sequence[ExecutionRecord]) -> None:
+    def record_dispatch(self, record: DispatchRecord) -> None:
+        """Queue a dispatch record, like :meth:`record`."""
+        self.record((record,))
+
+    def record(self, records: Sequence[_Record]) -> None:
         """Queue records; never blocks and never drops (see the module notes on overflow)."""
         if not records:
             return
@@ -252,18 +293,26 @@ class AuditWriter:
             with contextlib.suppress(RuntimeError):  # the loop is closed: nothing to wake
                 loop.call_soon_threadsafe(self._wake.set)
 
-    def _take(self, offset: int) -> list[ExecutionRecord]:
+    def _take(self, offset: int) -> list[_Record]:
         with self._lock:
             return self._pending[offset : offset + self.max_batch]
 
-    def _write(self, rows: list[ExecutionRow]) -> asyncio.Task[int]:
-        return asyncio.get_running_loop().create_task(self.store.write_executions(rows))
+    def _write(self, rows: list[_Row]) -> asyncio.Task[int]:
+        return asyncio.get_running_loop().create_task(self._store_rows(rows))
+
+    async def _store_rows(self, rows: list[_Row]) -> int:
+        executions = [row for row in rows if type(row) is ExecutionRow]
+        if len(executions) == len(rows):
+            return await self.store.write_executions(executions)
+        dispatches = [row for row in rows if type(row) is DispatchRow]
+        inserted = await self.store.write_executions(executions) if executions else 0
+        return inserted + await self.store.write_dispatches(dispatches)
 
     async def _run(self) -> None:
         backoff = _BACKOFF_START_S
         # The batch being written, its rows, and the write; while it is in flight the next
         # batch is converted, so conversion and the database overlap.
-        inflight: tuple[list[ExecutionRecord], list[ExecutionRow], asyncio.Task[int]] | None
+        inflight: tuple[list[_Record], list[_Row], asyncio.Task[int]] | None
         inflight = None
         while True:
             if inflight is None:
@@ -307,7 +356,7 @@ class AuditWriter:
             self._committed(batch, inserted)
             inflight = (following, prepared, self._write(prepared)) if following else None
 
-    def _committed(self, batch: list[ExecutionRecord], inserted: int) -> None:
+    def _committed(self, batch: list[_Record], inserted: int) -> None:
         with self._lock:
             del self._pending[: len(batch)]
             self.stats.committed += len(batch)
@@ -322,7 +371,10 @@ class AuditWriter:
         for future in ready:
             _resolve(future)
 
-    def _row(self, record: ExecutionRecord) -> ExecutionRow:
+    def _row(self, record: _Record) -> _Row:
+        if type(record) is DispatchRecord:
+            return self._dispatch_row(record)
+        assert type(record) is ExecutionRecord
         # On the hot path of every execution: one NUL test over the free-text fields, and
         # positional construction.
         error = record.error
@@ -381,7 +433,55 @@ class AuditWriter:
             tool_name,
             record.input_summary,
             reason or None,
+            dispatch_id=record.dispatch_id,
         )
+
+    def _dispatch_row(self, record: DispatchRecord) -> DispatchRow:
+        reason = _clean(record.reason)
+        shown = truncate(redact(reason)) if reason else None
+        size: int | None = None
+        sealed: bytes | None = None
+        payload = None
+        if record.payload is not None:
+            try:
+                payload = orjson.dumps(
+                    record.payload, default=str, option=orjson.OPT_NON_STR_KEYS
+                )
+            except TypeError:  # nested past orjson's bound: size unknown, nothing kept
+                payload = None
+            size = len(payload) if payload is not None else None
+        if self.keyring is not None and (payload is not None or shown != reason):
+            detail = b'{"reason":' + orjson.dumps(reason) + b',"payload":'
+            detail += (payload if payload is not None else b"null") + b"}"
+            sealed = self.keyring.seal(detail, _dispatch_aad(record.id))
+        approval = record.approval_view()
+        summary = record.input_summary()
+        return DispatchRow(
+            id=record.id,
+            tenant_id=_clean(record.tenant_id) or GLOBAL_TENANT,
+            event=record.event,
+            event_id=_clean(record.event_id) or "",
+            decision=record.decision,
+            duration_ms=record.duration_ms,
+            created_at=record.created_at,
+            tool_name=_clean(record.tool_name),
+            agent_id=_clean(record.agent_id),
+            session_id=_clean(record.session_id),
+            reason=shown,
+            hooks=[_clean_entry(execution.hook_entry()) for execution in record.executions],
+            approval_id=str(approval["id"]) if approval and approval.get("id") else None,
+            approval=approval,
+            refused=truncate(redact(_clean(record.refused) or "")) or None,
+            input_size=size,
+            input_hash=record.input_hash() if payload is not None else "",
+            input_summary=_clean(summary),
+            trace_id=_clean(record.trace_id),
+            detail=sealed,
+        )
+
+
+def _clean_entry(entry: dict[str, object]) -> dict[str, object]:
+    return {k: _clean(v) if isinstance(v, str) else v for k, v in entry.items()}
 
 
 class _Expired(Exception):

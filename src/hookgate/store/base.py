@@ -34,6 +34,9 @@ __all__ = [
     "BreakerSnapshot",
     "BudgetExceeded",
     "Caller",
+    "DispatchPage",
+    "DispatchQuery",
+    "DispatchRow",
     "ExecutionPage",
     "ExecutionQuery",
     "ExecutionRow",
@@ -251,6 +254,8 @@ class ExecutionRow:
     reason: str | None = None
     #: The hook's id as executed; kept when the hook is deleted (``hook_id`` is then None).
     hook_ref: str | None = None
+    #: The dispatch this execution belongs to (``dispatch_records.id``).
+    dispatch_id: str | None = None
     #: Monotonic per-store sequence assigned on insert; the pagination cursor uses it.
     seq: int = 0
 
@@ -276,6 +281,7 @@ class ExecutionRow:
             "input_summary": self.input_summary,
             "reason": self.reason,
             "hook_ref": self.hook_ref or self.hook_id,
+            "dispatch_id": self.dispatch_id,
             "created_at": self.created_at,
         }
 
@@ -306,6 +312,93 @@ class ExecutionPage:
 
     def to_dict(self) -> dict[str, Any]:
         return {"items": [row.to_dict() for row in self.items], "next_cursor": self.next_cursor}
+
+
+# --- dispatch records -----------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class DispatchRow:
+    """One ``dispatch_records`` row as stored: readable columns redacted and cut; ``detail``
+    the sealed full reason and event payload (or None). Treat as read-only."""
+
+    id: str
+    tenant_id: str
+    event: str
+    event_id: str
+    decision: str
+    duration_ms: float
+    created_at: float
+    tool_name: str | None = None
+    agent_id: str | None = None
+    session_id: str | None = None
+    reason: str | None = None
+    #: The hooks that ran, in chain order: ``{execution_id, hook_id, hook_name, hook_version,
+    #: handler_type, decision, duration_ms, reason, error}``.
+    hooks: Sequence[Mapping[str, Any]] = ()
+    approval_id: str | None = None
+    #: ``{id, status, decided_by, decided_at, expires_at, hook, comment, input_edited}``.
+    approval: Mapping[str, Any] | None = None
+    #: Why the engine refused the event before any hook ran (input over the limits).
+    refused: str | None = None
+    input_size: int | None = None
+    input_hash: str = ""
+    input_summary: str | None = None
+    trace_id: str | None = None
+    detail: bytes | None = None
+    seq: int = 0
+
+    @property
+    def matched(self) -> int:
+        return len(self.hooks)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "tenant_id": self.tenant_id,
+            "event": self.event,
+            "event_id": self.event_id,
+            "tool_name": self.tool_name,
+            "agent_id": self.agent_id,
+            "session_id": self.session_id,
+            "decision": self.decision,
+            "reason": self.reason,
+            "duration_ms": self.duration_ms,
+            "matched": self.matched,
+            "hooks": [dict(hook) for hook in self.hooks],
+            "approval": dict(self.approval) if self.approval else None,
+            "refused": self.refused,
+            "input_size": self.input_size,
+            "input_hash": self.input_hash,
+            "input_summary": self.input_summary,
+            "trace_id": self.trace_id,
+            "has_detail": self.detail is not None,
+            "created_at": self.created_at,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class DispatchQuery:
+    """Dispatch filters; newest first, paged by cursor. ``decision`` is ``allow``,
+    ``block`` or ``ask`` (the dispatches that asked a person, whatever they decided)."""
+
+    session_id: str | None = None
+    agent_id: str | None = None
+    tool_name: str | None = None
+    decision: str | None = None
+    event: str | None = None
+    since: float | None = None
+    until: float | None = None
+    #: Master scope only: narrow to one tenant.
+    tenant_id: str | None = None
+    limit: int = 50
+    cursor: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DispatchPage:
+    items: tuple[DispatchRow, ...]
+    next_cursor: str | None
 
 
 # --- budgets --------------------------------------------------------------------------------
@@ -522,6 +615,27 @@ class Store(Protocol):
         tenants, a tenant its own. Returns the number deleted. Rows are found along the
         insertion order: one written out of time order, behind a younger row, is kept until
         a later prune reaches it."""
+        ...
+
+    # dispatch records
+    async def write_dispatches(self, rows: Sequence[DispatchRow]) -> int:
+        """Insert dispatch records in one transaction (a known id is skipped); how many
+        were inserted."""
+        ...
+
+    async def query_dispatches(self, caller: Caller, query: DispatchQuery) -> DispatchPage:
+        """Dispatch records, newest first, scoped like :meth:`query_executions`."""
+        ...
+
+    async def get_dispatch(self, caller: Caller, dispatch_id: str) -> DispatchRow:
+        """One record (with its sealed ``detail``); :class:`NotFound` if not visible."""
+        ...
+
+    async def prune_dispatches(
+        self, caller: Caller, older_than: float, *, unmatched_only: bool = False
+    ) -> int:
+        """Delete records created before ``older_than`` (only those where no hook ran, with
+        ``unmatched_only``); the number deleted."""
         ...
 
     # budgets

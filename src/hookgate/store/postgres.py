@@ -26,11 +26,12 @@ import orjson
 
 from hookgate.log import log_event
 from hookgate.store.approvals import ApprovalRow
-from hookgate.store.base import ExecutionRow, HookChange, StoreError
+from hookgate.store.base import DispatchRow, ExecutionRow, HookChange, StoreError
 from hookgate.store.listen import LISTEN_APPLICATION, Notifications
 from hookgate.store.migrations import load_migrations
 from hookgate.store.sql import SqlStore
 from hookgate.store.sql.base import Row
+from hookgate.store.sql.dispatches import DISPATCH_COLUMNS, dispatch_params
 from hookgate.store.sql.executions import EXECUTION_COLUMNS, execution_params
 
 __all__ = ["APPROVALS_CHANNEL", "KEYS_CHANNEL", "NOTIFY_CHANNEL", "PostgresStore"]
@@ -76,6 +77,7 @@ _ARRAY_TYPES: Final = (
     "text[]",  # input_summary
     "text[]",  # reason
     "text[]",  # hook_ref
+    "text[]",  # dispatch_id
 )
 _BATCH_NAMES: Final = tuple(c.strip() for c in EXECUTION_COLUMNS.split(","))
 _UNNEST_INSERT: Final = (
@@ -83,7 +85,7 @@ _UNNEST_INSERT: Final = (
     "SELECT b.id, h.id, b.hook_version, b.hook_name, b.handler_type, b.event, b.event_id, "
     "b.decision, b.duration_ms, b.tenant_id, b.agent_id, b.session_id, b.input_hash, "
     "b.dedup_key, b.error, b.error_detail, b.metadata, b.created_at, b.tool_name, "
-    "b.input_summary, b.reason, b.hook_ref "
+    "b.input_summary, b.reason, b.hook_ref, b.dispatch_id "
     "FROM unnest("
     + ", ".join(f"${n}::{t}" for n, t in enumerate(_ARRAY_TYPES, start=1))
     + f") WITH ORDINALITY AS b({', '.join(_BATCH_NAMES)}, ord) "
@@ -100,7 +102,7 @@ _BATCH_TABLE: Final = (
     "duration_ms double precision, tenant_id text, agent_id text, session_id text, "
     "input_hash text, dedup_key text, error text, error_detail bytea, metadata jsonb, "
     "created_at double precision, tool_name text, input_summary text, reason text, "
-    "hook_ref text) "
+    "hook_ref text, dispatch_id text) "
     "ON COMMIT DELETE ROWS"
 )
 _COPY_INSERT: Final = (
@@ -108,11 +110,42 @@ _COPY_INSERT: Final = (
     "SELECT b.id, h.id, b.hook_version, b.hook_name, b.handler_type, b.event, b.event_id, "
     "b.decision, b.duration_ms, b.tenant_id, b.agent_id, b.session_id, b.input_hash, "
     "b.dedup_key, b.error, b.error_detail, b.metadata, b.created_at, b.tool_name, "
-    "b.input_summary, b.reason, b.hook_ref "
+    "b.input_summary, b.reason, b.hook_ref, b.dispatch_id "
     "FROM hookgate_execution_batch b LEFT JOIN agent_hooks h ON h.id = b.hook_id "
     "ORDER BY b.ord ON CONFLICT (dedup_key) DO NOTHING"
 )
 _COPY_COLUMNS: Final = ("ord", *(c.strip() for c in EXECUTION_COLUMNS.split(",")))
+
+
+# Dispatch records in one statement per batch: one array per column.
+_DISPATCH_TYPES: Final = (
+    "text[]",  # id
+    "text[]",  # tenant_id
+    "text[]",  # event
+    "text[]",  # event_id
+    "text[]",  # tool_name
+    "text[]",  # agent_id
+    "text[]",  # session_id
+    "text[]",  # decision
+    "text[]",  # reason
+    "float8[]",  # duration_ms
+    "int4[]",  # matched
+    "jsonb[]",  # hooks
+    "text[]",  # approval_id
+    "jsonb[]",  # approval
+    "text[]",  # refused
+    "int8[]",  # input_size
+    "text[]",  # input_hash
+    "text[]",  # input_summary
+    "text[]",  # trace_id
+    "bytea[]",  # detail
+    "float8[]",  # created_at
+)
+_DISPATCH_INSERT: Final = (
+    f"INSERT INTO dispatch_records ({DISPATCH_COLUMNS}) SELECT * FROM unnest("
+    + ", ".join(f"${n}::{t}" for n, t in enumerate(_DISPATCH_TYPES, start=1))
+    + ") ON CONFLICT (id) DO NOTHING"
+)
 
 
 async def _create_batch_table(conn: asyncpg.Connection) -> None:
@@ -409,6 +442,15 @@ class PostgresStore(SqlStore):
                     backend="postgres",
                 )
         return max(known)
+
+    async def write_dispatches(self, rows: Sequence[DispatchRow]) -> int:
+        if not rows:
+            return 0
+        if self._audit_pool is None:
+            raise StoreError("the store is not open")
+        columns = list(zip(*(dispatch_params(row) for row in rows), strict=True))
+        async with self._audit_pool.acquire() as conn:
+            return _rowcount(await conn.execute(_DISPATCH_INSERT, *columns))
 
     async def write_executions(self, rows: Sequence[ExecutionRow]) -> int:
         if not rows:

@@ -12,6 +12,7 @@ from hookgate.store.approvals import ApprovalStoreMixin
 from hookgate.store.base import Store
 from hookgate.store.sql.base import Row, Sql
 from hookgate.store.sql.budgets import BudgetTable
+from hookgate.store.sql.dispatches import DispatchTable
 from hookgate.store.sql.executions import ExecutionTable
 from hookgate.store.sql.hooks import HookTable
 from hookgate.store.sql.key_check import SecretKeyCheck
@@ -24,6 +25,7 @@ __all__ = ["Row", "Sql", "SqlStore"]
 class SqlStore(
     HookTable,
     ExecutionTable,
+    DispatchTable,
     BudgetTable,
     ApiKeyTable,
     SecretKeyCheck,
@@ -31,7 +33,7 @@ class SqlStore(
     Store,
 ):
     """The shared implementation of :class:`~hookgate.store.base.Store`, one table per
-    module: ``hooks``, ``executions``, ``budgets``, ``keys`` (and approvals in
+    module: ``hooks``, ``executions``, ``dispatches``, ``budgets``, ``keys`` (and approvals in
     :mod:`hookgate.store.approvals`)."""
 
     def __init__(self) -> None:

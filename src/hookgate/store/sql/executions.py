@@ -35,13 +35,14 @@ MAX_PAGE: Final = 1000
 EXECUTION_COLUMNS: Final = (
     "id, hook_id, hook_version, hook_name, handler_type, event, event_id, decision, "
     "duration_ms, tenant_id, agent_id, session_id, input_hash, dedup_key, error, "
-    "error_detail, metadata, created_at, tool_name, input_summary, reason, hook_ref"
+    "error_detail, metadata, created_at, tool_name, input_summary, reason, hook_ref, "
+    "dispatch_id"
 )
 # A row for a hook deleted meanwhile gets hook_id NULL, like the rows the delete touched.
 EXECUTION_INSERT: Final = (
     f"INSERT INTO hook_executions ({EXECUTION_COLUMNS}) VALUES "
     "(?, (SELECT h.id FROM agent_hooks h WHERE h.id = ?), "
-    "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+    "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
     "ON CONFLICT (dedup_key) DO NOTHING"
 )
 
@@ -79,6 +80,7 @@ def execution_params(row: ExecutionRow) -> tuple[Any, ...]:
         row.input_summary,
         row.reason,
         row.hook_ref or row.hook_id,
+        row.dispatch_id,
     )
 
 
@@ -107,6 +109,7 @@ def execution_from_row(row: Row) -> ExecutionRow:
         input_summary=row["input_summary"],
         reason=row["reason"],
         hook_ref=row["hook_ref"],
+        dispatch_id=row["dispatch_id"],
         seq=row["seq"],
     )
 

@@ -123,7 +123,7 @@ function executionRows(e, width, acrossHooks) {
       h("td", { class: "expand-cell" }, toggle),
       cell("When", h("time", { dateTime: e.created_at, title: formatTime(e.created_at), text: relativeTime(e.created_at) })),
       cell("Decision", decisionBadge(e.decision)),
-      acrossHooks ? cell("Hook", e.hook_id ? hookLabel : h("span", { title: "This hook was deleted; its history is kept.", text: `${hookLabel} (deleted)` })) : null,
+      acrossHooks ? cell("Hook", e.hook_id || e.handler_type === "engine" ? hookLabel : h("span", { title: "This hook was deleted; its history is kept.", text: `${hookLabel} (deleted)` })) : null,
       acrossHooks ? cell("Event", e.event) : null,
       cell("Tool", code(e.tool_name)),
       cell("Reason", ...(why.length ? why : ["—"])),
