@@ -27,6 +27,8 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
     keys = {
         "a_operator": gateway.create_key("tenant-a", "operator"),
         "a_viewer": gateway.create_key("tenant-a", "viewer"),
+        # A person's key decides approvals; an agent's (operator) key cannot.
+        "a_approver": gateway.create_key("tenant-a", "approver"),
         "b_admin": gateway.create_key("tenant-b", "admin"),
     }
     hooks = [
@@ -115,9 +117,10 @@ def test_approve_deny_and_expiry_are_told_apart(served: dict[str, Any]) -> None:
     assert all(p["approval"]["status"] == "pending" for p in pending)
     # The pending answer names the REST route to wait on.
     assert f"/api/v1/approvals/{ids[0]}/outcome" in pending[0]["reason"]
-    approved = gateway.rest("POST", f"/api/v1/approvals/{ids[0]}/approve", key,
+    person = served["keys"]["a_approver"]
+    approved = gateway.rest("POST", f"/api/v1/approvals/{ids[0]}/approve", person,
                             json={"comment": "fine"})
-    denied = gateway.rest("POST", f"/api/v1/approvals/{ids[1]}/deny", key, json={})
+    denied = gateway.rest("POST", f"/api/v1/approvals/{ids[1]}/deny", person, json={})
     assert approved.status_code == denied.status_code == 200
     # The late answer has the dispatch's id and its trace.
     late = gateway.rest("GET", f"/api/v1/approvals/{ids[0]}/outcome", key).json()
@@ -152,7 +155,8 @@ def test_rest_waits_the_approvals_whole_lifetime(served: dict[str, Any]) -> None
 
     wait_until(pending_id, "the approval to be created")
     approval_id = pending_id()
-    gateway.rest("POST", f"/api/v1/approvals/{approval_id}/approve", key, json={})
+    person = served["keys"]["a_approver"]
+    gateway.rest("POST", f"/api/v1/approvals/{approval_id}/approve", person, json={})
     caller.join(30)
     (answer,) = answers
     assert answer["decision"] == "allow" and answer["approval"]["status"] == "approved"

@@ -193,3 +193,29 @@ async def test_tenants_see_only_their_records_and_retention_prunes(store: Store)
     left = await _dispatches(store)
     assert [r.matched for r in left] == [1] and mine.dispatch_id not in {r.id for r in left}
     assert await prune_dispatches(store, 1 / 48, now=later) == 1
+
+
+async def test_an_approval_that_edits_the_input_stays_one_dispatch(store: Store) -> None:
+    """The hooks run again on the edited input write their rows under the dispatch that
+    asked; that dispatch keeps one record, with the approval."""
+
+    def person(request: Any) -> dict[str, Any]:
+        return {"approved": True, "updated_input": {"cmd": "ls"}, "decided_by": "erin"}
+
+    async with AuditWriter(store, mode="sync") as writer:
+        engine = Engine(audit=writer, approver=CallbackApprover(person, name="erin"))
+        engine.add({"event": "pre_tool_use", "handler_type": "callable", "name": "ask",
+                    "priority": 10,
+                    "config": {"callable": lambda event: {"decision": "ask", "reason": "?"}}})
+        engine.add({"event": "pre_tool_use", "handler_type": "callable", "name": "later",
+                    "priority": 1,
+                    "config": {"callable": lambda event: {"decision": "allow"}}})
+        outcome = await engine.fire("pre_tool_use", tool_name="exec", tool_input={"cmd": "rm"},
+                                    session_id="edited")
+        await writer.flush()
+    assert outcome.decision == "allow" and outcome.updated_input == {"cmd": "ls"}
+    (record,) = await _dispatches(store, session_id="edited")
+    assert record.id == outcome.dispatch_id
+    assert record.approval and record.approval["status"] == "approved"
+    rows = (await store.query_executions(MASTER, ExecutionQuery(session_id="edited"))).items
+    assert rows and {row.dispatch_id for row in rows} == {outcome.dispatch_id}
