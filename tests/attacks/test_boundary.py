@@ -249,6 +249,15 @@ def test_a_megabyte_line_of_findings_scans_in_linear_time(tmp_path: Path) -> Non
     assert '"rule": "github-token"' in done.stdout and TOKEN not in done.stdout
 
 
+def test_a_file_of_private_key_headers_scans_in_linear_time(tmp_path: Path) -> None:
+    """repo: 2 MB of `BEGIN PRIVATE KEY` lines with no END: after each header the block
+    pattern looked for its END to the end of the file (quadratic: minutes per file)."""
+    (tmp_path / "keys.pem").write_text("-----BEGIN RSA PRIVATE KEY-----\n" * 64_000)
+    done = run(tmp_path, "hookgate", "scan", "--format", "json", "keys.pem", check=False,
+               timeout=SLOW_S)
+    assert done.returncode == 1 and done.stdout.count('"rule": "private-key"') == 64_000
+
+
 def test_terminal_escapes_in_a_scanned_file_reach_the_terminal_as_text(tmp_path: Path) -> None:
     """repo: a file (and its name) carries terminal escape sequences next to a token; printed
     raw, they erase the report's lines ("cursor up, erase line") so the scan looks clean."""
