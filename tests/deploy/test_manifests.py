@@ -23,7 +23,7 @@ import yaml
 from tests.server.gateway_process import HOOKGATE, REPO, GatewayProcess, gateway_env
 from tests.support.replicas import REPLICA_SECRET_KEY, RedisServer, fresh_database
 
-pytestmark = [pytest.mark.postgres, pytest.mark.redis]
+pytestmark = [pytest.mark.postgres, pytest.mark.redis, pytest.mark.timeout(300)]
 
 DEPLOY = REPO / "deploy"
 K8S = DEPLOY / "k8s"

@@ -13,7 +13,7 @@ from tests.support.replicas import RedisServer, Replica, ReplicaSet, fresh_datab
 from tests.support.waiting import wait_until
 from tests.support.webhook_server import Reply, WebhookServer
 
-pytestmark = [pytest.mark.postgres, pytest.mark.redis]
+pytestmark = [pytest.mark.postgres, pytest.mark.redis, pytest.mark.timeout(300)]
 
 TOOL = {"event": "pre_tool_use", "input": {"tool_name": "exec", "tool_input": {"cmd": "ls"}}}
 
