@@ -22,13 +22,33 @@ if TYPE_CHECKING:
     from hookgate.matching import Matcher
     from hookgate.registry import CompiledHook
 
-__all__ = ["MAX_CACHED_SUBJECT", "MatcherIndex", "SelectingSource", "Selections"]
+__all__ = [
+    "MAX_CACHED_SUBJECT",
+    "MAX_SELECTIONS",
+    "MatcherIndex",
+    "SelectingSource",
+    "Selections",
+    "keep_for",
+]
 
-#: Subjects longer than this are selected every time, never kept (tool names are short; an
-#: agent's made-up long names must not fill memory).
+#: Subjects (and tenant or agent ids) longer than this are selected every time, never kept
+#: (tool names are short; an agent's made-up long names must not fill memory).
 MAX_CACHED_SUBJECT: Final = 256
-#: Selections kept per source before the cache starts again (one per tool name in practice).
+#: Selections (and resolved lists) kept per source before the cache starts again: one per
+#: tool name and agent in practice.
 MAX_SELECTIONS: Final = 4096
+
+
+def keep_for(cache: dict[Any, Any], *ids: object) -> bool:
+    """Whether an answer for these ids (tenant, agent, tool name) may be kept in ``cache``:
+    ids that are short strings or ``None``; a full cache is emptied first. Agents pick their
+    own ids and tool names, so what is kept per id is bounded."""
+    for value in ids:
+        if value is not None and not (isinstance(value, str) and len(value) <= MAX_CACHED_SUBJECT):
+            return False
+    if len(cache) >= MAX_SELECTIONS:
+        cache.clear()
+    return True
 
 
 def _lengths(table: dict[str, list[int]]) -> tuple[int, ...]:
@@ -134,7 +154,7 @@ class Selections:
         self._indexes: dict[int, MatcherIndex] = {}
 
     def select(
-        self, key: Hashable, hooks: tuple[CompiledHook, ...], subject: str
+        self, key: tuple[str, Any, Any, str], hooks: tuple[CompiledHook, ...], subject: str
     ) -> tuple[CompiledHook, ...]:
         """Select from ``hooks`` (the scoped, sorted list of ``key``'s event) and keep it."""
         if not hooks:
@@ -146,9 +166,7 @@ class Selections:
                 self._indexes.clear()
             self._indexes[id(hooks)] = index
         selected = index.select(subject)
-        if len(subject) <= MAX_CACHED_SUBJECT:
-            if len(self.selected) >= MAX_SELECTIONS:
-                self.selected.clear()
+        if keep_for(self.selected, *key):
             self.selected[key] = selected
         return selected
 

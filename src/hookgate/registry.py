@@ -16,7 +16,7 @@ from typing import Any, Final, Protocol, runtime_checkable
 
 from hookgate.definition import HookDefinition
 from hookgate.events import MAX_TIMEOUT_MS, EventSpec
-from hookgate.matcher_index import SelectingSource, Selections
+from hookgate.matcher_index import SelectingSource, Selections, keep_for
 from hookgate.matching import CelFilter, Matcher, compile_if_expr, compile_matcher
 
 __all__ = [
@@ -189,7 +189,8 @@ class HookRegistry(SelectingSource):
                     key=lambda c: c.sort_key,
                 )
             )
-            self._cache[key] = hooks
+            if keep_for(self._cache, tenant_id, agent_id):
+                self._cache[key] = hooks
         return hooks
 
     def _changed(self) -> None:

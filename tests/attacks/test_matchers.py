@@ -92,3 +92,19 @@ def test_a_flood_of_made_up_tool_names_neither_grows_memory_nor_unguards() -> No
     assert all(len(key[3]) <= 256 for key in registry._selections.selected)
     assert _decision(engine, "shell") == "block"
     engine.close()
+
+
+def test_a_flood_of_made_up_agent_ids_does_not_grow_memory() -> None:
+    """tool: the agent names itself (``agent_id`` comes with the event), a new id per call,
+    some of them megabytes long, so that the registry keeps a resolved hook list per id
+    without bound (it did before: one entry per (event, tenant, agent) ever seen)."""
+    engine = _guarded("^(exec|shell)$")
+    registry = engine.registry
+    for index in range(MAX_SELECTIONS + 500):
+        assert _decision(engine, "exec", agent_id=f"agent-{index}") == "block"
+        if index % 97 == 0:
+            assert _decision(engine, "exec", agent_id="a" * 1_000_000 + str(index)) == "block"
+    assert len(registry._cache) <= MAX_SELECTIONS
+    assert len(registry._selections.selected) <= MAX_SELECTIONS
+    assert all(len(key[2] or "") <= 256 for key in registry._cache)
+    engine.close()

@@ -12,6 +12,7 @@ from tests.store.conftest import StoreFactory, hook
 from hookgate.engine import Engine
 from hookgate.events import get_event
 from hookgate.hook_event import HookEvent
+from hookgate.matcher_index import MAX_SELECTIONS
 from hookgate.registry import HookSource
 from hookgate.safeguards import BreakerBoard, BreakerStatus
 from hookgate.store import Caller, ExecutionQuery
@@ -114,6 +115,24 @@ async def test_the_selection_by_matcher_follows_the_store(store: Store) -> None:
         await store.create_hook(A, hook(name="edits", matcher="Edit|Write"))
         await _until(lambda: source.reloads > reloads)
         assert _names(_for(source, "tenant-a", "NotebookEdit")) == ["edits"]
+    finally:
+        await source.close()
+
+
+async def test_made_up_agent_ids_are_kept_within_a_bound(store: Store) -> None:
+    """Agents pick their ids: the gateway's source keeps a bounded number of resolved lists
+    and none for a long id, and still answers each one."""
+    await store.create_hook(A, hook(name="shell", matcher="^exec$"))
+    source = StoreHookSource(store, poll_interval_s=0)
+    await source.start()
+    try:
+        for index in range(MAX_SELECTIONS + 100):
+            agent = f"agent-{index}" if index % 50 else "x" * 100_000 + str(index)
+            selected = source.select(PRE_TOOL_USE, {"tenant_id": "tenant-a",
+                                                    "agent_id": agent, "tool_name": "exec"})
+            assert _names(selected) == ["shell"]
+        assert len(source._cache) <= MAX_SELECTIONS
+        assert all(len(key[2] or "") <= 256 for key in source._cache)
     finally:
         await source.close()
 

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from typing import Final
 
 from hookgate.log import log_event
-from hookgate.matcher_index import SelectingSource, Selections
+from hookgate.matcher_index import SelectingSource, Selections, keep_for
 from hookgate.registry import CompiledHook, applies_to, compile_hook
 from hookgate.store.base import Caller, HookChange, HookFilter, HookRecord, NotFound, Store
 
@@ -72,7 +72,8 @@ class StoreHookSource(SelectingSource):
         if hooks is None:
             candidates = self._by_event.get(event, _NO_HOOKS)
             hooks = tuple(c for c in candidates if applies_to(c.definition, tenant_id, agent_id))
-            cache[key] = hooks
+            if keep_for(cache, tenant_id, agent_id):  # agents pick their ids: bounded
+                cache[key] = hooks
         return hooks
 
     # -- lifecycle --------------------------------------------------------------------------
