@@ -378,6 +378,8 @@ def test_pending_approvals_are_capped_per_tenant(capped: GatewayProcess) -> None
     assert "--max-pending-approvals 3" in refused["reason"]
     listed = capped.rest("GET", "/api/v1/approvals?limit=1", agent).json()
     assert listed["pendingCount"] == 3 and listed["pendingLimit"] == 3
+    shown = cli_list(capped, agent, "approvals", "list")
+    assert shown.stdout.rstrip().endswith("3 pending (at most 3 per tenant)"), shown
     # The cap is per tenant: another tenant still asks.
     other = capped.create_key("tenant-b", "operator")
     assert dispatch_any(capped, other)["approval"]["status"] == "pending"
@@ -526,29 +528,6 @@ def test_a_harmless_edit_still_runs_as_edited(served: Served) -> None:
         "cmd": "make deploy --dry-run"}
 
 
-@pytest.mark.browser
-def test_the_panel_refuses_a_self_approval_and_shows_the_count(
-    served: Served,
-    page: Any,  # noqa: F811 - the fixture
-) -> None:
-    """tenant (the agent's operator key, pasted into the web panel): opens its own approval
-    in the Approvals view and presses Approve."""
-    from playwright.sync_api import expect
-
-    gateway = served.gateway
-    approval_id = ask(gateway, served.agent, "panel self approval")
-    sign_in(page, gateway.url, served.agent)
-    page.get_by_role("link", name="Approvals").click()
-    card = page.locator(f"article.approval-card[data-approval-id='{approval_id}']")
-    expect(card).to_be_visible()
-    card.get_by_role("button", name="Approve").click()
-    expect(card.get_by_role("alert")).to_contain_text("the key that asked")
-    assert status(gateway, approval_id) == "pending"
-    pending = gateway.rest("GET", "/api/v1/approvals?limit=1", served.agent).json()
-    title = page.locator("#pending-title")
-    expect(title).to_contain_text(f"({pending['pendingCount']} of at most 100 per tenant)")
-
-
 # -- PostgreSQL: the same rules with replicas sharing one database --------------------------------
 
 
@@ -620,3 +599,30 @@ def test_an_edited_input_is_checked_on_another_replica_on_postgresql(
     finally:
         second.stop()
         first.stop()
+
+
+# -- the web panel (last: the browser's event loop stays up until the module ends, and the
+# PostgreSQL fixtures above need none running) ------------------------------------------------
+
+
+@pytest.mark.browser
+def test_the_panel_refuses_a_self_approval_and_shows_the_count(
+    served: Served,
+    page: Any,  # noqa: F811 - the fixture
+) -> None:
+    """tenant (the agent's operator key, pasted into the web panel): opens its own approval
+    in the Approvals view and presses Approve."""
+    from playwright.sync_api import expect
+
+    gateway = served.gateway
+    approval_id = ask(gateway, served.agent, "panel self approval")
+    sign_in(page, gateway.url, served.agent)
+    page.get_by_role("link", name="Approvals").click()
+    card = page.locator(f"article.approval-card[data-approval-id='{approval_id}']")
+    expect(card).to_be_visible()
+    card.get_by_role("button", name="Approve").click()
+    expect(card.get_by_role("alert")).to_contain_text("the key that asked")
+    assert status(gateway, approval_id) == "pending"
+    pending = gateway.rest("GET", "/api/v1/approvals?limit=1", served.agent).json()
+    title = page.locator("#pending-title")
+    expect(title).to_contain_text(f"({pending['pendingCount']} of at most 100 per tenant)")

@@ -90,6 +90,13 @@ def list_command(gateway_url: str, status: str, as_json: bool) -> None:
                 f"{row.get('decided_at')}{edited}"
                 + (f": {row['comment']}" if row.get("comment") else "")
             )
+    if status == "pending" and isinstance(payload.get("pendingCount"), int):
+        # The whole count (the list is one page), and the cap past which asking blocks.
+        cap = payload.get("pendingLimit")
+        echo_line(
+            f"{payload['pendingCount']} pending"
+            + (f" (at most {cap} per tenant)" if isinstance(cap, int) else "")
+        )
 
 
 @approvals.command("approve")
