@@ -230,3 +230,14 @@ def test_a_reviewed_policy_change_is_approved_by_installing_again(repo: Path) ->
     run(repo, "hookgate", "pre-push", "install", "--policy", "guard.yaml", "--fail-on", "low")
     commit(repo, "docs/n.md", "see ACME-1234\n", "ticket in docs")
     run(repo, "git", "push", "-q", "origin", "main")
+
+
+def test_scan_git_range_fails_on_additions_it_could_not_scan(repo: Path) -> None:
+    (repo / "small.yaml").write_text(
+        "max_file_bytes: 100\nrules:\n  - {id: slack, detector: slack-token}\n")
+    start = run(repo, "git", "rev-parse", "HEAD").stdout.strip()
+    commit(repo, "big.txt", "filler\n" * 40, "big")
+    done = run(repo, "hookgate", "scan", "--policy", "small.yaml", "--git-range",
+               f"{start}..HEAD", check=False)
+    assert done.returncode == 1 and "could not be scanned" in done.stderr
+    assert "big.txt: adds more than 100 bytes" in done.stdout

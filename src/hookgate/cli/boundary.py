@@ -86,17 +86,26 @@ def scan(paths: tuple[str, ...], from_stdin: bool, git_ranges: tuple[str, ...],
             report.findings.extend(Scanner(policy).scan_bytes(data, "<stdin>"))
     if paths:
         report.extend(scanner.scan_paths(paths))
+    history_unscanned = False
     for revisions in ranges:
         try:
-            report.extend(scan_revisions(scanner, revisions))
+            scanned = scan_revisions(scanner, revisions)
         except GitError as exc:
             click.echo(f"hookgate scan: {exc}", err=True)
             raise SystemExit(2) from None
+        history_unscanned = history_unscanned or bool(scanned.skipped)
+        report.extend(scanned)
     _finish(report, policy, fmt, fail_on or policy.fail_on, output)
+    if history_unscanned:  # as the pre-push guard: commits that could not be scanned fail
+        click.echo("hookgate scan: some additions in --git-range could not be scanned (see "
+                   "'skipped'); failing", err=True)
+        raise SystemExit(1)
+    raise SystemExit(1 if report.failing(fail_on or policy.fail_on) else 0)
 
 
 def _finish(report: ScanReport, policy: Policy, fmt: str, fail_on: str,
             output: str | None, *, stream_err: bool = False) -> None:
+    """Print or write the report (the caller decides the exit status)."""
     from hookgate.boundary.report import render
 
     text = render(report, policy, fmt, fail_on)
@@ -104,7 +113,6 @@ def _finish(report: ScanReport, policy: Policy, fmt: str, fail_on: str,
         Path(output).write_text(text + "\n", encoding="utf-8")
     else:
         click.echo(text, err=stream_err)
-    raise SystemExit(1 if report.failing(fail_on) else 0)
 
 
 @click.command()
