@@ -14,7 +14,9 @@ Rows (issue 26's goals):
   (10 hooks) and 2.0x / 3.0x (1 hook);
 * 10 and 100 hooks whose matcher rejects the tool (``read_file``): at most 2 µs (10) and
   2.5 µs (100: the cost must not grow with the number of rejecting hooks), and at most 0.3x
-  pluggy calling 10 functions that each make the same test;
+  pluggy calling 10 functions that each make the same test; timed by the wall clock and by
+  the process's CPU time (these goals are absolute: on a machine shared by more runnable
+  threads than cores, the wall clock also counts the waits for a core);
 * an event no hook is registered for (the no-hook fast path): under 2 µs;
 * the process hook round trip against a bare line echo to the same child (from
   :mod:`bench.bench_process`): at most 1.5x.
@@ -30,6 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import time
 from collections.abc import Callable
 from typing import Any, Final
 
@@ -168,23 +171,30 @@ def _matching_rows(count: int, min_time: float) -> list[Row]:
 
 def _rejecting_rows(min_time: float) -> list[Row]:
     ten, hundred = _engine(10), _engine(100)
-    timed = interleaved_per_call_us(
-        {"pluggy": _pluggy(10, REJECTED),
-         "ten": lambda: ten.fire_sync("pre_tool_use", REJECTED),
-         "hundred": lambda: hundred.fire_sync("pre_tool_use", REJECTED)},
-        min_time=min_time,
-    )
+    variants = {
+        "pluggy": _pluggy(10, REJECTED),
+        "ten": lambda: ten.fire_sync("pre_tool_use", REJECTED),
+        "hundred": lambda: hundred.fire_sync("pre_tool_use", REJECTED),
+    }
+    timed = interleaved_per_call_us(variants, min_time=min_time)
+    # The same in CPU time: these goals are absolute, and on a machine shared by more
+    # runnable threads than cores the wall clock also counts the waits for a core.
+    cpu = interleaved_per_call_us(variants, min_time=min_time, clock=time.process_time)
     ten.close()
     hundred.close()
     baseline = "pluggy calling 10 functions that each test the regex (re)"
-    ten_us, hundred_us, pluggy_us = timed["ten"], timed["hundred"], timed["pluggy"]
-    return [
-        Row("core", "fire_sync, 10 hooks whose matcher rejects the tool", ten_us, "µs",
-            baseline, pluggy_us, "<= 2 µs and <= 0.3x",
-            ten_us <= 2.0 and ten_us <= 0.3 * pluggy_us),
-        Row("core", "fire_sync, 100 hooks whose matcher rejects the tool", hundred_us, "µs",
-            "10 rejecting hooks (flat: same cost)", ten_us, "<= 2.5 µs", hundred_us <= 2.5),
-    ]
+    rows = []
+    for clock, us in (("wall", timed), ("CPU", cpu)):
+        ten_us, hundred_us, pluggy_us = us["ten"], us["hundred"], us["pluggy"]
+        rows += [
+            Row("core", f"fire_sync, 10 hooks rejecting the tool, {clock}", ten_us, "µs",
+                baseline, pluggy_us, "<= 2 µs and <= 0.3x",
+                ten_us <= 2.0 and ten_us <= 0.3 * pluggy_us),
+            Row("core", f"fire_sync, 100 hooks rejecting the tool, {clock}", hundred_us, "µs",
+                f"10 rejecting hooks, {clock} (flat: same cost)", ten_us, "<= 2.5 µs",
+                hundred_us <= 2.5),
+        ]
+    return rows
 
 
 def _no_hook_rows(min_time: float) -> list[Row]:
