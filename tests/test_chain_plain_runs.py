@@ -22,11 +22,11 @@ from hookgate.chain import (
     ChainSettings,
     Reply,
     _plain_run,
+    drive_sync,
     matters,
     run_chain,
 )
 from hookgate.events import get_event
-from hookgate.execution.plain import drive_sync
 from hookgate.outcome import HookError, Outcome
 from hookgate.registry import CompiledHook
 from hookgate.safeguards import BreakerBoard
@@ -181,7 +181,7 @@ def test_plain_runs_give_what_the_general_admission_gives(
         drive = _drive_now if now else _drive
         outcome, batches = drive(hook_list, answers, chain_settings, abstentions=abstentions)
         breakers = {hook_id: status.to_dict() for hook_id, status in board.statuses.items()}
-        return {**outcome.to_dict(), "ask": outcome._ask}, batches, breakers
+        return {**outcome.to_dict(), "ask": outcome.pending_approval}, batches, breakers
 
     assert run(hooks) == run(_general(hooks))
 

@@ -8,10 +8,9 @@ from typing import Any
 import pytest
 from tests.support.chain_calls import Scripted, compile_scripted
 
-from hookgate.chain import Call, ChainSettings, Reply, run_chain
+from hookgate.chain import Call, ChainSettings, Reply, drive_sync, run_chain
 from hookgate.events import get_event
 from hookgate.execution.drivers import drive_async
-from hookgate.execution.plain import drive_sync
 from hookgate.testing import FakeClock
 
 

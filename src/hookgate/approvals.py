@@ -194,7 +194,7 @@ def apply_decision(
     outcome: Outcome, request: ApprovalRequest, decision: ApprovalDecision
 ) -> Outcome:
     """Turn the folded outcome and the person's decision into the final outcome."""
-    outcome._ask = None
+    outcome.pending_approval = None
     info = decision.to_dict()
     info["id"] = decision.approval_id or request.id
     info["hook"] = request.hook_name
@@ -301,12 +301,13 @@ async def seek_approval(
     event_id: Callable[[Mapping[str, Any]], str],
     resume: ResumeChain | None = None,
 ) -> Outcome:
-    """A hook in the chain asked for a person (``outcome._ask``): ask ``approver`` and fold
-    the decision into the outcome. A chain a later hook blocked asks nobody."""
-    assert outcome._ask is not None
-    definition, kind, reason, override = outcome._ask
+    """A hook in the chain asked for a person (``outcome.pending_approval``): ask
+    ``approver`` and fold the decision into the outcome. A chain a later hook blocked asks
+    nobody."""
+    assert outcome.pending_approval is not None
+    definition, kind, reason, override = outcome.pending_approval
     if outcome.decision == "block":
-        outcome._ask = None
+        outcome.pending_approval = None
         return outcome
     policy = definition.approval_policy
     timeout_ms, on_timeout = policy.timeout_ms, policy.on_timeout

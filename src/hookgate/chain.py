@@ -72,6 +72,7 @@ from hookgate.outcome import (
     InfrastructureError,
     MalformedAnswer,
     Outcome,
+    PendingApproval,
     coerce_result,
 )
 
@@ -86,6 +87,7 @@ __all__ = [
     "ChainSettings",
     "Execute",
     "Reply",
+    "drive_sync",
     "matters",
     "run_chain",
 ]
@@ -109,8 +111,8 @@ Batch = tuple[tuple[Call, ...], Mapping[str, Any], float | None]
 #: per hook, cost as much as the rest of the hook's upkeep).
 Reply = tuple[Any, ...] | float
 ChainGen = Generator[Batch, Sequence[Reply], Outcome]
-#: What a caller that runs each batch at once passes to
-#: :func:`hookgate.execution.plain.drive_sync`: runs a batch's ``(calls, payload, deadline)``.
+#: What a caller that runs each batch at once passes to :func:`drive_sync`: runs a batch's
+#: ``(calls, payload, deadline)``.
 Execute = Callable[[tuple[Call, ...], Mapping[str, Any], float | None], Sequence[Reply]]
 #: Hooks with a longer timeout (approvals, quality gates) are not bound by the chain budget.
 _LONG_WAIT_S = MAX_TIMEOUT_MS / 1000
@@ -195,6 +197,18 @@ def run_chain(
         if chain.fold(calls, (yield (calls, chain.current, chain.deadline))):
             break
     return chain.outcome
+
+
+def drive_sync(chain: ChainGen, run_batch: Execute) -> Outcome:
+    """Drive a chain for a caller that runs each batch at once in its own thread (plain
+    functions, in place or on a worker it waits for): each batch :func:`run_chain` yields
+    goes to ``run_batch``, and its replies back."""
+    try:
+        batch = next(chain)
+        while True:
+            batch = chain.send(run_batch(*batch))
+    except StopIteration as done:
+        return done.value  # type: ignore[no-any-return]
 
 
 def _plain_run(hooks: Sequence[CompiledHook], settings: ChainSettings) -> PlainRun:
@@ -632,9 +646,8 @@ class _Chain:
             return True
         row[ROW_DECISION] = "allow"
         if result.decision == "allow":
-            # Said so, rather than only rewrote or added context: bridges that can grant a
-            # permission (Claude Code) grant it only then.
-            _details(row)["explicit_allow"] = True
+            # Said so, rather than only rewrote or added context (see Outcome).
+            self.outcome.explicitly_allowed = True
         return required and self._ask(row, definition, "required", result.reason)
 
     # -- observing fold -------------------------------------------------------------------------
@@ -812,8 +825,8 @@ def _ask(
             f"hook {definition.label!r} requires approval and no approver is configured"
         )
         return True
-    if outcome._ask is None:
-        outcome._ask = (definition, kind, reason, override)
+    if outcome.pending_approval is None:
+        outcome.pending_approval = PendingApproval(definition, kind, reason, override)
     return False
 
 

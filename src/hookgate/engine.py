@@ -434,7 +434,7 @@ class Engine:
         a person is still to decide) its dispatch record; True when the outcome still waits
         for something (the audit sink's durability, a person): :meth:`_settle`."""
         if self.audit is None and not self.listeners:
-            return outcome._ask is not None
+            return outcome.pending_approval is not None
         outcome.dispatch_id = dispatch_id or new_dispatch_id()
         event_id = self._event_id(data)
         records = (
@@ -444,17 +444,17 @@ class Engine:
         )
         self._emit(records)
         context = DispatchContext(outcome.dispatch_id, event_id, records, started)
-        if record and outcome._ask is None:
+        if record and outcome.pending_approval is None:
             # Recorded before the sink's wait, so one commit (sync mode) covers both.
             self._record_dispatch(spec, data, outcome, context)
         elif record:
             outcome._dispatch = context  # recorded once a person decided (_settle)
-        return (self.audit is not None and bool(records)) or outcome._ask is not None
+        return (self.audit is not None and bool(records)) or outcome.pending_approval is not None
 
     async def _settle(self, spec: EventSpec, data: Mapping[str, Any], outcome: Outcome) -> Outcome:
         if self.audit is not None and outcome._rows:
             await self.audit.wait_durable()
-        if outcome._ask is None:
+        if outcome.pending_approval is None:
             return outcome
         context: DispatchContext | None = outcome._dispatch
         outcome = await self._ask_person(spec, data, outcome, context)

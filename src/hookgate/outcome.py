@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, NamedTuple
 
 from hookgate.errors import HookgateError
 
@@ -32,6 +32,7 @@ __all__ = [
     "HookResult",
     "MalformedAnswer",
     "Outcome",
+    "PendingApproval",
     "TraceEntry",
     "coerce_result",
     "entry_from_row",
@@ -285,15 +286,26 @@ def entry_from_row(row: Sequence[Any]) -> TraceEntry:
     )
 
 
+class PendingApproval(NamedTuple):
+    """The first hook of a chain that asked for a person (approvals on): the engine asks."""
+
+    #: The hook's :class:`~hookgate.definition.HookDefinition`.
+    definition: Any
+    #: ``ask`` or ``defer`` (the hook's answer), or ``required`` (its ``approval`` setting).
+    kind: str
+    reason: str | None
+    #: This answer's own approval timeout / policy (OpenClaw's ``requireApproval``).
+    override: Mapping[str, Any] | None
+
+
 class Outcome:
     """The single decision for one event. ``to_dict`` has exactly the documented keys:
     ``decision``, ``reason``, ``updated_input``, ``additional_context``, ``result``,
     ``abort``, ``continue``, ``retry``, ``trace`` and ``dispatch_id``, plus ``approval`` when
-    a person was asked.
+    a person was asked and ``explicitly_allowed`` when it is true.
     """
 
     __slots__ = (
-        "_ask",
         "_dispatch",
         "_dispatch_id",
         "_rows",
@@ -303,6 +315,8 @@ class Outcome:
         "approval",
         "continue_",
         "decision",
+        "explicitly_allowed",
+        "pending_approval",
         "reason",
         "result",
         "retry",
@@ -334,9 +348,12 @@ class Outcome:
         self.retry = retry
         self._trace = trace
         self._rows: list[Sequence[Any]] | None = None
-        #: The first hook that asked for a person: ``(definition, kind, reason, override)``;
-        #: set by the chain when approvals are on, consumed by the engine.
-        self._ask: tuple[Any, str, str | None, Any] | None = None
+        #: The first hook that asked for a person, set by the chain when approvals are on;
+        #: the engine asks the approver and clears it.
+        self.pending_approval: PendingApproval | None = None
+        #: A hook answered ``decision: allow`` (rather than only rewrote the input or added
+        #: context): bridges that can grant a permission (Claude Code) grant it only then.
+        self.explicitly_allowed = False
         #: What a person decided (``{id, status, decided_by, comment, input_edited, …}``),
         #: when this outcome went through an approval.
         self.approval: dict[str, Any] | None = None
@@ -395,6 +412,8 @@ class Outcome:
         }
         if self.approval is not None:
             data["approval"] = dict(self.approval)
+        if self.explicitly_allowed:
+            data["explicitly_allowed"] = True
         return data
 
     def to_json(self, **kwargs: Any) -> str:

@@ -46,6 +46,7 @@ def outcome_from_payload(payload: Any) -> Outcome:
         retry=dict(payload["retry"]) if isinstance(payload.get("retry"), Mapping) else None,
         trace=[_entry(t) for t in trace if isinstance(t, Mapping)],
     )
+    outcome.explicitly_allowed = payload.get("explicitly_allowed") is True
     approval = payload.get("approval")
     if isinstance(approval, Mapping):
         outcome.approval = dict(approval)  # a person decided (or is still to decide)

@@ -2,8 +2,7 @@
 
 The same loop (:func:`call_in_order`) runs in place on the caller's thread
 (:func:`run_in_place`) or as a worker's job (:class:`PlainCalls`, :mod:`.workers`); only the
-worker's caller can give up on it at a deadline. :func:`drive_sync` drives a chain for such a
-caller.
+worker's caller can give up on it at a deadline.
 """
 
 from __future__ import annotations
@@ -12,14 +11,11 @@ import contextvars
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
-from hookgate.chain import Call, ChainGen, Execute, Reply
+from hookgate.chain import Call, Reply
 
-if TYPE_CHECKING:
-    from hookgate.outcome import Outcome
-
-__all__ = ["Functions", "PlainCalls", "call_in_order", "drive_sync", "run_in_place"]
+__all__ = ["Functions", "PlainCalls", "call_in_order", "run_in_place"]
 
 #: The functions of a batch's hooks, by hook.
 Functions = Mapping[Any, Callable[[Any], Any]]
@@ -30,18 +26,6 @@ _SAME_CLOCK: Final = (
     time.get_clock_info("perf_counter").implementation
     == time.get_clock_info("monotonic").implementation
 )
-
-
-def drive_sync(chain: ChainGen, run_batch: Execute) -> Outcome:
-    """Drive a chain for a caller that runs each batch at once in its own thread (plain
-    functions, in place or on a worker it waits for): the batches :func:`run_chain` yields
-    go to ``run_batch``, and its replies back."""
-    try:
-        batch = next(chain)
-        while True:
-            batch = chain.send(run_batch(*batch))
-    except StopIteration as done:
-        return done.value  # type: ignore[no-any-return]
 
 
 def run_in_place(

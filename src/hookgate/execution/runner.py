@@ -13,10 +13,18 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from hookgate.chain import Call, ChainSettings, Execute, Reply, matters, run_chain
+from hookgate.chain import (
+    Call,
+    ChainSettings,
+    Execute,
+    Reply,
+    drive_sync,
+    matters,
+    run_chain,
+)
 from hookgate.execution.coroutines import run_with_deadline
 from hookgate.execution.drivers import LoopThread, drive_async
-from hookgate.execution.plain import drive_sync, run_in_place
+from hookgate.execution.plain import run_in_place
 from hookgate.execution.workers import WorkerPool
 from hookgate.handlers import Handler, Invocation, Services, handler_class
 from hookgate.hook_event import HookEvent

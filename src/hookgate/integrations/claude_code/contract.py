@@ -306,13 +306,13 @@ def claude_answer(event: str, outcome: Outcome) -> ClaudeAnswer:
             # A rewrite is not a permission grant: Claude Code applies updatedInput without a
             # decision and still runs its own permission checks on the rewritten call.
             specific["updatedInput"] = outcome.updated_input
-            if _explicitly_allowed(outcome):
+            if outcome.explicitly_allowed:
                 specific["permissionDecision"] = "allow"
                 specific["permissionDecisionReason"] = "allowed by hookgate"
     elif event == "PermissionRequest":
         if outcome.blocked:
             specific["decision"] = {"behavior": "deny", "message": outcome.reason or "denied"}
-        elif _explicitly_allowed(outcome) or approval == "approved":
+        elif outcome.explicitly_allowed or approval == "approved":
             specific["decision"] = {"behavior": "allow"}
             if approval == "approved" and outcome.updated_input is not None:
                 specific["decision"]["updatedInput"] = outcome.updated_input
@@ -344,14 +344,6 @@ def claude_answer(event: str, outcome: Outcome) -> ClaudeAnswer:
     if len(specific) > 1:
         out["hookSpecificOutput"] = specific
     return ClaudeAnswer(exit_code=0, stdout=out or None, outcome=outcome)
-
-
-def _explicitly_allowed(outcome: Outcome) -> bool:
-    """A hook said ``allow`` (a rewrite or context alone grants nothing)."""
-    return any(
-        entry.decision == "allow" and entry.details.get("explicit_allow")
-        for entry in outcome.trace
-    )
 
 
 def _approval_status(outcome: Outcome) -> str | None:

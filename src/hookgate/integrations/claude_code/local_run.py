@@ -4,7 +4,7 @@ The process lives for one event, so what it imports is most of what it costs. Im
 asyncio alone costs several times a bare Python start; so when every hook of the event is a
 ``command`` or a plain-function ``callable`` (the common hooks file), the chain runs here
 with a blocking driver: :mod:`hookgate.chain` holds every rule
-(:func:`~hookgate.chain.run_chain`, driven by :func:`~hookgate.execution.plain.drive_sync` as
+(:func:`~hookgate.chain.run_chain`, driven by :func:`~hookgate.chain.drive_sync` as
 for the engine's ``fire_sync``), and this module
 only executes its batches (commands with
 :func:`~hookgate.handlers.subprocess.runner.run_shell_blocking`, functions on a thread so that their
@@ -27,9 +27,8 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
-from hookgate.chain import Call, ChainSettings, Reply, matters, run_chain
+from hookgate.chain import Call, ChainSettings, Reply, drive_sync, matters, run_chain
 from hookgate.events import KNOWN_FIELDS, EventSpec, UnknownEventError, normalize_payload
-from hookgate.execution.plain import drive_sync
 from hookgate.hook_event import HookEvent
 from hookgate.host_code import HostCodePolicy
 from hookgate.integrations.claude_code.basics import default_config_path
