@@ -55,7 +55,7 @@ def audit_gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str
             rest_json(served, "POST", "/dispatch", admin, json={"event": "pre_tool_use", "input": {
                 "tenant_id": "acme", "tool_name": tool, "session_id": f"sess-{n}",
                 "agent_id": "agent-1", "tool_input": {"path": f"/tmp/f{n}"},
-            }})
+            }, "approvalWaitS": 0})  # the asker's dispatch answers pending, not after 60 s
         rest_json(served, "DELETE", f"/hooks/{ids['asker']}", admin)
         yield {"gateway": served, "keys": keys, "ids": ids}
     finally:

@@ -81,6 +81,19 @@ export async function auditPage(filters, { cursor = null, limit = 25 } = {}) {
   return call("hooks.history", params);
 }
 
+// Dispatch records: one per dispatch (event, tool, agent, session, decision, the hooks that
+// ran in order, the approval). `decision` is allow, block or ask (every dispatch that asked).
+export async function dispatchPage(filters, { cursor = null, limit = 25 } = {}) {
+  const params = { limit, ...picked() };
+  for (const [key, value] of Object.entries(filters)) if (value) params[key] = value;
+  if (cursor) params.cursor = cursor;
+  return call("dispatches.list", params);
+}
+
+export async function getDispatch(dispatchId) {
+  return (await call("dispatches.get", { dispatchId })).dispatch;
+}
+
 // The export is a streamed REST download; the key goes in the Authorization header.
 export async function exportAudit(filters, format, apiKey) {
   const query = new URLSearchParams({ format, ...picked() });

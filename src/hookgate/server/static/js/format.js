@@ -13,6 +13,12 @@ export function formatTime(value) {
   return date ? dateTime.format(date) : "—";
 }
 
+/** ISO 8601 (UTC) of a time the gateway sent as an ISO string or as epoch seconds/ms. */
+export function isoTime(value) {
+  const date = parseTime(value);
+  return date ? date.toISOString() : "—";
+}
+
 export function relativeTime(value, now = Date.now()) {
   const date = parseTime(value);
   if (!date) return "—";

@@ -11,6 +11,7 @@ import { renderHookForm } from "./views/hook-form.js";
 import { renderHookDetail } from "./views/hook-detail.js";
 import { renderApprovals } from "./approvals/view.js";
 import { renderAudit } from "./views/audit.js";
+import { renderDispatches } from "./views/dispatches.js";
 import { renderEvents } from "./views/events.js";
 import { renderKeys } from "./views/keys.js";
 import { renderImport } from "./views/hook-files.js";
@@ -188,6 +189,9 @@ function route() {
       break;
     case "audit":
       work = renderAudit(main, current, ctx);
+      break;
+    case "dispatches":
+      work = renderDispatches(main, current, ctx);
       break;
     case "events":
       work = renderEvents(main, current, ctx);

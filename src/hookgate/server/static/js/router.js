@@ -1,5 +1,5 @@
 // Hash routes: #/hooks, #/hooks/new, #/hooks/<id>[/overview|/test|/history|/edit],
-// #/hooks/import, #/approvals[/<id>], #/audit, #/events, #/keys.
+// #/hooks/import, #/approvals[/<id>], #/audit, #/audit/dispatches[/<id>], #/events, #/keys.
 
 const TABS = new Set(["overview", "test", "history"]);
 
@@ -11,6 +11,7 @@ export function parseRoute(hash = window.location.hash) {
     return { name: "list", query };
   }
   if (parts[0] === "audit" && parts.length === 1) return { name: "audit", query };
+  if (parts[0] === "audit" && parts[1] === "dispatches" && parts.length <= 3) return { name: "dispatches", id: parts[2] || null, query };
   if (parts[0] === "events" && parts.length === 1) return { name: "events", query };
   if (parts[0] === "keys" && parts.length === 1) return { name: "keys", query };
   if (parts[0] === "approvals" && parts.length <= 2) return { name: "approvals", id: parts[1] || null, query };
@@ -36,4 +37,8 @@ export function listHref(query = {}) {
 export function navigate(href) {
   if (window.location.hash === href) window.dispatchEvent(new HashChangeEvent("hashchange"));
   else window.location.hash = href;
+}
+
+export function dispatchHref(id) {
+  return `#/audit/dispatches/${encodeURIComponent(id)}`;
 }

@@ -15,13 +15,15 @@ export function handlerBadge(type) {
   return h("span", { class: `badge badge-handler handler-${type}`, text: type });
 }
 
-const DECISION_LABELS = { allow: "allow", block: "block", error: "error", timeout: "timeout" };
+const DECISION_LABELS = { allow: "allow", block: "block", ask: "ask", error: "error", timeout: "timeout" };
+const DECISION_TITLES = { ask: "A person was asked to approve" };
 
 export function decisionBadge(decision) {
   const value = decision || "none";
   return h("span", {
     class: `badge badge-decision decision-${value}`,
     dataset: { decision: value },
+    title: DECISION_TITLES[value],
     text: DECISION_LABELS[value] || value,
   });
 }

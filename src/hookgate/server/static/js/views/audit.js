@@ -7,6 +7,7 @@ import { storedKey, session, viewedTenant } from "../session.js";
 import { allEvents } from "../catalogue.js";
 import { loadingState, errorState, emptyState } from "../ui/states.js";
 import { executionTable } from "./history-tab.js";
+import { auditSwitch } from "./dispatches.js";
 
 const PAGE_SIZE = 25;
 const TEXT_FILTERS = [
@@ -103,6 +104,7 @@ export async function renderAudit(main, route, ctx) {
   mount(
     main,
     h("h1", { tabIndex: -1, text: "Audit" }),
+    auditSwitch("executions"),
     h("p", { class: "muted", text: `${auditScope()}, newest first. Deleted hooks keep their history.` }),
     form,
     h("div", { class: "toolbar" }, exportButton("csv"), exportButton("json"), status),

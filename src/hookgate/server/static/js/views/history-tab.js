@@ -21,7 +21,7 @@ export function renderHistory(panel, hook, ctx) {
   const decision = h(
     "select",
     { name: "decision", id: "history-decision" },
-    [["", "All decisions"], ["allow", "allow"], ["block", "block"], ["error", "error"], ["timeout", "timeout"]].map(([v, t]) => h("option", { value: v, text: t })),
+    [["", "All decisions"], ["allow", "allow"], ["block", "block"], ["ask", "ask"], ["error", "error"], ["timeout", "timeout"]].map(([v, t]) => h("option", { value: v, text: t })),
   );
   const range = h("select", { name: "range", id: "history-range" }, RANGES.map(([v, t]) => h("option", { value: v, text: t })));
   const filters = h(
