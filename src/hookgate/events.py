@@ -92,8 +92,10 @@ class UnknownEventError(HookgateError, ValueError):
 
     def __init__(self, name: str) -> None:
         self.name = name
+        close = similar_event_names(name)
+        hint = f" (did you mean {' or '.join(repr(n) for n in close)}?)" if close else ""
         super().__init__(
-            f"unknown event {name!r}; known events: {', '.join(event_names())} "
+            f"unknown event {name!r}{hint}; known events: {', '.join(event_names())} "
             "(aliases such as PreToolUse, before_tool and delegation.completed are accepted too)"
         )
 
@@ -612,6 +614,22 @@ def get_event(name: str) -> EventSpec:
 
 def canonical_event(name: str) -> str:
     return get_event(name).name
+
+
+def similar_event_names(name: str, limit: int = 3) -> list[str]:
+    """Known names (canonical or alias) spelled like ``name``, closest first: for "did you
+    mean". Compared without case, dots, dashes and underscores (``pretooluse`` finds
+    ``PreToolUse``)."""
+    import difflib
+
+    def key(text: str) -> str:
+        return text.lower().replace("_", "").replace(".", "").replace("-", "")
+
+    keys: dict[str, str] = {}
+    for known in _BY_NAME:
+        keys.setdefault(key(known), known)
+    found = difflib.get_close_matches(key(name), list(keys), n=limit, cutoff=0.6)
+    return [keys[k] for k in found]
 
 
 def event_names() -> list[str]:

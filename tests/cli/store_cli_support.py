@@ -23,6 +23,9 @@ def store_location(backend: str, tmp_path: Path) -> Iterator[list[str]]:
     """Command-line options that point at an empty store of ``backend`` (a generator for a
     fixture to ``yield from``: the PostgreSQL database is dropped afterwards)."""
     if backend == "sqlite":
+        # The directory exists, as after `hookgate serve`, `db upgrade` or `--init`: store
+        # commands refuse one that does not (a typo would make an empty store).
+        (tmp_path / "data").mkdir()
         yield ["--data-dir", str(tmp_path / "data")]
         return
     need_postgres()

@@ -87,7 +87,7 @@ def test_fire_blocks_with_exit_2(hooks_file: Path) -> None:
     outcome = json.loads(result.stdout)
     assert outcome["decision"] == "block" and outcome["reason"] == "rm -rf is not allowed"
     assert set(outcome) == {"decision", "reason", "updated_input", "additional_context",
-                            "result", "abort", "continue", "retry", "trace"}
+                            "result", "abort", "continue", "retry", "trace", "dispatch_id"}
 
 
 def test_fire_allows_with_exit_0_and_shows_the_rewrite(hooks_file: Path) -> None:
@@ -109,9 +109,9 @@ def test_fire_runs_non_blocking_events_to_completion(hooks_file: Path) -> None:
 
 def test_fire_rejects_unknown_events_and_bad_input(hooks_file: Path) -> None:
     unknown = hookgate("fire", "pre_tool", "-c", str(hooks_file))
-    assert unknown.returncode == 2 and "unknown event 'pre_tool'" in unknown.stderr
+    assert unknown.returncode == 1 and "unknown event 'pre_tool'" in unknown.stderr
     bad = hookgate("fire", "pre_tool_use", "-c", str(hooks_file), "-i", "[1]")
-    assert bad.returncode == 2 and "JSON object" in bad.stderr
+    assert bad.returncode == 1 and "JSON object" in bad.stderr
 
 
 def test_demo_shows_each_decision() -> None:

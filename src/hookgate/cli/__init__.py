@@ -1,10 +1,15 @@
-"""The ``hookgate`` command. Each sub-command lives in its own module in this package."""
+"""The ``hookgate`` command. Each sub-command lives in its own module in this package.
+
+Exit statuses are the same for every command: 0 success (an allowed event), 1 any error
+(a usage error too), 2 only ever "blocked" (``fire``, the agent bridges).
+"""
 
 from __future__ import annotations
 
 import importlib
 import logging
 import sys
+from typing import Any
 
 import click
 
@@ -37,11 +42,64 @@ LIGHT_COMMANDS: dict[str, str] = {
 }
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+#: Commands that are an agent's hook: for them every failure, a usage error too, must answer
+#: "blocked" (exit 2), or the agent would go ahead.
+BRIDGE_COMMANDS: frozenset[str] = frozenset({"claude-code", "codex", "gemini"})
+
+
+class HookgateGroup(click.Group):
+    """The top-level group: a usage error exits 1 (click's default, 2, is our "blocked"),
+    except in an agent bridge, where it blocks."""
+
+    def make_context(self, *args: Any, **kwargs: Any) -> click.Context:
+        try:
+            return super().make_context(*args, **kwargs)
+        except click.UsageError as exc:
+            exc.exit_code = 1  # type: ignore[misc]  # click declares it on the class
+            raise
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except click.UsageError as exc:
+            exc.exit_code = 2 if _in_bridge(exc.ctx) else 1  # type: ignore[misc]
+            raise
+
+
+def _in_bridge(ctx: click.Context | None) -> bool:
+    """Whether the failing context is a bridge run as a hook: ``hookgate claude-code`` itself,
+    not one of its sub-commands (``claude-code install``) nor ``import codex``."""
+    return (
+        ctx is not None
+        and ctx.info_name in BRIDGE_COMMANDS
+        and ctx.parent is not None
+        and ctx.parent.parent is None
+    )
+
+
+@click.group(
+    cls=HookgateGroup,
+    context_settings={"help_option_names": ["-h", "--help"]},
+    epilog="""\b
+Two families of commands reach the gateway's data:
+  store commands (keys, db, hooks import|export) open the database
+    directly, as the operator: --data-dir DIR (SQLite; HOOKGATE_DATA_DIR)
+    or --database-url postgresql://... (HOOKGATE_DATABASE_URL); default:
+    the per-user data directory, the one `hookgate serve` uses. A named
+    --data-dir that does not exist is refused unless --init.
+  gateway commands (approvals, claude-code/codex/gemini --gateway,
+    mcp-proxy --gateway) talk to a running gateway: --gateway URL
+    (HOOKGATE_GATEWAY_URL), and the API key in HOOKGATE_API_KEY (never a
+    flag: other users can read command lines).
+Exit status: 0 ok (allowed), 1 error (a usage error too), 2 blocked.""",)
 @click.version_option(package_name="hookgate")
 @click.option("-v", "--verbose", count=True, help="Log more (-v info, -vv debug).")
 def main(verbose: int) -> None:
-    """hookgate: lifecycle hooks for AI agents."""
+    """hookgate: lifecycle hooks for AI agents.
+
+    Run hooks from a file (check, fire, demo, events), serve them to a fleet (serve), bridge
+    coding agents and frameworks to them (claude-code, mcp-proxy), guard what leaves the
+    host (scan, scrub, pre-push)."""
     level = logging.WARNING - 10 * min(verbose, 2)
     logging.basicConfig(level=level, stream=sys.stderr, format="%(levelname)s %(message)s")
 

@@ -23,7 +23,7 @@ from typing import Any
 
 import click
 
-from hookgate.cli.store_options import store_options
+from hookgate.cli.store_options import location_options
 from hookgate.handlers.subprocess.sandbox import MODES, SandboxUnavailable
 from hookgate.host_code import EDITIONS
 from hookgate.log import log_event
@@ -184,7 +184,7 @@ See docs/gateway.md for every setting."""
               help="Address to listen on (keep 127.0.0.1 unless a proxy terminates TLS).")
 @click.option("--port", envvar="HOOKGATE_PORT", type=int, default=DEFAULT_PORT,
               show_default=True, help="Port (0 picks a free one and prints it).")
-@store_options
+@location_options
 @click.option("--db-pool-size", envvar="HOOKGATE_DB_POOL_SIZE", type=click.IntRange(min=1),
               default=10, show_default=True,
               help="PostgreSQL: the most connections this process opens for requests; it also "

@@ -136,8 +136,9 @@ def test_imported_file_goes_into_a_tenant_store_as_it_is(tmp_path: Path) -> None
     imported_project(tmp_path)
     hooks_file = tmp_path / ".claude" / "hookgate.yaml"
     data_dir = tmp_path / "store"
+    # A new store, on purpose: --init (a data dir that does not exist is refused otherwise).
     result = cli("hooks", "import", str(hooks_file), "--tenant", "team-a", "--data-dir",
-                 str(data_dir), cwd=tmp_path)
+                 str(data_dir), "--init", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert "3 created" in result.stdout
     exported = cli("hooks", "export", "--tenant", "team-a", "--format", "json",
@@ -149,6 +150,6 @@ def test_imported_file_goes_into_a_tenant_store_as_it_is(tmp_path: Path) -> None
         "./scripts/guard.sh", "./scripts/lint.sh --fast", "./scripts/notify.sh"]
     # Without --tenant the same file is a set of global hooks.
     result = cli("hooks", "import", str(hooks_file), "--data-dir", str(tmp_path / "global"),
-                 cwd=tmp_path)
+                 "--init", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert "created    global/" in result.stdout

@@ -30,6 +30,9 @@ from hookgate.definition import MAX_TIMEOUT_MS, DefinitionError, HookDefinition
 from hookgate.events import UnknownEventError, get_event
 from hookgate.integrations.claude_code.settings_file import is_hookgate_hook
 
+#: How long Claude Code waits for a command hook that sets no ``timeout``.
+CLAUDE_DEFAULT_TIMEOUT_S: Final = 60
+
 __all__ = [
     "CLAUDE_CODE",
     "Conversion",
@@ -151,13 +154,20 @@ def _convert_hook(where: str, hook: Any, out: Conversion) -> dict[str, Any] | No
         return None
     timeout = hook.get("timeout")
     timeout_ms = MAX_TIMEOUT_MS
-    if timeout is not None:
+    if timeout is None:
+        out.notes.append(
+            f"{where}.timeout: not set, so Claude Code would wait {CLAUDE_DEFAULT_TIMEOUT_S} s; "
+            f"imported as hookgate's most, {MAX_TIMEOUT_MS // 1000} s"
+        )
+    else:
         if not isinstance(timeout, int | float) or isinstance(timeout, bool) or timeout <= 0:
             out.problems.append(f"{where}.timeout: must be a positive number of seconds")
             return None
         timeout_ms = min(MAX_TIMEOUT_MS, max(1, int(timeout * 1000)))
         if timeout * 1000 > MAX_TIMEOUT_MS:
-            out.notes.append(f"{where}.timeout: {timeout:g} s capped at hookgate's 10 s")
+            out.notes.append(
+                f"{where}.timeout: {timeout:g} s capped at hookgate's {MAX_TIMEOUT_MS // 1000} s"
+            )
     raw: dict[str, Any] = {
         "handler_type": "command",
         "timeout_ms": timeout_ms,
