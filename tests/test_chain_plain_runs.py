@@ -20,6 +20,7 @@ from hookgate.audit import ExecutionRecord
 from hookgate.chain import (
     Batch,
     ChainSettings,
+    HookReply,
     Reply,
     _plain_run,
     drive_sync,
@@ -43,10 +44,8 @@ def _scripted(
     replies: list[Reply] = []
     for (hook, _, row, _, _), name in zip(calls, names, strict=True):
         reply = reply_for(answers[name])
-        if abstentions != "tuple" and not matters(reply):
-            reply = reply[3]  # type: ignore[index]
-            if abstentions == "row" and row is None:
-                reply = (hook, True, None, "abstain", reply, None, "closed", None)
+        if abstentions == "row" and row is None and not matters(reply):
+            reply = (hook, True, None, "abstain", reply[3], None, "closed", None)
         replies.append(reply)
         if matters(reply):
             break
@@ -61,9 +60,8 @@ def _drive(
     abstentions: str,
 ) -> tuple[Outcome, list[list[str]]]:
     """Drive the chain by the driver contract with scripted answers (by hook name); an
-    abstention replies as the async driver does (``"tuple"``), by its duration alone
-    (``"float"``), or as PlainCalls does (``"row"``: a plain run's hook with its final trace
-    row, any other with a float)."""
+    abstention replies as the async driver does (``"reply"``: a HookReply), or as the plain
+    call loop does (``"row"``: a plain run's hook with its final trace row)."""
     chain = run_chain(hooks, get_event("pre_tool_use"), EXEC, chain_settings)
     batches: list[list[str]] = []
     try:
@@ -151,7 +149,7 @@ def _board(hooks: Sequence[CompiledHook], faults: Mapping[str, str | None]) -> B
 @given(
     specs=hook_lists,
     approvals=st.booleans(),
-    abstentions=st.sampled_from(["tuple", "float", "row"]),
+    abstentions=st.sampled_from(["reply", "row"]),
     now=st.booleans(),
 )
 def test_plain_runs_give_what_the_general_admission_gives(
@@ -189,7 +187,7 @@ def test_plain_runs_give_what_the_general_admission_gives(
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     kinds=st.lists(st.sampled_from(["abstain"] * 8 + list(KINDS)), min_size=1, max_size=6),
-    abstentions=st.sampled_from(["tuple", "float", "row"]),
+    abstentions=st.sampled_from(["reply", "row"]),
 )
 def test_a_list_that_is_one_plain_run_gives_what_the_general_admission_gives(
     kinds: list[str], abstentions: str
@@ -255,7 +253,7 @@ def test_a_run_stopped_at_the_deadline_reports_the_spent_budget() -> None:
     assert deadline is not None and len(calls) == 3
     clock.advance(11)  # h0 took the whole budget: the driver runs nothing more
     try:
-        chain.send([5.0])
+        chain.send([HookReply(None, None, False, 5.0)])
     except StopIteration as done:
         outcome: Outcome = done.value
     assert outcome.decision == "block" and "budget" in (outcome.reason or "")

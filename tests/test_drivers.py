@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from tests.support.chain_calls import Scripted, compile_scripted
 
-from hookgate.chain import Call, ChainSettings, Reply, drive_sync, run_chain
+from hookgate.chain import Call, ChainSettings, HookReply, Reply, drive_sync, run_chain
 from hookgate.events import get_event
 from hookgate.execution.drivers import drive_async
 from hookgate.testing import FakeClock
@@ -29,9 +29,9 @@ class Recorder:
         answer, spends = self.answers[name]
         if spends >= timeout_s:
             self.clock.advance(timeout_s)
-            return (None, None, True, timeout_s * 1000)
+            return HookReply(None, None, True, timeout_s * 1000)
         self.clock.advance(spends)
-        return (answer, None, False, spends * 1000)
+        return HookReply(answer, None, False, spends * 1000)
 
 
 async def test_the_chain_budget_caps_a_blocking_call_below_its_own_timeout() -> None:
@@ -79,7 +79,7 @@ def test_drive_sync_sends_each_batch_its_replies() -> None:
 
     def execute(calls: Any, _payload: Any, _deadline: Any) -> list[Reply]:
         seen.append([call[0].definition.name for call in calls])
-        return [({"decision": "block", "reason": "no"}, None, False, 1.0)]
+        return [HookReply({"decision": "block", "reason": "no"}, None, False, 1.0)]
 
     chain = run_chain(hooks, get_event("pre_tool_use"), {}, ChainSettings())
     outcome = drive_sync(chain, execute)

@@ -46,7 +46,7 @@ import time
 from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from time import perf_counter
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from hookgate.events import (
     ABORT,
@@ -64,7 +64,6 @@ from hookgate.outcome import (
     ROW_DETAILS,
     ROW_DURATION,
     ROW_ERROR,
-    ROW_LENGTH,
     ROW_MATCHED,
     ROW_SKIPPED,
     HookError,
@@ -86,6 +85,8 @@ __all__ = [
     "ChainGen",
     "ChainSettings",
     "Execute",
+    "FinalRow",
+    "HookReply",
     "Reply",
     "drive_sync",
     "matters",
@@ -93,8 +94,8 @@ __all__ = [
 ]
 
 
-# Calls, batches and replies are plain tuples, named here and unpacked by name where read:
-# a NamedTuple costs ~0.3 µs more to build, once per hook per event (bench/bench_core.py).
+# Calls and batches are plain tuples, named here and unpacked by name where read: a NamedTuple
+# costs ~0.3 µs more to build, once per hook per event (bench/bench_core.py).
 
 #: A call is ``(hook, timeout_s, row, position, rows_after)``: run ``hook`` within
 #: ``timeout_s`` seconds. The rest is the chain's bookkeeping: the hook's trace ``row``
@@ -104,12 +105,25 @@ Call = tuple["CompiledHook", float, list[Any] | None, int, int]
 #: A batch is ``(calls, payload, deadline)``: the payload every call of the batch sees, and the
 #: chain deadline (clock time) on blocking events, ``None`` on non-blocking ones.
 Batch = tuple[tuple[Call, ...], Mapping[str, Any], float | None]
-#: A reply is ``(answer, error, timed_out, duration_ms)``: the handler's raw answer, or the
-#: exception it raised, or a timeout. An abstention may also reply with its ``duration_ms``
-#: alone (a float), and a plain run's hook (a call with no row) with its final trace row,
-#: ``ROW_LENGTH`` long (:mod:`hookgate.execution.plain` does both: a tuple per hook, then a row
-#: per hook, cost as much as the rest of the hook's upkeep).
-Reply = tuple[Any, ...] | float
+
+
+class HookReply(NamedTuple):
+    """What one hook's call came to: the handler's raw answer (``None``: it abstained), or
+    the exception it raised, or a timeout."""
+
+    answer: Any
+    error: BaseException | None
+    timed_out: bool
+    duration_ms: float
+
+
+#: A final trace row (a tuple; see "trace rows" below): what a plain run's hook (a call with no
+#: row) that abstained replies, made by :mod:`hookgate.execution.plain`'s call loop, where one
+#: object per hook costs as much as the rest of the hook's upkeep.
+FinalRow = tuple[Any, ...]
+#: A call's reply: a :class:`HookReply`, or a plain run's abstention as its :data:`FinalRow`
+#: (told apart by class).
+Reply = HookReply | FinalRow
 ChainGen = Generator[Batch, Sequence[Reply], Outcome]
 #: What a caller that runs each batch at once passes to :func:`drive_sync`: runs a batch's
 #: ``(calls, payload, deadline)``.
@@ -123,8 +137,8 @@ PlainRun = tuple[int, tuple[Call, ...]]
 
 def matters(reply: Reply) -> bool:
     """Whether a blocking batch stops after this reply (an answer, a failure, a timeout)."""
-    if isinstance(reply, float) or len(reply) == ROW_LENGTH:
-        return False
+    if reply.__class__ is not HookReply:
+        return False  # a plain run's abstention
     return reply[0] is not None or reply[1] is not None or bool(reply[2])
 
 
@@ -133,8 +147,7 @@ def _all_abstained(calls: tuple[Call, ...], replies: Sequence[Reply]) -> bool:
     stops at the first reply that matters, so the replies are then the batch's final rows."""
     if len(replies) != len(calls) or not replies:
         return False
-    last = replies[-1]
-    return last.__class__ is tuple and len(last) == ROW_LENGTH
+    return replies[-1].__class__ is tuple  # a FinalRow
 
 
 @dataclass(slots=True)
@@ -178,7 +191,7 @@ def run_chain(
             replies = yield (plain, payload, deadline)
             # _all_abstained, inline: this is once per event on the common path.
             last = replies[-1] if len(replies) == len(plain) else None
-            if last.__class__ is tuple and len(last) == ROW_LENGTH:
+            if last.__class__ is tuple:  # a FinalRow: every hook abstained
                 outcome = Outcome()
                 rows: Any = replies if replies.__class__ is list else list(replies)
                 outcome._rows = rows
@@ -521,27 +534,19 @@ class _Chain:
         """
         breakers, faulted, rows = self.breakers, self.faulted, self.rows
         if _all_abstained(calls, replies):  # a plain run's batch: its replies are its rows
-            rows.extend(replies)  # type: ignore[arg-type]
+            rows.extend(replies)
             return False
         duration_at, decision_at = ROW_DURATION, ROW_DECISION  # locals: once per hook
         resumed = False
         # strict=False: a blocking batch's driver stops early by contract
         for call, reply in zip(calls, replies, strict=False):
             hook, _, row, position, rows_after = call
-            if reply.__class__ is float:  # an abstention, by its duration alone
-                if row is None:
-                    # A plain run's hook (see _plain_run) has no breaker entry and needs no
-                    # approval: its abstention is its trace row, made here, and final (a
-                    # tuple, cheaper than a list).
-                    #            hook, matched, skipped, decision, duration, error, breaker, details
-                    rows.append((hook, True, None, "abstain", reply, None, "closed", None))
-                    continue
-                answer, failure, timed_out, duration = None, None, False, reply
-            elif row is None and len(reply) == ROW_LENGTH:  # type: ignore[arg-type]
-                rows.append(reply)  # type: ignore[arg-type]  # a plain run's abstention: its row
+            if reply.__class__ is not HookReply:
+                # A plain run's hook (see _plain_run) has no breaker entry and needs no
+                # approval: its abstention is its final trace row, made by the call loop.
+                rows.append(reply)
                 continue
-            else:
-                answer, failure, timed_out, duration = reply  # type: ignore[misc]
+            answer, failure, timed_out, duration = reply
             if row is None:  # a plain run's hook that answered: its row, as admit makes it
                 row = [hook, True, None, None, 0.0, None, "closed", None]
                 rows.append(row)
@@ -659,10 +664,7 @@ class _Chain:
         for call, reply in zip(calls, replies, strict=False):
             hook, _, row, position, rows_after = call
             assert row is not None  # non-blocking chains have no plain runs
-            if isinstance(reply, float):
-                answer, failure, timed_out, duration = None, None, False, reply
-            else:
-                answer, failure, timed_out, duration = reply
+            answer, failure, timed_out, duration = reply
             definition = hook.definition
             row[duration_at] = duration
             result: HookResult | None = None

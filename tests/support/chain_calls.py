@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from hookgate.chain import Batch, ChainSettings, Reply, matters, run_chain
+from hookgate.chain import Batch, ChainSettings, HookReply, Reply, matters, run_chain
 from hookgate.definition_model import validate_definition
 from hookgate.events import get_event
 from hookgate.outcome import Outcome
@@ -55,10 +55,10 @@ def compile_scripted(event: str, hooks: Sequence[Scripted]) -> list[CompiledHook
 
 def reply_for(answer: Any) -> Reply:
     if answer is TIMEOUT:
-        return (None, None, True, 5.0)
+        return HookReply(None, None, True, 5.0)
     if isinstance(answer, BaseException):
-        return (None, answer, False, 1.0)
-    return (answer, None, False, 1.0)
+        return HookReply(None, answer, False, 1.0)
+    return HookReply(answer, None, False, 1.0)
 
 
 def run_direct(

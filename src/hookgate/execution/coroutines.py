@@ -7,7 +7,7 @@ import time
 from collections.abc import Awaitable
 from typing import Any
 
-from hookgate.chain import Reply
+from hookgate.chain import HookReply
 
 __all__ = ["run_with_deadline"]
 
@@ -26,7 +26,7 @@ class _Expiry:
         self.task.cancel()
 
 
-async def run_with_deadline(work: Awaitable[Any], timeout_s: float) -> Reply:
+async def run_with_deadline(work: Awaitable[Any], timeout_s: float) -> HookReply:
     """Await ``work`` for at most ``timeout_s`` seconds: its answer, its error or a timeout.
 
     A coroutine is cancelled at its deadline. Code that never gives the loop back (a plain
@@ -44,17 +44,17 @@ async def run_with_deadline(work: Awaitable[Any], timeout_s: float) -> Reply:
         answer = await work
     except asyncio.CancelledError:
         if expiry.fired and task.uncancel() == 0:
-            return (None, None, True, (time.perf_counter() - started) * 1000)
+            return HookReply(None, None, True, (time.perf_counter() - started) * 1000)
         raise
     except Exception as exc:
-        return (None, exc, False, (time.perf_counter() - started) * 1000)
+        return HookReply(None, exc, False, (time.perf_counter() - started) * 1000)
     finally:
         timer.cancel()
     elapsed = time.perf_counter() - started
     if expiry.fired:
         # The handler swallowed the cancellation and answered late: still a timeout.
         task.uncancel()
-        return (None, None, True, elapsed * 1000)
+        return HookReply(None, None, True, elapsed * 1000)
     if elapsed > timeout_s:
-        return (None, None, True, elapsed * 1000)  # it held the loop past its time
-    return (answer, None, False, elapsed * 1000)
+        return HookReply(None, None, True, elapsed * 1000)  # it held the loop past its time
+    return HookReply(answer, None, False, elapsed * 1000)

@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
-from hookgate.chain import Call, Reply
+from hookgate.chain import Call, HookReply, Reply
 
 __all__ = ["Functions", "PlainCalls", "call_in_order", "run_in_place"]
 
@@ -111,10 +111,9 @@ def call_in_order(
     the deadline has passed. ``job``: the worker's job, which says which call runs since
     when (its waiter's deadline) and whether the waiter gave up on it.
 
-    An abstention is the common answer, so it replies with no more than the chain's fold
-    needs (see :data:`Reply`): a plain run's hook (a call with no trace row) with its final
-    trace row, which the fold keeps as it is, any other hook with its duration alone (a
-    float)."""
+    An abstention is the common answer: a plain run's hook (a call with no trace row)
+    replies with its final trace row (:data:`~hookgate.chain.FinalRow`), which the fold keeps
+    as it is; every other reply is a :class:`~hookgate.chain.HookReply`."""
     perf = time.perf_counter
     # One perf_counter reading per call: the end of one call is the start of the next, and
     # the deadline is moved to perf_counter's time (``due``) to be checked against it. A
@@ -141,7 +140,7 @@ def call_in_order(
         try:
             answer = functions[hook](view)
         except Exception as exc:
-            replies.append((None, exc, False, (perf() - started) * 1000))
+            replies.append(HookReply(None, exc, False, (perf() - started) * 1000))
             if deadline is not None:
                 return
             started = perf()
@@ -149,7 +148,7 @@ def call_in_order(
         ended = perf()
         elapsed = ended - started
         if elapsed > timeout_s:
-            replies.append((None, None, True, elapsed * 1000))
+            replies.append(HookReply(None, None, True, elapsed * 1000))
             if deadline is not None:
                 return
         elif answer is None:
@@ -157,9 +156,9 @@ def call_in_order(
                 #       hook, matched, skipped, decision, duration, error, breaker, details
                 replies.append((hook, True, None, "abstain", elapsed * 1000, None, "closed", None))
             else:
-                replies.append(elapsed * 1000)
+                replies.append(HookReply(None, None, False, elapsed * 1000))
         else:
-            replies.append((answer, None, False, elapsed * 1000))
+            replies.append(HookReply(answer, None, False, elapsed * 1000))
             if deadline is not None:
                 return
         started = ended

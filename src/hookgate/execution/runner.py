@@ -17,6 +17,7 @@ from hookgate.chain import (
     Call,
     ChainSettings,
     Execute,
+    HookReply,
     Reply,
     drive_sync,
     matters,
@@ -278,11 +279,11 @@ class HookRunner:
         definition = call[0].definition
         refusal = self.refusal(definition)
         if refusal is not None:
-            return (None, HookError(refusal), False, 0.0)
+            return HookReply(None, HookError(refusal), False, 0.0)
         try:
             handler = self.handler(definition.handler_type)
         except Exception as exc:
-            return (None, exc, False, 0.0)
+            return HookReply(None, exc, False, 0.0)
         return await run_with_deadline(
             self._invoke(handler, definition, spec, payload, timeout_s, dry_run), timeout_s
         )

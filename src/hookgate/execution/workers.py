@@ -30,7 +30,7 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any, Final
 
-from hookgate.chain import Call, Reply
+from hookgate.chain import Call, HookReply, Reply
 from hookgate.errors import HookgateError
 from hookgate.execution.plain import Functions, PlainCalls
 from hookgate.log import log_event
@@ -174,7 +174,7 @@ class WorkerPool:
                 return None
             self._stuck(job)
         log_event("hookgate.hook_thread.stuck", stuck=self.stuck, timeout_s=round(allowed, 3))
-        return (None, None, True, (now - started) * 1000), index
+        return HookReply(None, None, True, (now - started) * 1000), index
 
     def _rearm(self, job: PlainCalls, notify: Callable[[], object]) -> bool:
         """Point the job's wake-up at a new waiter; False when it already finished."""
@@ -223,7 +223,7 @@ class WorkerPool:
             try:
                 job, done = self._start(calls, functions, view, deadline, clock, tenant)
             except TooManyStuck as exc:
-                return [*replies, (None, exc, False, 0.0)]
+                return [*replies, HookReply(None, exc, False, 0.0)]
             timed_out: tuple[Reply, int] | None = None
             while True:
                 current = job.current
@@ -263,7 +263,7 @@ class WorkerPool:
             try:
                 job, done = self._start(calls, functions, view, deadline, clock, tenant)
             except TooManyStuck as exc:
-                return [*replies, (None, exc, False, 0.0)]
+                return [*replies, HookReply(None, exc, False, 0.0)]
             # Most hooks answer within microseconds: waiting that long here (the interpreter
             # lock released) is cheaper than waking the loop from the worker.
             if done.acquire(timeout=FAST_WAIT_S):
@@ -325,12 +325,10 @@ class WorkerPool:
                     self._stuck(job)
             raise
         reply = job.replies[0]
-        if isinstance(reply, float):  # abstained (a reply by its duration alone)
-            return None
-        answer, error, _, _ = reply
-        if error is not None:
-            raise error
-        return answer
+        assert isinstance(reply, HookReply)  # a call with a row never replies with one
+        if reply.error is not None:
+            raise reply.error
+        return reply.answer
 
     def close(self) -> None:
         """Let the idle workers go (stuck ones end when their function returns)."""

@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
-from hookgate.chain import Call, ChainSettings, Reply, drive_sync, matters, run_chain
+from hookgate.chain import Call, ChainSettings, HookReply, Reply, drive_sync, matters, run_chain
 from hookgate.events import KNOWN_FIELDS, EventSpec, UnknownEventError, normalize_payload
 from hookgate.hook_event import HookEvent
 from hookgate.host_code import HostCodePolicy
@@ -190,7 +190,7 @@ class _Runner:
     ) -> Reply:
         refusal = self.refusals.get(hook)
         if refusal is not None:
-            return (None, HookError(refusal), False, 0.0)
+            return HookReply(None, HookError(refusal), False, 0.0)
         fn = self.functions.get(hook)
         if fn is not None:
             return _call_on_thread(fn, view, timeout_s)
@@ -217,10 +217,10 @@ class _Runner:
             )
             answer = command_answer(definition, self.spec, code, stdout, stderr, stdout_len)
         except ShellTimeout:
-            return (None, None, True, (time.perf_counter() - started) * 1000)
+            return HookReply(None, None, True, (time.perf_counter() - started) * 1000)
         except Exception as exc:
-            return (None, exc, False, (time.perf_counter() - started) * 1000)
-        return (answer, None, False, (time.perf_counter() - started) * 1000)
+            return HookReply(None, exc, False, (time.perf_counter() - started) * 1000)
+        return HookReply(answer, None, False, (time.perf_counter() - started) * 1000)
 
 
 def _call_on_thread(fn: HookFunction, view: HookEvent, timeout_s: float) -> Reply:
@@ -240,9 +240,9 @@ def _call_on_thread(fn: HookFunction, view: HookEvent, timeout_s: float) -> Repl
     thread.join(timeout_s)
     elapsed = (time.perf_counter() - started) * 1000
     if not box:
-        return (None, None, True, elapsed)
+        return HookReply(None, None, True, elapsed)
     answer, failure = box[0]
-    return (answer, failure, False, elapsed)
+    return HookReply(answer, failure, False, elapsed)
 
 
 def _on_engine(
