@@ -24,7 +24,7 @@ import orjson
 from websockets.asyncio.client import connect
 
 from bench.harness import Row, percentiles
-from hookgate.store import Caller, ExecutionQuery, open_store
+from hookgate.store import Caller, DispatchQuery, ExecutionQuery, open_store
 
 REPO = Path(__file__).resolve().parent.parent
 HOOK = {
@@ -98,18 +98,27 @@ async def _run_clients(
     return clients * per_client / elapsed, latencies
 
 
-async def _count_rows(data_dir: Path) -> int:
+async def _count_rows(data_dir: Path) -> tuple[int, int]:
+    """The bench session's execution rows and dispatch records."""
     store = await open_store(data_dir=data_dir)
     try:
-        total, cursor = 0, None
+        master = Caller.master_scope()
+        rows, cursor = 0, None
         while True:
             page = await store.query_executions(
-                Caller.master_scope(), ExecutionQuery(session_id="bench", limit=500, cursor=cursor)
+                master, ExecutionQuery(session_id="bench", limit=500, cursor=cursor)
             )
-            total += len(page.items)
-            cursor = page.next_cursor
+            rows, cursor = rows + len(page.items), page.next_cursor
             if not cursor:
-                return total
+                break
+        records = 0
+        while True:
+            found = await store.query_dispatches(
+                master, DispatchQuery(session_id="bench", limit=500, cursor=cursor)
+            )
+            records, cursor = records + len(found.items), found.next_cursor
+            if not cursor:
+                return rows, records
     finally:
         await store.close()
 
@@ -142,7 +151,9 @@ def run(quick: bool) -> list[Row]:
         finally:
             proc.send_signal(signal.SIGTERM)
             proc.wait(timeout=60)
-        written = asyncio.run(_count_rows(data_dir))
+        written, records = asyncio.run(_count_rows(data_dir))
         rows.append(Row("gateway", f"execution rows written / dispatches ({sent})", written,
                         "rows", goal=f"= {sent}", passed=written == sent))
+        rows.append(Row("gateway", f"dispatch records written / dispatches ({sent})", records,
+                        "rows", goal=f"= {sent}", passed=records == sent))
     return rows
