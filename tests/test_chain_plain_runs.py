@@ -28,7 +28,7 @@ from hookgate.chain import (
     run_chain,
 )
 from hookgate.events import get_event
-from hookgate.outcome import HookError, Outcome
+from hookgate.outcome import HookError, Outcome, TraceRow
 from hookgate.registry import CompiledHook
 from hookgate.safeguards import BreakerBoard
 from hookgate.settings import Settings
@@ -45,7 +45,7 @@ def _scripted(
     for (hook, _, row, _, _), name in zip(calls, names, strict=True):
         reply = reply_for(answers[name])
         if abstentions == "row" and row is None and not matters(reply):
-            reply = (hook, True, None, "abstain", reply[3], None, "closed", None)
+            reply = TraceRow(hook, True, "abstain", reply.duration_ms)
         replies.append(reply)
         if matters(reply):
             break

@@ -59,19 +59,13 @@ from hookgate.events import (
 )
 from hookgate.matching import FilterBudgetError, FilterError, cel_activation
 from hookgate.outcome import (
-    ROW_BREAKER,
-    ROW_DECISION,
-    ROW_DETAILS,
-    ROW_DURATION,
-    ROW_ERROR,
-    ROW_MATCHED,
-    ROW_SKIPPED,
     HookError,
     HookResult,
     InfrastructureError,
     MalformedAnswer,
     Outcome,
     PendingApproval,
+    TraceRow,
     coerce_result,
 )
 
@@ -85,7 +79,6 @@ __all__ = [
     "ChainGen",
     "ChainSettings",
     "Execute",
-    "FinalRow",
     "HookReply",
     "Reply",
     "drive_sync",
@@ -101,7 +94,7 @@ __all__ = [
 #: ``timeout_s`` seconds. The rest is the chain's bookkeeping: the hook's trace ``row``
 #: (``None`` in a plain run: the fold makes it), its ``position`` in the sorted hook list, and
 #: how many trace rows existed once it was admitted.
-Call = tuple["CompiledHook", float, list[Any] | None, int, int]
+Call = tuple["CompiledHook", float, TraceRow | None, int, int]
 #: A batch is ``(calls, payload, deadline)``: the payload every call of the batch sees, and the
 #: chain deadline (clock time) on blocking events, ``None`` on non-blocking ones.
 Batch = tuple[tuple[Call, ...], Mapping[str, Any], float | None]
@@ -117,13 +110,10 @@ class HookReply(NamedTuple):
     duration_ms: float
 
 
-#: A final trace row (a tuple; see "trace rows" below): what a plain run's hook (a call with no
-#: row) that abstained replies, made by :mod:`hookgate.execution.plain`'s call loop, where one
-#: object per hook costs as much as the rest of the hook's upkeep.
-FinalRow = tuple[Any, ...]
-#: A call's reply: a :class:`HookReply`, or a plain run's abstention as its :data:`FinalRow`
-#: (told apart by class).
-Reply = HookReply | FinalRow
+#: A call's reply: a :class:`HookReply`, or a plain run's abstention as its final
+#: :class:`~hookgate.outcome.TraceRow`, made by :mod:`hookgate.execution.plain`'s call loop
+#: (one object per hook instead of two); told apart by class.
+Reply = HookReply | TraceRow
 ChainGen = Generator[Batch, Sequence[Reply], Outcome]
 #: What a caller that runs each batch at once passes to :func:`drive_sync`: runs a batch's
 #: ``(calls, payload, deadline)``.
@@ -147,7 +137,7 @@ def _all_abstained(calls: tuple[Call, ...], replies: Sequence[Reply]) -> bool:
     stops at the first reply that matters, so the replies are then the batch's final rows."""
     if len(replies) != len(calls) or not replies:
         return False
-    return replies[-1].__class__ is tuple  # a FinalRow
+    return replies[-1].__class__ is TraceRow
 
 
 @dataclass(slots=True)
@@ -191,7 +181,7 @@ def run_chain(
             replies = yield (plain, payload, deadline)
             # _all_abstained, inline: this is once per event on the common path.
             last = replies[-1] if len(replies) == len(plain) else None
-            if last.__class__ is tuple:  # a FinalRow: every hook abstained
+            if last.__class__ is TraceRow:  # every hook abstained
                 outcome = Outcome()
                 rows: Any = replies if replies.__class__ is list else list(replies)
                 outcome._rows = rows
@@ -253,20 +243,16 @@ def _plain_run(hooks: Sequence[CompiledHook], settings: ChainSettings) -> PlainR
 # duration, error, breaker, details. A plain run's abstention is final: its row is a tuple.
 
 
-def _skip(row: list[Any], why: str) -> None:
-    row[ROW_SKIPPED] = why
-
-
-def _record(row: list[Any], decision: str, error: str | None = None) -> None:
-    row[ROW_DECISION] = decision
+def _record(row: TraceRow, decision: str, error: str | None = None) -> None:
+    row.decision = decision
     if error is not None:
-        row[ROW_ERROR] = error
+        row.error = error
 
 
-def _details(row: list[Any]) -> dict[str, Any]:
-    details: dict[str, Any] | None = row[ROW_DETAILS]
+def _details(row: TraceRow) -> dict[str, Any]:
+    details = row.details
     if details is None:
-        details = row[ROW_DETAILS] = {}
+        details = row.details = {}
     return details
 
 
@@ -306,7 +292,7 @@ class _Chain:
         self.settings = settings
         self.outcome = outcome = Outcome()
         #: Trace rows: lists while the chain may still change them, a tuple once final.
-        self.rows: list[Sequence[Any]] = []
+        self.rows: list[TraceRow] = []
         outcome._rows = self.rows
         self.blocking = blocking = spec.blocking
         self.breakers = None if settings.dry_run else settings.breakers
@@ -385,7 +371,6 @@ class _Chain:
         watching = self.breakers is not None
         faulted = self.faulted
         match_field = self.spec.match_field
-        matched_at = ROW_MATCHED  # a local: this loop runs once per hook per event
         budgeted = self.deadline is not None  # (a long wait moves the deadline, never unsets it)
         batch: list[Call] = []
         while index < count:
@@ -395,18 +380,17 @@ class _Chain:
             if watched and blocking and batch:
                 break
             index += 1
-            #      hook, matched, skipped, decision, duration, error, breaker, details
-            row = [hook, False, None, None, 0.0, None, "closed", None]
+            row = TraceRow(hook)
             rows.append(row)
             if not definition.enabled:
-                _skip(row, "disabled")
+                row.skipped = "disabled"
                 continue
             if hook.matcher is not None:
                 subject = self.current.get(match_field) if match_field else ""
                 matched = hook.matcher.matches(subject if isinstance(subject, str) else "")
                 _details(row)["matcher_matched"] = matched
                 if not matched:
-                    _skip(row, "matcher did not match")
+                    row.skipped = "matcher did not match"
                     continue
             timeout_s = hook.timeout_s
             if hook.condition is not None:
@@ -416,7 +400,7 @@ class _Chain:
                         return None
                     continue
                 timeout_s = left
-            row[matched_at] = True
+            row.matched = True
             if watched and not self._breaker_admits(hook, row):
                 if self.ended:
                     return None
@@ -433,7 +417,7 @@ class _Chain:
         self.index = index
         return tuple(batch) if batch else None
 
-    def _filter(self, hook: CompiledHook, row: list[Any]) -> float | None:
+    def _filter(self, hook: CompiledHook, row: TraceRow) -> float | None:
         """Evaluate the hook's ``if_expr``: the time left of its timeout, or ``None`` to skip
         it (``ended`` set when that failure blocks the chain)."""
         assert hook.condition is not None
@@ -446,53 +430,53 @@ class _Chain:
         except FilterBudgetError as exc:
             # Input too large to filter: the hook cannot tell whether it applies, so it
             # fails, by its on_error policy (padding must not slip past a guard).
-            row[ROW_MATCHED] = True
+            row.matched = True
             _record(row, "error", str(exc))
             if self.blocking and definition.on_error != "allow":
                 self._fail_closed(definition, str(exc))
             else:
-                _skip(row, "if_expr input over its bound")
+                row.skipped = "if_expr input over its bound"
             return None
         except FilterError as exc:
             _details(row)["cel_eval_result"] = None
-            _skip(row, "if_expr could not be evaluated")
-            row[ROW_ERROR] = str(exc)
+            row.skipped = "if_expr could not be evaluated"
+            row.error = str(exc)
             return None
         _details(row)["cel_eval_result"] = passed
         if not passed:
-            _skip(row, "if_expr is false")
+            row.skipped = "if_expr is false"
             return None
         # The filter's time counts against the hook's timeout.
         spent = perf_counter() - filter_started
         timeout_s = hook.timeout_s - spent
         if timeout_s > 0:
             return timeout_s
-        row[ROW_MATCHED] = True
+        row.matched = True
         _record(
             row,
             "timeout",
             f"if_expr took {spent * 1000:.0f} ms, the whole {definition.timeout_ms} ms timeout",
         )
         if self.blocking and definition.on_timeout == "block":
-            self._fail_closed(definition, row[ROW_ERROR])
+            self._fail_closed(definition, row.error or "timed out")
         return None
 
-    def _breaker_admits(self, hook: CompiledHook, row: list[Any]) -> bool:
+    def _breaker_admits(self, hook: CompiledHook, row: TraceRow) -> bool:
         """An open breaker never opens a door: skipped when observing, else ``on_error``."""
         assert self.breakers is not None
         definition = hook.definition
         state = self.breakers.admit(definition.id)
         if state == "closed":
             return True
-        row[ROW_BREAKER] = state
+        row.breaker = state
         if state != "open":
             return True  # half-open: this call is the probe
         if not self.blocking:
-            _skip(row, "circuit breaker open")
+            row.skipped = "circuit breaker open"
             return False
         _record(row, "error", "circuit breaker open; handler not called")
         if definition.on_error == "allow":
-            _skip(row, "circuit breaker open (on_error=allow)")
+            row.skipped = "circuit breaker open (on_error=allow)"
             return False
         self._block(
             f"hook {definition.label!r} is failing (circuit breaker open); "
@@ -500,7 +484,7 @@ class _Chain:
         )
         return False
 
-    def _within_budget(self, hook: CompiledHook, row: list[Any], batch: list[Call]) -> bool:
+    def _within_budget(self, hook: CompiledHook, row: TraceRow, batch: list[Call]) -> bool:
         """Check (and for long waits, extend) the chain deadline; False ends the chain.
         ``admit`` calls it only where it can matter (first call of a batch, a long wait)."""
         deadline = self.deadline
@@ -534,31 +518,30 @@ class _Chain:
         """
         breakers, faulted, rows = self.breakers, self.faulted, self.rows
         if _all_abstained(calls, replies):  # a plain run's batch: its replies are its rows
-            rows.extend(replies)
+            rows.extend(replies)  # type: ignore[arg-type]  # each a TraceRow: checked above
             return False
-        duration_at, decision_at = ROW_DURATION, ROW_DECISION  # locals: once per hook
         resumed = False
         # strict=False: a blocking batch's driver stops early by contract
         for call, reply in zip(calls, replies, strict=False):
             hook, _, row, position, rows_after = call
-            if reply.__class__ is not HookReply:
+            if isinstance(reply, TraceRow):
                 # A plain run's hook (see _plain_run) has no breaker entry and needs no
                 # approval: its abstention is its final trace row, made by the call loop.
                 rows.append(reply)
                 continue
             answer, failure, timed_out, duration = reply
             if row is None:  # a plain run's hook that answered: its row, as admit makes it
-                row = [hook, True, None, None, 0.0, None, "closed", None]
+                row = TraceRow(hook, True)
                 rows.append(row)
             definition = hook.definition
-            row[duration_at] = duration
+            row.duration_ms = duration
             result: HookResult | None = None
             if failure is None and not timed_out:
                 if answer is None:
                     # Abstaining is the common case: nothing to fold.
                     if breakers is not None and definition.id in faulted:
                         breakers.success(definition.id)
-                    row[decision_at] = "abstain"
+                    row.decision = "abstain"
                     approval = definition.approval
                     if (
                         approval is not None
@@ -577,13 +560,13 @@ class _Chain:
             resumed = True
             if timed_out or failure is not None:
                 if self._failed(row, definition, failure, timed_out, duration) == "block":
-                    self._fail_closed(definition, row[ROW_ERROR])
+                    self._fail_closed(definition, row.error or "failed")
                     return True
                 break
             if breakers is not None and definition.id in faulted:
                 breakers.success(definition.id)
             if result is None:
-                row[ROW_DECISION] = "abstain"
+                row.decision = "abstain"
                 continue
             self._note(row, result)
             if self._decide(row, definition, result):
@@ -598,11 +581,11 @@ class _Chain:
             self.plain_from = len(self.hooks)
         return False
 
-    def _decide(self, row: list[Any], definition: Any, result: HookResult) -> bool:
+    def _decide(self, row: TraceRow, definition: Any, result: HookResult) -> bool:
         """One answer on a blocking event; True when it ends the chain."""
         outcome, label = self.outcome, definition.label
         if result.abort is not None:
-            row[ROW_DECISION] = "abort"
+            row.decision = "abort"
             outcome.abort = result.abort
             outcome.continue_ = result.continue_ and result.abort != "hard"
             outcome.retry = result.retry
@@ -627,7 +610,7 @@ class _Chain:
                 self._rewrite(result)
             return False  # like an allow: the chain goes on; the person decides at the end
         if result.blocks:
-            row[ROW_DECISION] = "block"
+            row.decision = "block"
             outcome.continue_ = result.continue_
             outcome.retry = result.retry
             if result.decision in ("ask", "defer"):
@@ -642,14 +625,14 @@ class _Chain:
             self._rewrite(result)
         required = definition.approval is not None and definition.approval.required
         if result.result is not None:
-            row[ROW_DECISION] = "respond"
+            row.decision = "respond"
             outcome.result = result.result
             outcome.reason = result.reason
             if required:
                 self._ask(row, definition, "required", result.reason)
             self.ended = True
             return True
-        row[ROW_DECISION] = "allow"
+        row.decision = "allow"
         if result.decision == "allow":
             # Said so, rather than only rewrote or added context (see Outcome).
             self.outcome.explicitly_allowed = True
@@ -660,19 +643,20 @@ class _Chain:
     def fold_observing(self, calls: tuple[Call, ...], replies: Sequence[Reply]) -> None:
         """Apply a non-blocking batch's replies in hook order: recorded, never enforced."""
         breakers, faulted, outcome, spec = self.breakers, self.faulted, self.outcome, self.spec
-        duration_at, decision_at = ROW_DURATION, ROW_DECISION  # locals: once per hook
         for call, reply in zip(calls, replies, strict=False):
             hook, _, row, position, rows_after = call
-            assert row is not None  # non-blocking chains have no plain runs
+            # Non-blocking chains have no plain runs: every call has a row, every reply is a
+            # HookReply.
+            assert row is not None and isinstance(reply, HookReply)
             answer, failure, timed_out, duration = reply
             definition = hook.definition
-            row[duration_at] = duration
+            row.duration_ms = duration
             result: HookResult | None = None
             if failure is None and not timed_out:
                 if answer is None:
                     if breakers is not None and definition.id in faulted:
                         breakers.success(definition.id)
-                    row[decision_at] = "abstain"
+                    row.decision = "abstain"
                     continue
                 try:
                     result = self._read(answer)
@@ -684,10 +668,10 @@ class _Chain:
             if breakers is not None and definition.id in faulted:
                 breakers.success(definition.id)
             if result is None:
-                row[ROW_DECISION] = "abstain"
+                row.decision = "abstain"
                 continue
             self._note(row, result)
-            row[ROW_DECISION] = "block" if result.blocks or result.abort else "allow"
+            row.decision = "block" if result.blocks or result.abort else "allow"
             if result.abort is not None:
                 # Handed to a caller that waits (first in hook order); nothing else of the
                 # chain stops.
@@ -719,7 +703,7 @@ class _Chain:
             _check_allowed(result, spec)
         return result
 
-    def _note(self, row: list[Any], result: HookResult) -> None:
+    def _note(self, row: TraceRow, result: HookResult) -> None:
         """Record what every answer carries: details, reason, and context (kept in order)."""
         if result.details:
             _details(row).update(result.details)
@@ -739,7 +723,7 @@ class _Chain:
 
     def _ask(
         self,
-        row: list[Any],
+        row: TraceRow,
         definition: Any,
         kind: str,
         reason: str | None,
@@ -754,7 +738,7 @@ class _Chain:
 
     def _failed(
         self,
-        row: list[Any],
+        row: TraceRow,
         definition: Any,
         failure: BaseException | None,
         timed_out: bool,
@@ -809,7 +793,7 @@ def _rewrite(
 
 def _ask(
     outcome: Outcome,
-    row: list[Any],
+    row: TraceRow,
     definition: Any,
     kind: str,
     reason: str | None,
@@ -818,7 +802,7 @@ def _ask(
 ) -> bool:
     """Mark the outcome as needing a person; True when that blocks (no approver).
     ``override``: this answer's own approval timeout / policy (OpenClaw's requireApproval)."""
-    row[ROW_DECISION] = "ask"
+    row.decision = "ask"
     if reason:
         _details(row)["reason"] = reason
     if not settings.approvals:

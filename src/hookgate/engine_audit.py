@@ -26,12 +26,6 @@ from hookgate.audit import (
 from hookgate.events import EventSpec
 from hookgate.log import log_event
 from hookgate.outcome import (
-    ROW_DECISION,
-    ROW_DETAILS,
-    ROW_DURATION,
-    ROW_ERROR,
-    ROW_HOOK,
-    ROW_MATCHED,
     Outcome,
 )
 
@@ -63,7 +57,7 @@ def chain_records(
     """One record per hook that ran in the chain (matched and decided), each naming the
     dispatch; ``event_id`` is asked for the event's id only when there is a record to carry
     it."""
-    executed = [row for row in outcome._rows or () if row[ROW_MATCHED] and row[ROW_DECISION]]
+    executed = [row for row in outcome._rows or () if row.matched and row.decision]
     if not executed:
         return []
     digest = input_hash(spec.name, data, spec.input_field)
@@ -76,8 +70,8 @@ def chain_records(
     summary = summarize_input(data.get(spec.input_field)) if spec.input_field else None
     records = []
     for row in executed:
-        definition = row[ROW_HOOK].definition
-        details = row[ROW_DETAILS]
+        definition = row.hook.definition
+        details = row.details
         reason = None
         metadata: dict[str, Any] = {}
         if details:
@@ -96,13 +90,13 @@ def chain_records(
                 handler_type=definition.handler_type,
                 event=spec.name,
                 event_id=shared_id,
-                decision=row[ROW_DECISION],
-                duration_ms=round(row[ROW_DURATION], 3),
+                decision=row.decision or "",
+                duration_ms=round(row.duration_ms, 3),
                 tenant_id=tenant_id,
                 agent_id=agent_id,
                 session_id=session_id,
                 input_hash=digest,
-                error=row[ROW_ERROR],
+                error=row.error,
                 metadata=metadata,
                 tool_name=tool_name,
                 input_summary=summary,

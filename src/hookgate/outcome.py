@@ -9,7 +9,7 @@ to abstain); :func:`coerce_result` turns that into a :class:`HookResult` or rais
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, NamedTuple
 
@@ -17,15 +17,6 @@ from hookgate.errors import HookgateError
 
 __all__ = [
     "ABORT_VALUES",
-    "ROW_BREAKER",
-    "ROW_DECISION",
-    "ROW_DETAILS",
-    "ROW_DURATION",
-    "ROW_ERROR",
-    "ROW_HOOK",
-    "ROW_LENGTH",
-    "ROW_MATCHED",
-    "ROW_SKIPPED",
     "DECISIONS",
     "HookError",
     "InfrastructureError",
@@ -34,8 +25,8 @@ __all__ = [
     "Outcome",
     "PendingApproval",
     "TraceEntry",
+    "TraceRow",
     "coerce_result",
-    "entry_from_row",
 ]
 
 Decision = Literal["allow", "block", "ask", "defer"]
@@ -261,29 +252,57 @@ class TraceEntry:
         }
 
 
-#: Positions in a trace row, the compact per-hook record the chain keeps while it runs.
-#: Rows become :class:`TraceEntry` objects only when someone reads ``Outcome.trace``.
-ROW_HOOK, ROW_MATCHED, ROW_SKIPPED, ROW_DECISION, ROW_DURATION, ROW_ERROR, ROW_BREAKER = range(7)
-ROW_DETAILS = 7
-#: A row's length: a reply that long is a row (see :data:`hookgate.chain.Reply`).
-ROW_LENGTH = 8
+class TraceRow:
+    """One hook the chain considered, as the chain keeps it while it runs: mutable, and made
+    once per hook per event (so its constructor takes only what differs between the two
+    places that make one). It becomes a :class:`TraceEntry` only when someone reads
+    ``Outcome.trace``."""
 
-
-def entry_from_row(row: Sequence[Any]) -> TraceEntry:
-    definition = row[ROW_HOOK].definition
-    return TraceEntry(
-        hook_id=definition.id,
-        name=definition.name,
-        handler_type=definition.handler_type,
-        matched=row[ROW_MATCHED],
-        skipped=row[ROW_SKIPPED],
-        decision=row[ROW_DECISION],
-        duration_ms=row[ROW_DURATION],
-        error=row[ROW_ERROR],
-        breaker=row[ROW_BREAKER],
-        version=definition.version,
-        details=row[ROW_DETAILS] or {},
+    __slots__ = (
+        "breaker",
+        "decision",
+        "details",
+        "duration_ms",
+        "error",
+        "hook",
+        "matched",
+        "skipped",
     )
+
+    def __init__(
+        self,
+        hook: Any,
+        matched: bool = False,
+        decision: str | None = None,
+        duration_ms: float = 0.0,
+    ) -> None:
+        #: The :class:`~hookgate.registry.CompiledHook`.
+        self.hook = hook
+        self.matched = matched
+        self.decision = decision
+        self.duration_ms = duration_ms
+        #: Why the hook did not run (disabled, its if_expr was false, …).
+        self.skipped: str | None = None
+        self.error: str | None = None
+        self.breaker = "closed"
+        #: Made on first use (most hooks have none).
+        self.details: dict[str, Any] | None = None
+
+    def entry(self) -> TraceEntry:
+        definition = self.hook.definition
+        return TraceEntry(
+            hook_id=definition.id,
+            name=definition.name,
+            handler_type=definition.handler_type,
+            matched=self.matched,
+            skipped=self.skipped,
+            decision=self.decision,
+            duration_ms=self.duration_ms,
+            error=self.error,
+            breaker=self.breaker,
+            version=definition.version,
+            details=self.details or {},
+        )
 
 
 class PendingApproval(NamedTuple):
@@ -347,7 +366,7 @@ class Outcome:
         #: Set when a quality gate blocked: what the caller needs to run its retry loop.
         self.retry = retry
         self._trace = trace
-        self._rows: list[Sequence[Any]] | None = None
+        self._rows: list[TraceRow] | None = None
         #: The first hook that asked for a person, set by the chain when approvals are on;
         #: the engine asks the approver and clears it.
         self.pending_approval: PendingApproval | None = None
@@ -380,7 +399,7 @@ class Outcome:
     def trace(self) -> list[TraceEntry]:
         """One entry per hook the chain considered, in chain order."""
         if self._trace is None:
-            self._trace = [entry_from_row(row) for row in self._rows] if self._rows else []
+            self._trace = [row.entry() for row in self._rows] if self._rows else []
         return self._trace
 
     @property

@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
 from hookgate.chain import Call, HookReply, Reply
+from hookgate.outcome import TraceRow
 
 __all__ = ["Functions", "PlainCalls", "call_in_order", "run_in_place"]
 
@@ -112,7 +113,7 @@ def call_in_order(
     when (its waiter's deadline) and whether the waiter gave up on it.
 
     An abstention is the common answer: a plain run's hook (a call with no trace row)
-    replies with its final trace row (:data:`~hookgate.chain.FinalRow`), which the fold keeps
+    replies with its final :class:`~hookgate.outcome.TraceRow`, which the fold keeps
     as it is; every other reply is a :class:`~hookgate.chain.HookReply`."""
     perf = time.perf_counter
     # One perf_counter reading per call: the end of one call is the start of the next, and
@@ -154,7 +155,7 @@ def call_in_order(
         elif answer is None:
             if row is None:  # a plain run's hook: its final trace row (hookgate.chain)
                 #       hook, matched, skipped, decision, duration, error, breaker, details
-                replies.append((hook, True, None, "abstain", elapsed * 1000, None, "closed", None))
+                replies.append(TraceRow(hook, True, "abstain", elapsed * 1000))
             else:
                 replies.append(HookReply(None, None, False, elapsed * 1000))
         else:
