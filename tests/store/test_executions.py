@@ -236,3 +236,22 @@ async def test_a_large_batch_keeps_order_dedup_and_hook_links(store: Store) -> N
     assert by_event["ev-3998"] is None  # its hook was deleted before the write
     assert by_event["ev-3997"] is None
     assert by_event["ev-3996"] == live.id
+
+
+async def test_timings_and_hook_name_filter_stay_in_the_callers_tenant(store: Store) -> None:
+    now = time.time()
+    await store.write_executions([
+        row(1, tenant_id="tenant-a", hook_name="guard", decision="block", created_at=now - 10),
+        row(2, tenant_id="tenant-a", hook_name="other", created_at=now - 5),
+        row(3, tenant_id="tenant-b", hook_name="guard", created_at=now - 1),
+        row(4, tenant_id="tenant-a", hook_name="guard", created_at=now - 7200),
+    ])
+    named = await store.query_executions(A, ExecutionQuery(hook_name="guard"))
+    assert [r.event_id for r in named.items] == ["ev-4", "ev-1"]
+    # The window bounds the rows; the tenant filter cannot widen a tenant's scope.
+    timings = await store.execution_timings(A, "tenant-b", now - 3600, now + 1, 100)
+    assert [(t.hook_name, t.decision) for t in timings] == [("other", "allow"), ("guard", "block")]
+    assert await store.execution_timings(B, None, now - 3600, now + 1, 100) == tuple(
+        t for t in await store.execution_timings(MASTER, "tenant-b", now - 3600, now + 1, 100)
+    )
+    assert len(await store.execution_timings(MASTER, None, now - 3600, now + 1, 2)) == 2

@@ -13,9 +13,38 @@ from typing import Final
 
 from hookgate.definition import GLOBAL_TENANT, HookDefinition
 
-__all__ = ["BUILTIN_NAMESPACE", "builtin_definitions"]
+__all__ = ["BUILTIN_NAMESPACE", "builtin_definitions", "builtin_description"]
 
 BUILTIN_NAMESPACE: Final = uuid.UUID("6f1c2a4e-4b7d-5c3a-9e8f-2d1b0a9c8e7f")
+
+
+#: What each builtin does, for people reading the hooks list (by name and event).
+_DESCRIPTIONS: Final = {
+    ("pii-redactor", "pre_tool_use"):
+        "Masks e-mail addresses and phone numbers in a tool call's free-text fields "
+        "(command, cmd, query, content) before the tool runs.",
+    ("pii-redactor", "user_prompt_submit"):
+        "Masks e-mail addresses and phone numbers in the user's prompt before the model "
+        "sees it.",
+    ("content-guard", "pre_tool_use"):
+        "Blocks a tool call that would export a secret or internal detail it finds: network "
+        "commands (curl, git push, scp, ...), tools that reach out, writes outside the "
+        "workspace.",
+    ("content-guard", "post_tool_use"):
+        "Masks secrets and internal details found in a tool's output before the agent reads "
+        "it.",
+    ("content-guard", "tool_result_persist"):
+        "Masks secrets and internal details in the tool result kept in the conversation, "
+        "which later turns see.",
+    ("content-guard", "message_sending"):
+        "Never rewrites an outgoing message; appends a visible note naming what it found.",
+}
+
+
+def builtin_description(name: str, event: str) -> str | None:
+    """The description of the builtin hook ``name`` on ``event`` (None for other hooks);
+    ``name`` may carry the event suffix the non-``pre_tool_use`` builtins have."""
+    return _DESCRIPTIONS.get((name.removesuffix(f" ({event})"), event))
 
 
 def _builtin(name: str, event: str, **fields: object) -> HookDefinition:

@@ -20,6 +20,7 @@ from hookgate.server.approval_methods import (
 )
 from hookgate.server.auth import Principal
 from hookgate.server.dispatch_methods import dispatches_get, dispatches_list
+from hookgate.server.hook_figures import hooks_figures
 from hookgate.server.hook_files import hooks_export, hooks_import
 from hookgate.server.key_methods import keys_create, keys_list, keys_revoke
 from hookgate.server.methods import (
@@ -127,6 +128,12 @@ METHOD_LIST: Final = (
         "hooks.history", "viewer", schemas.HistoryParams, schemas.HistoryPayload, hooks_history,
         "Executions, newest first, with cursor pagination.",
         ("GET", "/executions"),
+    ),
+    _method(
+        "hooks.figures", "viewer", schemas.FiguresParams, schemas.FiguresPayload, hooks_figures,
+        "Per-hook figures of the caller's tenant over a window (1h, 24h, 7d, 30d): fires, "
+        "blocks and block rate, p95 duration, last fired; from the audit's execution rows.",
+        ("GET", "/hooks/figures"),
     ),
     _method(
         "hooks.dispatch", "operator", schemas.DispatchParams, schemas.OutcomePayload,

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from pydantic import BaseModel, ValidationError
 
+from hookgate.builtins import builtin_description
 from hookgate.definition import DefinitionError, HookDefinition
 from hookgate.definition_model import REQUIRED_MESSAGE, validate_definition
 from hookgate.events import CATALOGUE, UnknownEventError, get_event, normalize_payload
@@ -173,6 +174,8 @@ def hook_view(gateway: Gateway, record: HookRecord) -> dict[str, Any]:
         "last_fault": breaker.get("last_fault"),
     }
     data.pop("order", None)
+    if record.definition.source == "builtin":
+        data["description"] = builtin_description(record.definition.name, record.definition.event)
     return data
 
 
@@ -487,6 +490,7 @@ def history_query(who: Principal, p: schemas.HistoryParams) -> ExecutionQuery:
         event=_check_event(p.event),
         agent_id=p.agent_id,
         tool_name=p.tool_name,
+        hook_name=p.hook_name,
         since=_timestamp(p.since, "since"),
         until=_timestamp(p.until, "until"),
         tenant_id=_tenant_filter(who, p.tenant_id),

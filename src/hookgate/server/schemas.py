@@ -38,6 +38,9 @@ __all__ = [
     "DispatchesPayload",
     "Execution",
     "HistoryParams",
+    "FiguresParams",
+    "FiguresPayload",
+    "HookFigures",
     "HistoryPayload",
     "Hook",
     "HookIdParams",
@@ -131,11 +134,21 @@ class HistoryParams(_Params):
     event: str | None = Field(default=None, max_length=64)
     agent_id: str | None = Field(default=None, alias="agentId", max_length=200)
     tool_name: str | None = Field(default=None, alias="toolName", max_length=256)
+    #: The hook's name as executed (a deleted hook's rows too).
+    hook_name: str | None = Field(default=None, alias="hookName", max_length=200)
     #: ISO 8601 or epoch seconds; ``since`` inclusive, ``until`` exclusive.
     since: str | float | None = None
     until: str | float | None = None
     cursor: str | None = Field(default=None, max_length=500)
     limit: int = Field(default=50, ge=1, le=500)
+    tenant_id: str | None = Field(default=None, alias="tenantId", max_length=200)
+
+
+class FiguresParams(_Params):
+    """Per-hook figures over the last ``window`` (``1h``, ``24h``, ``7d`` or ``30d``)."""
+
+    window: Literal["1h", "24h", "7d", "30d"] = "24h"
+    #: Master scope only: narrow to one tenant.
     tenant_id: str | None = Field(default=None, alias="tenantId", max_length=200)
 
 
@@ -242,6 +255,8 @@ class Hook(_Open):
     agent_ids: list[str]
     version: int
     source: Literal["builtin", "user"]
+    #: What a builtin hook does (builtins only).
+    description: str | None = None
     approval: ApprovalModel | None = None
     created_at: str | None = None
     updated_at: str | None = None
@@ -348,6 +363,27 @@ class DispatchesPayload(BaseModel):
 
 class DispatchPayload(BaseModel):
     dispatch: Dispatch
+
+
+class HookFigures(BaseModel):
+    hook_id: str | None
+    hook_name: str | None
+    fires: int
+    blocks: int
+    block_rate: float
+    p95_ms: float
+    last_fired: str | None
+
+
+class FiguresPayload(BaseModel):
+    window: str
+    since: str | None
+    until: str | None
+    #: Execution rows read; ``sampled`` when the window held more than the gateway reads
+    #: (the figures then cover the newest rows).
+    rows: int
+    sampled: bool
+    hooks: list[HookFigures]
 
 
 class HistoryPayload(BaseModel):

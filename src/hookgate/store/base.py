@@ -296,6 +296,8 @@ class ExecutionQuery:
     event: str | None = None
     agent_id: str | None = None
     tool_name: str | None = None
+    #: The hook's name as executed (a deleted hook's rows too).
+    hook_name: str | None = None
     #: Time range on ``created_at`` (epoch seconds): ``since`` inclusive, ``until`` exclusive.
     since: float | None = None
     until: float | None = None
@@ -303,6 +305,17 @@ class ExecutionQuery:
     tenant_id: str | None = None
     limit: int = 50
     cursor: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ExecutionTiming:
+    """What per-hook figures need of one execution row, and nothing else."""
+
+    hook_ref: str | None
+    hook_name: str | None
+    decision: str
+    duration_ms: float
+    created_at: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -604,6 +617,13 @@ class Store(Protocol):
     async def query_executions(self, caller: Caller, query: ExecutionQuery) -> ExecutionPage:
         """History, newest first, scoped to the caller's tenant (master: all or
         ``query.tenant_id``). The cursor stays correct while rows are added."""
+        ...
+
+    async def execution_timings(
+        self, caller: Caller, tenant_id: str | None, since: float, until: float, limit: int
+    ) -> tuple[ExecutionTiming, ...]:
+        """The newest ``limit`` rows created in ``[since, until)`` of the caller's tenant
+        (master: all or ``tenant_id``), with only the columns per-hook figures need."""
         ...
 
     async def get_execution(self, caller: Caller, execution_id: str) -> ExecutionRow:

@@ -15,6 +15,7 @@ from hookgate.store.base import (
     ExecutionPage,
     ExecutionQuery,
     ExecutionRow,
+    ExecutionTiming,
     NotFound,
     StoreError,
 )
@@ -152,6 +153,7 @@ class ExecutionTable(SqlBackend):
             ("decision", query.decision),
             ("event", query.event),
             ("agent_id", query.agent_id),
+            ("hook_name", query.hook_name),
         ):
             if value is not None:
                 where.append(f"{column} = ?")
@@ -176,6 +178,32 @@ class ExecutionTable(SqlBackend):
         items = tuple(execution_from_row(row) for row in rows[:limit])
         more = len(rows) > limit
         return ExecutionPage(items, encode_cursor(items[-1].seq) if more and items else None)
+
+    async def execution_timings(
+        self, caller: Caller, tenant_id: str | None, since: float, until: float, limit: int
+    ) -> tuple[ExecutionTiming, ...]:
+        tenant = tenant_id if caller.master else caller.tenant_id
+        scope = " AND tenant_id = ?" if tenant is not None else ""
+        args: list[Any] = [float(since), float(until)]
+        if tenant is not None:
+            args.append(tenant)
+        async with self._read() as sql:
+            rows = await sql.fetch(
+                "SELECT hook_ref, hook_name, decision, duration_ms, created_at "
+                f"FROM hook_executions WHERE created_at >= ? AND created_at < ?{scope} "
+                f"ORDER BY seq DESC LIMIT {max(1, int(limit))}",
+                *args,
+            )
+        return tuple(
+            ExecutionTiming(
+                hook_ref=row["hook_ref"],
+                hook_name=row["hook_name"],
+                decision=row["decision"],
+                duration_ms=float(row["duration_ms"]),
+                created_at=float(row["created_at"]),
+            )
+            for row in rows
+        )
 
     async def get_execution(self, caller: Caller, execution_id: str) -> ExecutionRow:
         async with self._read() as sql:

@@ -81,6 +81,13 @@ export async function auditPage(filters, { cursor = null, limit = 25 } = {}) {
   return call("hooks.history", params);
 }
 
+/** Per-hook figures over a window (`1h`, `24h`, `7d`, `30d`), computed by the gateway from
+ * the audit rows: `{window, since, until, rows, sampled, hooks: [{hook_id, hook_name, fires,
+ * blocks, block_rate, p95_ms, last_fired}]}`. */
+export async function hookFigures(window = "24h") {
+  return call("hooks.figures", { window, ...picked() });
+}
+
 // Dispatch records: one per dispatch (event, tool, agent, session, decision, the hooks that
 // ran in order, the approval). `decision` is allow, block or ask (every dispatch that asked).
 export async function dispatchPage(filters, { cursor = null, limit = 25 } = {}) {

@@ -1,5 +1,5 @@
 // Audit: executions across every hook of the caller's scope (deleted hooks included),
-// filtered by session, agent, tool, decision, hook, event and time; paged by cursor;
+// filtered by session, agent, tool, decision, hook (id or name), event and time; paged by cursor;
 // exported as CSV or JSON (the gateway streams the file).
 import { h, mount } from "../dom.js";
 import * as api from "../api.js";
@@ -15,6 +15,7 @@ const TEXT_FILTERS = [
   ["agentId", "Agent"],
   ["toolName", "Tool"],
   ["hookId", "Hook id"],
+  ["hookName", "Hook name"],
 ];
 const DECISIONS = ["", "allow", "block", "ask", "error", "timeout"];
 

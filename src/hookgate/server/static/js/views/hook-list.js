@@ -10,6 +10,9 @@ import { toggleSwitch } from "../ui/switch.js";
 import { loadingState, emptyState, errorState, describeError } from "../ui/states.js";
 import { toast } from "../ui/toast.js";
 import { confirmDialog } from "../ui/dialog.js";
+import { formatDuration, isoTime } from "../format.js";
+
+const FIGURES_WINDOW = "24h";
 
 const FILTERS = ["q", "event", "handler", "scope", "enabled"];
 
@@ -53,6 +56,8 @@ export async function renderHookList(root, route, ctx) {
   );
 
   let hooks;
+  // Figures are extra: the list shows without them when the gateway cannot give them.
+  const figures = api.hookFigures(FIGURES_WINDOW).catch(() => null);
   try {
     hooks = await api.listHooks();
   } catch (err) {
@@ -84,11 +89,21 @@ export async function renderHookList(root, route, ctx) {
     );
     return;
   }
+  const figuresPayload = await figures;
+  if (!ctx.alive()) return;
+  const byHook = new Map((figuresPayload?.hooks || []).map((f) => [f.hook_id, f]));
   mount(
     results,
     h("p", { class: "list-count", "aria-live": "polite", text: countText(shown.length, hooks.length, anyFilter) }),
-    hookTable(shown, () => renderHookList(root, route, ctx)),
+    h("p", { class: "muted figures-note", text: figuresNote(figuresPayload) }),
+    hookTable(shown, byHook, () => renderHookList(root, route, ctx)),
   );
+}
+
+function figuresNote(payload) {
+  if (!payload) return "Figures are not available from this gateway.";
+  const sampled = payload.sampled ? ` (the newest ${payload.rows} executions)` : "";
+  return `Fires, block rate, p95 duration and last fired: executions of the last ${payload.window}${sampled}.`;
 }
 
 function countText(shown, total, filtered) {
@@ -147,7 +162,7 @@ function filterBar(filters) {
   return form;
 }
 
-function hookTable(hooks, reload) {
+function hookTable(hooks, byHook, reload) {
   return h(
     "table",
     { class: "hook-table" },
@@ -157,16 +172,16 @@ function hookTable(hooks, reload) {
       h(
         "tr",
         {},
-        ["Hook", "Event", "Handler", "Scope", "Matcher", "Priority", "Breaker", "Enabled", ""].map((t) =>
+        ["Hook", "Event", "Handler", "Scope", "Matcher", "Priority", "Fires", "Block rate", "p95", "Last fired", "Breaker", "Enabled", ""].map((t) =>
           h("th", { scope: "col", text: t }),
         ),
       ),
     ),
-    h("tbody", {}, hooks.map((hook) => hookRow(hook, reload))),
+    h("tbody", {}, hooks.map((hook) => hookRow(hook, byHook.get(hook.id), reload))),
   );
 }
 
-function hookRow(hook, reload) {
+function hookRow(hook, figures, reload) {
   const readOnly = whyReadOnly(hook);
   const toggleBlocked = whyReadOnly(hook, { toggle: true });
   const name = hook.name || `${hook.handler_type} hook ${String(hook.id).slice(0, 8)}`;
@@ -179,12 +194,17 @@ function hookRow(hook, reload) {
       { scope: "row", class: "hook-name" },
       h("a", { href: hookHref(hook.id), text: name }),
       hook.source === "builtin" ? builtinBadge() : null,
+      hook.description ? h("span", { class: "hook-description", text: hook.description }) : null,
     ),
     cell("Event", eventBadge(hook.event)),
     cell("Handler", handlerBadge(hook.handler_type)),
     cell("Scope", scopeLabel(hook), otherTenant(hook)),
     cell("Matcher", hook.matcher ? h("code", { class: "matcher", text: hook.matcher }) : h("span", { class: "muted", text: "any" })),
     cell("Priority", String(hook.priority ?? 0)),
+    cell("Fires", figures ? h("a", { href: `#/audit?hookId=${encodeURIComponent(hook.id)}`, title: "Open these executions in the Audit view", text: String(figures.fires) }) : "0"),
+    cell("Block rate", figures ? `${Math.round(figures.block_rate * 100)} %` : "—"),
+    cell("p95", figures ? formatDuration(figures.p95_ms) : "—"),
+    cell("Last fired", figures ? h("time", { dateTime: figures.last_fired, text: isoTime(figures.last_fired) }) : "—"),
     cell("Breaker", breakerBadge(hook.breaker), hook.breaker?.last_fault && hook.breaker.state !== "closed"
       ? h("span", { class: "fault", text: hook.breaker.last_fault })
       : null),

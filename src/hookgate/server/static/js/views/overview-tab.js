@@ -24,6 +24,7 @@ export function renderOverview(panel, hook, ctx) {
         h(
           "dl",
           { class: "summary" },
+          hook.description ? row("What it does", h("span", { class: "hook-description", text: hook.description })) : null,
           row("Event", hook.event),
           row("Handler", hook.handler_type),
           row("Scope", hook.scope === "agent" ? `agent (${(hook.agent_ids || []).join(", ")})` : hook.scope),
