@@ -21,7 +21,6 @@ import yaml
 
 from hookgate.config import ConfigError, read_document
 from hookgate.integrations.claude_code import settings_file as cc_settings
-from hookgate.integrations.claude_code.contract import CLAUDE_EVENTS
 
 
 def register(main: click.Group) -> None:
@@ -89,11 +88,14 @@ def _settings_path(settings: str | None, user: bool) -> Path:
               "hook; fail-closed through onFailure: block, Claude Code 2.1.295+) or python "
               "(fail-closed, slower start).")
 @click.option("-e", "--event", "events", multiple=True,
-              type=click.Choice(sorted(CLAUDE_EVENTS.values())),
+              type=click.Choice(sorted(cc_settings.ALL_EVENTS)),
               help=f"Claude Code event to hook (repeatable; default: "
               f"{', '.join(cc_settings.DEFAULT_EVENTS)}).")
 @click.option("--timeout", type=click.IntRange(3, 600), default=cc_settings.DEFAULT_TIMEOUT_S,
               show_default=True, help="Seconds Claude Code waits for hookgate.")
+@click.option("--all-events", is_flag=True,
+              help="Hook every Claude Code event (all but WorktreeCreate, whose hook would "
+              "replace Claude Code's own worktree creation).")
 @click.option("--move-imported/--keep-imported", "move_imported", default=None,
               help="Hooks that `hookgate import claude-code` copied into the hooks file would "
               "run twice: take them out of settings.json (asked when interactive).")
@@ -105,9 +107,13 @@ def install(
     transport: str,
     events: tuple[str, ...],
     timeout: int,
+    all_events: bool,
     move_imported: bool | None,
 ) -> None:
     """Add hookgate to the hooks of a Claude Code settings.json."""
+    if all_events and events:
+        raise click.UsageError("--all-events and --event exclude each other")
+    chosen = cc_settings.ALL_EVENTS if all_events else (events or cc_settings.DEFAULT_EVENTS)
     from hookgate.integrations.claude_code.doubles import (
         hooks_file_beside,
         imported_twice,
@@ -133,7 +139,7 @@ def install(
 
     try:
         report = cc_settings.install(
-            path, events=events or cc_settings.DEFAULT_EVENTS, hook_for=hook_for
+            path, events=chosen, hook_for=hook_for
         )
     except cc_settings.SettingsError as exc:
         raise click.ClickException(str(exc)) from None
@@ -141,7 +147,7 @@ def install(
                          ("already installed", report.unchanged)):
         if names:
             click.echo(f"{path}: {label}: {', '.join(names)}")
-    click.echo(f"hook: {json.dumps(hook_for((events or cc_settings.DEFAULT_EVENTS)[0]))}")
+    click.echo(f"hook: {json.dumps(hook_for(chosen[0]))}")
     if gateway_url is None:
         hooks_file = Path(config_path) if config_path else hooks_file_beside(path)
         doubles = imported_twice(path, hooks_file)

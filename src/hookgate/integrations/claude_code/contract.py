@@ -74,7 +74,39 @@ CLAUDE_EVENTS: Final[Mapping[str, str]] = {
     "session_end": "SessionEnd",
     "before_compaction": "PreCompact",
     "after_compaction": "PostCompact",
+    "post_tool_batch": "PostToolBatch",
+    "permission_denied": "PermissionDenied",
+    "user_prompt_expansion": "UserPromptExpansion",
+    "stop_failure": "StopFailure",
+    "message_display": "MessageDisplay",
+    "elicitation": "Elicitation",
+    "elicitation_result": "ElicitationResult",
+    "teammate_idle": "TeammateIdle",
+    "task_created": "TaskCreated",
+    "task_completed": "TaskCompleted",
+    "setup": "Setup",
+    "instructions_loaded": "InstructionsLoaded",
+    "cwd_changed": "CwdChanged",
+    "file_changed": "FileChanged",
+    "config_change": "ConfigChange",
+    "worktree_create": "WorktreeCreate",
+    "worktree_remove": "WorktreeRemove",
+    "before_model_switch": "PreModelSwitch",
+    "after_model_switch": "PostModelSwitch",
+    "directory_added": "DirectoryAdded",
 }
+#: Claude Code events whose hookSpecificOutput takes ``additionalContext`` (2.1.330's schema).
+_TAKES_CONTEXT: Final = frozenset({
+    "SessionStart", "UserPromptSubmit", "UserPromptExpansion", "PreToolUse", "PostToolUse",
+    "PostToolUseFailure", "PostToolBatch", "Setup", "Stop", "SubagentStart", "SubagentStop",
+    "PostModelSwitch", "PreCompact", "PostCompact",
+})
+#: Events where a hook's block is Claude Code's top-level ``decision: "block"``.
+_DECISION_BLOCK: Final = frozenset({
+    "PostToolUse", "Stop", "SubagentStop", "PreCompact", "PostToolUseFailure",
+    "PostToolBatch", "UserPromptExpansion", "TeammateIdle", "TaskCreated", "TaskCompleted",
+    "ConfigChange",
+})
 #: Claude Code events where plain stdout (exit 0) becomes context for the model.
 _TEXT_IS_CONTEXT: Final = frozenset({"UserPromptSubmit", "SessionStart"})
 #: hookgate fields with another name in Claude Code's input, per event.
@@ -82,6 +114,7 @@ _RENAMES: Final[Mapping[str, Mapping[str, str]]] = {
     "stop": {"last_message": "last_assistant_message"},
     "subagent_stop": {"output": "last_assistant_message", "target_agent": "agent_type"},
     "subagent_start": {"target_agent": "agent_type"},
+    "stop_failure": {"last_message": "last_assistant_message"},
 }
 # hookgate bookkeeping that a Claude Code script has no use for.
 _INTERNAL: Final = frozenset(
@@ -330,13 +363,25 @@ def claude_answer(event: str, outcome: Outcome) -> ClaudeAnswer:
                 "a hook rewrote this prompt, which Claude Code cannot apply; rewritten prompt: "
                 + shorten(_as_text(outcome.updated_input), 2000)
             )
-    elif event in ("PostToolUse", "Stop", "SubagentStop", "PreCompact", "PostToolUseFailure"):
+    elif event in _DECISION_BLOCK:
         if outcome.blocked or recorded_blocks:
             out["decision"] = "block"
             out["reason"] = outcome.reason or "\n".join(recorded_blocks)
         if event == "PostToolUse" and outcome.updated_input is not None:
             specific["updatedToolOutput"] = outcome.updated_input
-    if context and event not in ("PermissionRequest", "Notification", "SessionEnd"):
+    elif event == "PreModelSwitch":
+        if outcome.blocked:
+            specific["permissionDecision"] = "deny"
+            specific["permissionDecisionReason"] = outcome.reason or "blocked by hookgate"
+    elif event in ("Elicitation", "ElicitationResult"):
+        if outcome.blocked:
+            specific["action"] = "decline"
+        elif event == "ElicitationResult" and isinstance(outcome.updated_input, Mapping):
+            specific["action"] = "accept"
+            specific["content"] = dict(outcome.updated_input)
+    elif event == "MessageDisplay" and isinstance(outcome.updated_input, str):
+        specific["displayContent"] = outcome.updated_input
+    if context and event in _TAKES_CONTEXT:
         specific["additionalContext"] = context
     if outcome.abort is not None or not outcome.continue_:
         out["continue"] = False

@@ -32,6 +32,7 @@ from hookgate.integrations.claude_code.gateway_transport import CLAUDE_CODE_PATH
 
 __all__ = [
     "CLAUDE_CODE_PATH",
+    "ALL_EVENTS",
     "DEFAULT_EVENTS",
     "TRANSPORTS",
     "InstallReport",
@@ -50,6 +51,19 @@ __all__ = [
 
 #: The events ``install`` hooks by default.
 DEFAULT_EVENTS: Final = ("PreToolUse", "PostToolUse", "UserPromptSubmit", "Stop", "SessionStart")
+#: What ``install --all-events`` hooks: every Claude Code event but WorktreeCreate, whose
+#: hook replaces Claude Code's own worktree creation (it must answer the path).
+ALL_EVENTS: Final = tuple(
+    name for name in (
+        "SessionStart", "Setup", "InstructionsLoaded", "UserPromptSubmit",
+        "UserPromptExpansion", "PreToolUse", "PermissionRequest", "PermissionDenied",
+        "PostToolUse", "PostToolUseFailure", "PostToolBatch", "Notification", "MessageDisplay",
+        "Stop", "StopFailure", "SubagentStart", "SubagentStop", "PreCompact", "PostCompact",
+        "Elicitation", "ElicitationResult", "TeammateIdle", "TaskCreated", "TaskCompleted",
+        "CwdChanged", "FileChanged", "ConfigChange", "WorktreeRemove", "PreModelSwitch",
+        "PostModelSwitch", "DirectoryAdded", "SessionEnd",
+    )
+)
 #: Events whose groups take a matcher (tool events and SessionStart's source).
 _MATCHED: Final = frozenset(
     {
