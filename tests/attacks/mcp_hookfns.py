@@ -54,3 +54,16 @@ def read_only_tools(event: Any) -> dict[str, Any]:
 def hide_delete_file(event: Any) -> dict[str, Any]:
     """list_tools: a deny-list hiding the one tool named delete_file."""
     return {"updated_input": [tool for tool in event["tools"] if tool["name"] != "delete_file"]}
+
+
+_FIRST_SESSION: list[str] = []
+
+
+def first_session_only_deletes(event: Any) -> dict[str, Any]:
+    """list_tools: delete_file is shown to the first client (session) only, the operator's."""
+    session = event["session_id"]
+    if not _FIRST_SESSION:
+        _FIRST_SESSION.append(session)
+    if session == _FIRST_SESSION[0]:
+        return {"updated_input": event["tools"]}
+    return {"updated_input": [tool for tool in event["tools"] if tool["name"] != "delete_file"]}

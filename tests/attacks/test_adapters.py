@@ -8,6 +8,8 @@ prompt injection in what a tool returns, or arguments the model was talked into)
 
 from __future__ import annotations
 
+import asyncio
+import gc
 import importlib.util
 from pathlib import Path
 from typing import Any
@@ -396,3 +398,23 @@ async def test_claude_agent_sdk_pre_tool_hook_error_blocks(tmp_path: Path) -> No
     await session.run()
     assert session.marker() is None
     assert "failed closed" in _claude_read(session)
+
+
+@CLAUDE_SDK
+# The SDK does not close its CLI transport when its read fails (collected below instead).
+@pytest.mark.filterwarnings("ignore::ResourceWarning")
+async def test_claude_agent_sdk_oversized_tool_input_blocks(tmp_path: Path) -> None:
+    """tool: the model was talked into a 2 MiB Bash command, over the SDK's 1 MiB message
+    buffer, so the hook input never reaches the adapter; the command must not run. (What
+    happens: the SDK's read fails, the CLI gets no hook answer and refuses the tool, and
+    the run ends with the SDK's CLIJSONDecodeError.)"""
+    engine = guarded_engine()
+    command = f"echo {'x' * (2 * 1024 * 1024)} > marker.txt"
+    session = _claude_session(tmp_path, engine, command)
+    with pytest.raises(Exception, match="maximum buffer size"):
+        await session.run()
+    assert session.marker() is None
+    # The SDK leaves the failed run's subprocess transport to the garbage collector: collect
+    # it while this test's loop is still open, or its finaliser fails on a closed loop.
+    gc.collect()
+    await asyncio.sleep(0)

@@ -438,3 +438,52 @@ def test_raw_http_requests_with_a_foreign_host_are_refused(tmp_path: Path) -> No
     assert answer.status_code == 421
     assert "mcp-session-id" not in answer.headers
 
+
+
+def test_a_batch_over_http_cannot_smuggle_calls(tmp_path: Path) -> None:
+    """mcp client: the batch smuggling attempt over the HTTP listener, inside a real session:
+    a JSON array holding a blocked call and an unlisted one."""
+    import httpx
+
+    hooks = hooks_file(tmp_path, pre_tool_use="no_deletes", list_tools="read_only_tools")
+    port = free_port()
+    command = [HOOKGATE, "mcp-proxy", "--config", hooks, "--listen", f"127.0.0.1:{port}",
+               "--", *hostile(tmp_path)]
+    accept = {"Accept": "application/json, text/event-stream"}
+    with http_process(command, port, tmp_path / "proxy.log"), httpx.Client(timeout=30) as http:
+        url = f"http://127.0.0.1:{port}/mcp"
+        opened = http.post(url, json=_initialize(1), headers=accept)
+        assert opened.status_code == 200
+        session = {**accept, "mcp-session-id": opened.headers["mcp-session-id"],
+                   "mcp-protocol-version": "2025-06-18"}
+        http.post(url, json={"jsonrpc": "2.0", "method": "notifications/initialized"},
+                  headers=session)
+        batch = [_call(2, "delete_file", {"path": "/"}), _call(3, "admin_wipe", {})]
+        smuggled = http.post(url, json=batch, headers=session)
+        assert smuggled.status_code == 400  # batches are not part of MCP any more
+        assert "deleted" not in smuggled.text and "wiped" not in smuggled.text
+    assert "delete_file" not in read_calls(tmp_path)
+    assert "admin_wipe" not in read_calls(tmp_path)
+
+
+async def test_one_clients_listing_does_not_open_a_tool_to_another(tmp_path: Path) -> None:
+    """mcp client: two clients share one HTTP listener; a list_tools hook shows delete_file
+    only to the first (its payload names the session). The second calls delete_file right
+    after the first listed again. Before: what may be called was one set for every client,
+    so the first client's listing opened the tool to the second."""
+    hooks = hooks_file(tmp_path, list_tools="first_session_only_deletes")
+    port = free_port()
+    command = [HOOKGATE, "mcp-proxy", "--config", hooks, "--listen", f"127.0.0.1:{port}",
+               "--", *hostile(tmp_path)]
+    url = f"http://127.0.0.1:{port}/mcp"
+    with http_process(command, port, tmp_path / "proxy.log"):
+        async with Client(url, mode="legacy") as operator, Client(url, mode="legacy") as other:
+            assert "delete_file" in {t.name for t in (await operator.list_tools()).tools}
+            assert "delete_file" not in {t.name for t in (await other.list_tools()).tools}
+            assert text_of(await other.call_tool("read_file", {"path": "a"})) == "contents of a"
+            await operator.list_tools()
+            refused = await other.call_tool("delete_file", {"path": "/"})
+            assert refused.is_error is True and "not available" in text_of(refused)
+            done = await operator.call_tool("delete_file", {"path": "/tmp/x"})
+            assert text_of(done) == "deleted /tmp/x"
+    assert read_calls(tmp_path) == ["read_file", "delete_file"]

@@ -120,11 +120,23 @@ class _Backend:
     #: What the client sees before this upstream's tool and prompt names ("" when alone).
     prefix: str
     schemas: dict[str, dict[str, Any] | None] = field(default_factory=dict)
-    hidden: set[str] = field(default_factory=set)
-    #: The tools the client may call: what the listing showed after the hooks' filter.
-    shown: set[str] = field(default_factory=set)
-    #: Whether ``shown`` holds a whole listing (every page) since the last list change.
-    listed: bool = False
+    #: The tools each client (MCP session) may call: what its listing showed after the
+    #: hooks' filter (list_tools hooks see the session, so two clients may differ).
+    shown: dict[str, set[str]] = field(default_factory=dict)
+    #: The sessions whose ``shown`` holds a whole listing (every page) since the last list
+    #: change.
+    listed: set[str] = field(default_factory=set)
+
+    def callable_tools(self, session_id: str) -> set[str]:
+        """The session's callable set, made the newest (the oldest are forgotten first)."""
+        names = self.shown.pop(session_id, None)
+        if names is None:
+            names = set()
+            while len(self.shown) >= _MAX_CLIENTS:
+                self.listed.discard(oldest := next(iter(self.shown)))
+                del self.shown[oldest]
+        self.shown[session_id] = names
+        return names
 
 
 class McpProxy:
@@ -248,10 +260,12 @@ class McpProxy:
         if not self.multi:
             backend = self.backends[0]
             listing = await backend.upstream.request("tools/list", outbound_params(ctx.params))
-            page = await self._filter_listing(backend, listing, self._session_of(ctx))
-            # The client's own pages keep the callable set current between whole listings.
-            backend.hidden = (backend.hidden | page.hidden) - page.shown
-            backend.shown = (backend.shown - page.hidden) | page.shown
+            session_id = self._session_of(ctx)
+            page = await self._filter_listing(backend, listing, session_id)
+            # The client's own pages keep its callable set current between whole listings.
+            names = backend.callable_tools(session_id)
+            names -= page.hidden
+            names |= page.shown
             return _for_client(ctx, page.result)
         tools: list[Any] = []
         for backend in self.backends:
@@ -293,9 +307,9 @@ class McpProxy:
             return block_result(f"tool {tool!r} is not available")
         backend, name = routed
         args: dict[str, Any] = dict(arguments or {})
-        if not backend.listed:
+        if session_id not in backend.listed:
             await self._learn_tools(backend, session_id)
-        if name not in backend.shown:
+        if name not in backend.callable_tools(session_id):
             # Hidden by a hook, never listed by the upstream, or a name no listing can hold
             # (control characters, lookalikes of a listed name): never forwarded.
             return block_result(f"tool {tool!r} is not available")
@@ -430,7 +444,10 @@ class McpProxy:
             hidden |= page.hidden
             cursor = listing.get("nextCursor")
             if not cursor:
-                backend.shown, backend.hidden, backend.listed = names - hidden, hidden, True
+                allowed = backend.callable_tools(session_id)
+                allowed.clear()
+                allowed |= names - hidden
+                backend.listed.add(session_id)
                 return shown
         raise UpstreamError(
             f"MCP server {backend.name} lists more than {_MAX_PAGES} pages of tools"
@@ -515,7 +532,7 @@ class McpProxy:
             return  # relayed per request, under the client's own token (_progress_relay)
         if isinstance(notification, types.ToolListChangedNotification):
             # Hidden tools are worked out again before the next call.
-            self._by_name[name].listed = False
+            self._by_name[name].listed.clear()
         if isinstance(notification, _CONTENT_FREE):
             targets = list(self._clients.values())  # "something changed": every client
         else:
