@@ -21,6 +21,8 @@ from hookgate.store.sqlite import SqliteStore
 EXPECTED_TABLES = {
     "agent_hooks",
     "approvals",
+    "audit_chain_gaps",
+    "audit_chain_heads",
     "dispatch_records",
     "hook_state",
     "hook_breakers",

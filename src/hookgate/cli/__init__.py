@@ -32,6 +32,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "hookgate.cli.approvals",
     "hookgate.cli.boundary",
     "hookgate.cli.mcp_proxy",
+    "hookgate.cli.audit",
 )
 # Commands that run on every git push: when one of them is invoked, only its module loads
 # (the others pull in the engine, the store and the gateway).

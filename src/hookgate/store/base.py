@@ -24,6 +24,7 @@ from hookgate.handlers.prompt.budget import BudgetStatus
 
 if TYPE_CHECKING:
     from hookgate.secrets.keyring import Keyring
+    from hookgate.store.chain import ChainHead, ChainReport
 
 __all__ = [
     "API_KEY_PREFIX",
@@ -655,7 +656,20 @@ class Store(Protocol):
         self, caller: Caller, older_than: float, *, unmatched_only: bool = False
     ) -> int:
         """Delete records created before ``older_than`` (only those where no hook ran, with
-        ``unmatched_only``); the number deleted."""
+        ``unmatched_only``); the number deleted. A tenant's hash chain loses whole prefixes
+        (its base moves on); unmatched-only pruning keeps a deleted record's links."""
+        ...
+
+    async def chain_heads(self, caller: Caller, tenant_id: str | None = None) -> list[ChainHead]:
+        """The audit hash chain's checkpoint per visible tenant (last place and hash, base)."""
+        ...
+
+    async def chain_hash_at(self, caller: Caller, tenant_id: str, chain_seq: int) -> str | None:
+        """The hash a tenant's chain holds at a place (None: not there)."""
+        ...
+
+    async def verify_chain(self, caller: Caller, tenant_id: str | None = None) -> ChainReport:
+        """Check each visible tenant's audit hash chain; the first break per tenant."""
         ...
 
     # budgets

@@ -27,11 +27,12 @@ import orjson
 from hookgate.log import log_event
 from hookgate.store.approvals import ApprovalRow
 from hookgate.store.base import DispatchRow, ExecutionRow, HookChange, StoreError
+from hookgate.store.chain import content_digest
 from hookgate.store.listen import LISTEN_APPLICATION, Notifications
 from hookgate.store.migrations import load_migrations
 from hookgate.store.sql import SqlStore
 from hookgate.store.sql.base import Row
-from hookgate.store.sql.dispatches import DISPATCH_COLUMNS, dispatch_params
+from hookgate.store.sql.dispatches import DISPATCH_COLUMNS, LINK_COLUMNS, dispatch_params
 from hookgate.store.sql.executions import EXECUTION_COLUMNS, execution_params
 
 __all__ = ["APPROVALS_CHANNEL", "KEYS_CHANNEL", "NOTIFY_CHANNEL", "PostgresStore"]
@@ -140,9 +141,12 @@ _DISPATCH_TYPES: Final = (
     "text[]",  # trace_id
     "bytea[]",  # detail
     "float8[]",  # created_at
+    "int8[]",  # chain_seq
+    "text[]",  # prev_hash
+    "text[]",  # record_hash
 )
 _DISPATCH_INSERT: Final = (
-    f"INSERT INTO dispatch_records ({DISPATCH_COLUMNS}) SELECT * FROM unnest("
+    f"INSERT INTO dispatch_records ({DISPATCH_COLUMNS}, {LINK_COLUMNS}) SELECT * FROM unnest("
     + ", ".join(f"${n}::{t}" for n, t in enumerate(_DISPATCH_TYPES, start=1))
     + ") ON CONFLICT (id) DO NOTHING"
 )
@@ -313,8 +317,12 @@ class PostgresStore(SqlStore):
 
     async def _announce_approval(self, sql: Any, row: ApprovalRow) -> None:
         payload = orjson.dumps(
-            {"schema": self.schema or "", "id": row.id, "tenant": row.tenant_id,
-             "status": row.status}
+            {
+                "schema": self.schema or "",
+                "id": row.id,
+                "tenant": row.tenant_id,
+                "status": row.status,
+            }
         ).decode()
         await sql.execute("SELECT pg_notify(?, ?)", APPROVALS_CHANNEL, payload)
 
@@ -448,9 +456,22 @@ class PostgresStore(SqlStore):
             return 0
         if self._audit_pool is None:
             raise StoreError("the store is not open")
-        columns = list(zip(*(dispatch_params(row) for row in rows), strict=True))
-        async with self._audit_pool.acquire() as conn:
+        params = [dispatch_params(row) for row in rows]
+        digests = [content_digest(p) for p in params]
+        # One transaction: the tenants' heads stay locked (FOR UPDATE, through the upsert)
+        # from reading the last link to committing the records that extend it.
+        async with self._audit_pool.acquire() as conn, conn.transaction():
+            linked = await self._link(_Connection(conn), params, digests)
+            if not linked:
+                return 0
+            columns = list(zip(*linked, strict=True))
             return _rowcount(await conn.execute(_DISPATCH_INSERT, *columns))
+
+    async def _known_dispatch_ids(self, sql: Any, ids: Sequence[str]) -> set[str]:
+        rows = await sql.fetch(
+            "SELECT id FROM dispatch_records WHERE id = ANY(?::text[])", list(ids)
+        )
+        return {row["id"] for row in rows}
 
     async def write_executions(self, rows: Sequence[ExecutionRow]) -> int:
         if not rows:

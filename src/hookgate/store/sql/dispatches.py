@@ -1,10 +1,13 @@
-"""The ``dispatch_records`` table: one row per dispatch, paged newest first by cursor."""
+"""The ``dispatch_records`` table: one row per dispatch, paged newest first by cursor, each
+tenant's records linked into a hash chain as they are written (:mod:`hookgate.store.chain`)."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from typing import Any, Final
 
+from hookgate.log import log_event
 from hookgate.store.base import (
     Caller,
     DispatchPage,
@@ -12,26 +15,50 @@ from hookgate.store.base import (
     DispatchRow,
     NotFound,
 )
-from hookgate.store.sql.base import Row, SqlBackend, loads, to_json
+from hookgate.store.chain import (
+    CHAIN_COLUMNS,
+    GENESIS,
+    ChainEntry,
+    ChainHead,
+    ChainReport,
+    ChainWalker,
+    TenantChain,
+    content_digest,
+    link_hash,
+)
+from hookgate.store.sql.base import Row, Sql, SqlBackend, loads, to_json
 from hookgate.store.sql.executions import MAX_PAGE, decode_cursor, encode_cursor
 
 __all__ = [
     "DISPATCH_COLUMNS",
+    "LINK_COLUMNS",
     "DispatchTable",
     "dispatch_from_row",
     "dispatch_params",
 ]
 
-DISPATCH_COLUMNS: Final = (
-    "id, tenant_id, event, event_id, tool_name, agent_id, session_id, decision, reason, "
-    "duration_ms, matched, hooks, approval_id, approval, refused, input_size, input_hash, "
-    "input_summary, trace_id, detail, created_at"
-)
-DISPATCH_WIDTH: Final = len(DISPATCH_COLUMNS.split(","))
+# The hash chain covers exactly these columns (hookgate.store.chain): one list for both.
+DISPATCH_COLUMNS: Final = CHAIN_COLUMNS
+#: A record's links in its tenant's chain, written after the content columns.
+LINK_COLUMNS: Final = "chain_seq, prev_hash, record_hash"
+DISPATCH_WIDTH: Final = len(DISPATCH_COLUMNS.split(",")) + len(LINK_COLUMNS.split(","))
 DISPATCH_INSERT: Final = (
-    f"INSERT INTO dispatch_records ({DISPATCH_COLUMNS}) VALUES "
+    f"INSERT INTO dispatch_records ({DISPATCH_COLUMNS}, {LINK_COLUMNS}) VALUES "
     f"({', '.join('?' * DISPATCH_WIDTH)}) ON CONFLICT (id) DO NOTHING"
 )
+# Take (creating it if new) and lock a tenant's head for this transaction: FOR UPDATE's
+# effect on PostgreSQL (an upsert locks its row), SQLite's write lock already excludes.
+_HEAD_LOCK: Final = (
+    "INSERT INTO audit_chain_heads (tenant_id, seq, hash, base_seq, base_hash, updated_at) "
+    "VALUES (?, 0, ?, 0, ?, ?) ON CONFLICT (tenant_id) DO UPDATE SET updated_at = "
+    "excluded.updated_at RETURNING seq, hash, base_seq, base_hash"
+)
+_HEAD_MOVE: Final = (
+    "UPDATE audit_chain_heads SET seq = ?, hash = ?, updated_at = ? WHERE tenant_id = ?"
+)
+_ID_CHUNK: Final = 500
+#: Records read per query while verifying.
+VERIFY_PAGE: Final = 20_000
 
 
 def dispatch_params(row: DispatchRow) -> tuple[Any, ...]:
@@ -88,14 +115,80 @@ def dispatch_from_row(row: Row) -> DispatchRow:
     )
 
 
+def _head(row: Row) -> ChainHead:
+    return ChainHead(
+        row["tenant_id"], int(row["seq"]), row["hash"], int(row["base_seq"]), row["base_hash"]
+    )
+
+
+_CONTENT: Final = tuple(name.strip() for name in DISPATCH_COLUMNS.split(","))
+
+
+def _entry(row: Row) -> ChainEntry:
+    return ChainEntry(
+        int(row["chain_seq"]),
+        row["prev_hash"],
+        row["record_hash"],
+        row["id"],
+        int(row["seq"]),
+        [row[name] for name in _CONTENT],
+    )
+
+
+def _place(entry: ChainEntry) -> int:
+    return entry.chain_seq
+
+
 class DispatchTable(SqlBackend):
     """Dispatch records: written in batches by the audit writer, queried by page, pruned."""
 
     async def write_dispatches(self, rows: Sequence[DispatchRow]) -> int:
         if not rows:
             return 0
+        params = [dispatch_params(r) for r in rows]
+        # Content digests before the transaction: the head lock is held only for the links.
+        digests = [content_digest(p) for p in params]
         async with self._write() as sql:
-            return await sql.executemany(DISPATCH_INSERT, [dispatch_params(r) for r in rows])
+            linked = await self._link(sql, params, digests)
+            return await sql.executemany(DISPATCH_INSERT, linked)
+
+    async def _link(
+        self, sql: Sql, params: Sequence[tuple[Any, ...]], digests: Sequence[bytes]
+    ) -> list[tuple[Any, ...]]:
+        """Inside the batch's transaction: the new records (known ids dropped: a retried
+        batch) with their links appended, each tenant's head locked and moved on. Tenants
+        are locked in sorted order, so two replicas' batches cannot deadlock."""
+        known = await self._known_dispatch_ids(sql, [p[0] for p in params])
+        by_tenant: dict[str, list[int]] = {}
+        for index, values in enumerate(params):
+            if values[0] in known:
+                continue
+            known.add(values[0])
+            by_tenant.setdefault(values[1], []).append(index)
+        linked: list[tuple[Any, ...]] = []
+        now = time.time()
+        for tenant in sorted(by_tenant):
+            head = await sql.fetchrow(_HEAD_LOCK, tenant, GENESIS, GENESIS, now)
+            assert head is not None
+            place, previous = int(head["seq"]), str(head["hash"])
+            for index in by_tenant[tenant]:
+                place += 1
+                current = link_hash(previous, place, digests[index])
+                linked.append((*params[index], place, previous, current))
+                previous = current
+            await sql.execute(_HEAD_MOVE, place, previous, now, tenant)
+        return linked
+
+    async def _known_dispatch_ids(self, sql: Sql, ids: Sequence[str]) -> set[str]:
+        known: set[str] = set()
+        for start in range(0, len(ids), _ID_CHUNK):
+            chunk = ids[start : start + _ID_CHUNK]
+            rows = await sql.fetch(
+                f"SELECT id FROM dispatch_records WHERE id IN ({', '.join('?' * len(chunk))})",
+                *chunk,
+            )
+            known.update(row["id"] for row in rows)
+        return known
 
     async def query_dispatches(self, caller: Caller, query: DispatchQuery) -> DispatchPage:
         where: list[str] = []
@@ -153,14 +246,184 @@ class DispatchTable(SqlBackend):
     async def prune_dispatches(
         self, caller: Caller, older_than: float, *, unmatched_only: bool = False
     ) -> int:
-        clauses = ["created_at < ?"]
-        args: list[Any] = [float(older_than)]
-        if unmatched_only:
-            clauses.append("matched = 0")
-        if not caller.master:
-            clauses.append("tenant_id = ?")
-            args.append(caller.tenant_id)
+        """Chained records go by whole prefixes (the base moves to the last one deleted);
+        unmatched-only pruning deletes from the middle and keeps each record's links as a
+        gap. Records from before the chain go by age alone."""
+        cutoff = float(older_than)
+        scope, scope_args = (
+            ("", []) if caller.master else (" AND tenant_id = ?", [caller.tenant_id])
+        )
         async with self._write() as sql:
-            return await sql.execute(
-                f"DELETE FROM dispatch_records WHERE {' AND '.join(clauses)}", *args
+            count = await sql.execute(
+                "DELETE FROM dispatch_records WHERE chain_seq IS NULL AND created_at < ?"
+                + (" AND matched = 0" if unmatched_only else "")
+                + scope,
+                cutoff,
+                *scope_args,
             )
+            heads = await sql.fetch(
+                f"SELECT tenant_id FROM audit_chain_heads WHERE 1 = 1{scope} ORDER BY tenant_id",
+                *scope_args,
+            )
+            for head in heads:
+                tenant = head["tenant_id"]
+                if unmatched_only:
+                    count += await self._prune_unmatched(sql, tenant, cutoff)
+                else:
+                    count += await self._prune_prefix(sql, tenant, cutoff)
+            return count
+
+    async def _prune_unmatched(self, sql: Sql, tenant: str, cutoff: float) -> int:
+        where = "WHERE tenant_id = ? AND chain_seq IS NOT NULL AND created_at < ? AND matched = 0"
+        await sql.execute(
+            "INSERT INTO audit_chain_gaps (tenant_id, chain_seq, prev_hash, record_hash) "
+            f"SELECT tenant_id, chain_seq, prev_hash, record_hash FROM dispatch_records {where}",
+            tenant,
+            cutoff,
+        )
+        return await sql.execute(f"DELETE FROM dispatch_records {where}", tenant, cutoff)
+
+    async def _prune_prefix(self, sql: Sql, tenant: str, cutoff: float) -> int:
+        head = await sql.fetchrow(
+            "SELECT seq, base_seq FROM audit_chain_heads WHERE tenant_id = ?" + self.lock_clause,
+            tenant,
+        )
+        assert head is not None
+        first_kept = await sql.fetchval(
+            "SELECT min(chain_seq) FROM dispatch_records WHERE tenant_id = ? "
+            "AND chain_seq IS NOT NULL AND created_at >= ?",
+            tenant,
+            cutoff,
+        )
+        end = int(first_kept) - 1 if first_kept is not None else int(head["seq"])
+        if end <= int(head["base_seq"]):
+            return 0
+        base_hash = await sql.fetchval(
+            "SELECT record_hash FROM dispatch_records WHERE tenant_id = ? AND chain_seq = ?",
+            tenant,
+            end,
+        ) or await sql.fetchval(
+            "SELECT record_hash FROM audit_chain_gaps WHERE tenant_id = ? AND chain_seq = ?",
+            tenant,
+            end,
+        )
+        if base_hash is None:
+            # The record the base would move to is gone: retention must not paper over it.
+            log_event(
+                "security.audit.chain_prune_refused",
+                tenant_id=tenant,
+                chain_seq=end,
+                why="the last record of the prefix is missing",
+            )
+            return 0
+        deleted = await sql.execute(
+            "DELETE FROM dispatch_records WHERE tenant_id = ? AND chain_seq <= ?", tenant, end
+        )
+        await sql.execute(
+            "DELETE FROM audit_chain_gaps WHERE tenant_id = ? AND chain_seq <= ?", tenant, end
+        )
+        await sql.execute(
+            "UPDATE audit_chain_heads SET base_seq = ?, base_hash = ?, updated_at = ? "
+            "WHERE tenant_id = ?",
+            end,
+            base_hash,
+            time.time(),
+            tenant,
+        )
+        return deleted
+
+    # -- the chain -------------------------------------------------------------------------
+
+    async def chain_heads(self, caller: Caller, tenant_id: str | None = None) -> list[ChainHead]:
+        """Each visible tenant's checkpoint (a tenant caller: its own only)."""
+        tenant = tenant_id if caller.master else caller.tenant_id
+        clause, args = (" WHERE tenant_id = ?", [tenant]) if tenant is not None else ("", [])
+        async with self._read() as sql:
+            rows = await sql.fetch(
+                "SELECT tenant_id, seq, hash, base_seq, base_hash FROM audit_chain_heads"
+                f"{clause} ORDER BY tenant_id",
+                *args,
+            )
+        return [_head(row) for row in rows]
+
+    async def chain_hash_at(self, caller: Caller, tenant_id: str, chain_seq: int) -> str | None:
+        """The hash the chain holds at a place (a record, a gap, or the base); None: the
+        place is not there (or not visible to the caller)."""
+        if not caller.can_change_tenant(tenant_id):
+            return None
+        async with self._read() as sql:
+            found = await sql.fetchval(
+                "SELECT record_hash FROM dispatch_records WHERE tenant_id = ? AND chain_seq = ?",
+                tenant_id,
+                chain_seq,
+            ) or await sql.fetchval(
+                "SELECT record_hash FROM audit_chain_gaps WHERE tenant_id = ? AND chain_seq = ?",
+                tenant_id,
+                chain_seq,
+            )
+            if found is None:
+                found = await sql.fetchval(
+                    "SELECT base_hash FROM audit_chain_heads WHERE tenant_id = ? AND base_seq = ?",
+                    tenant_id,
+                    chain_seq,
+                )
+        return str(found) if found is not None else None
+
+    async def verify_chain(self, caller: Caller, tenant_id: str | None = None) -> ChainReport:
+        """Walk each visible tenant's chain from its base to its head (see
+        :class:`~hookgate.store.chain.ChainWalker`); the first break per tenant."""
+        started = time.perf_counter()
+        tenant = tenant_id if caller.master else caller.tenant_id
+        heads = {head.tenant_id: head for head in await self.chain_heads(caller, tenant)}
+        async with self._read() as sql:
+            if tenant is None:
+                # Chained records whose tenant has no head: the head row was deleted.
+                rows = await sql.fetch(
+                    "SELECT DISTINCT tenant_id FROM dispatch_records WHERE chain_seq IS NOT NULL"
+                )
+                for row in rows:
+                    heads.setdefault(row["tenant_id"], ChainHead(row["tenant_id"], 0, GENESIS))
+            elif tenant not in heads:
+                heads[tenant] = ChainHead(tenant, 0, GENESIS)
+            verdicts = [await self._verify_tenant(sql, heads[name]) for name in sorted(heads)]
+        return ChainReport(tuple(verdicts), time.perf_counter() - started)
+
+    async def _verify_tenant(self, sql: Sql, head: ChainHead) -> TenantChain:
+        walker = ChainWalker(head)
+        tenant = head.tenant_id
+        after = head.base_seq
+        while walker.problem is None:
+            rows = await sql.fetch(
+                f"SELECT seq, chain_seq, prev_hash, record_hash, {DISPATCH_COLUMNS} "
+                "FROM dispatch_records WHERE tenant_id = ? AND chain_seq > ? "
+                f"ORDER BY chain_seq LIMIT {VERIFY_PAGE}",
+                tenant,
+                after,
+            )
+            full = len(rows) == VERIFY_PAGE
+            upper: int | None = int(rows[-1]["chain_seq"]) if full else None
+            gaps = await sql.fetch(
+                "SELECT chain_seq, prev_hash, record_hash FROM audit_chain_gaps "
+                "WHERE tenant_id = ? AND chain_seq > ?"
+                + (" AND chain_seq <= ?" if upper is not None else "")
+                + " ORDER BY chain_seq",
+                tenant,
+                after,
+                *([upper] if upper is not None else []),
+            )
+            entries = [_entry(row) for row in rows]
+            entries += [ChainEntry(g["chain_seq"], g["prev_hash"], g["record_hash"]) for g in gaps]
+            if gaps:
+                entries.sort(key=_place)
+            for entry in entries:
+                if not walker.feed(entry):
+                    break
+            if upper is None:
+                break
+            after = upper
+        walker.finish()
+        unchained = await sql.fetchval(
+            "SELECT count(*) FROM dispatch_records WHERE tenant_id = ? AND chain_seq IS NULL",
+            tenant,
+        )
+        return TenantChain(tenant, walker.records, head, walker.problem, int(unchained or 0))

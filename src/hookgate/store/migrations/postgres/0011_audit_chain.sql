@@ -1,0 +1,31 @@
+-- hookgate schema 11 (PostgreSQL): a per-tenant hash chain over dispatch records.
+-- Each record written from now on carries its place in its tenant's chain (chain_seq,
+-- 1, 2, …), the previous record's hash (prev_hash) and its own hash (record_hash: SHA-256 of
+-- the previous hash, the place and the record's canonical content). Records written before
+-- this schema have no place (NULL) and are outside the chain.
+-- audit_chain_heads checkpoints each tenant's chain: the last place and hash written, and the
+-- base the chain starts from (place 0 and 64 zeros, or the last record retention deleted).
+-- Writers lock a tenant's head row (FOR UPDATE) for the batch, so replicas never fork it.
+-- audit_chain_gaps keeps place and hashes of records deleted from the middle of a chain
+-- (retention of records no hook matched), so the records around them still link.
+ALTER TABLE dispatch_records ADD COLUMN chain_seq bigint;
+ALTER TABLE dispatch_records ADD COLUMN prev_hash text;
+ALTER TABLE dispatch_records ADD COLUMN record_hash text;
+CREATE INDEX idx_dispatch_records_chain ON dispatch_records (tenant_id, chain_seq);
+
+CREATE TABLE audit_chain_heads (
+    tenant_id text PRIMARY KEY,
+    seq bigint NOT NULL,
+    hash text NOT NULL,
+    base_seq bigint NOT NULL,
+    base_hash text NOT NULL,
+    updated_at double precision NOT NULL
+);
+
+CREATE TABLE audit_chain_gaps (
+    tenant_id text NOT NULL,
+    chain_seq bigint NOT NULL,
+    prev_hash text NOT NULL,
+    record_hash text NOT NULL,
+    PRIMARY KEY (tenant_id, chain_seq)
+);
