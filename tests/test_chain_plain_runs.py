@@ -24,8 +24,8 @@ from hookgate.chain import (
     Reply,
     _plain_run,
     drive_sync,
-    matters,
     run_chain,
+    stops_blocking_batch,
 )
 from hookgate.events import get_event
 from hookgate.outcome import HookError, Outcome, TraceRow
@@ -44,10 +44,10 @@ def _scripted(
     replies: list[Reply] = []
     for (hook, _, row, _, _), name in zip(calls, names, strict=True):
         reply = reply_for(answers[name])
-        if abstentions == "row" and row is None and not matters(reply):
+        if abstentions == "row" and row is None and not stops_blocking_batch(reply):
             reply = TraceRow(hook, True, "abstain", reply.duration_ms)
         replies.append(reply)
-        if matters(reply):
+        if stops_blocking_batch(reply):
             break
     return replies
 

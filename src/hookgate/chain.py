@@ -52,7 +52,7 @@ from hookgate.events import (
     ABORT,
     BLOCK,
     CONTEXT,
-    MAX_TIMEOUT_MS,
+    LONG_WAIT_ABOVE_S,
     RESULT,
     UPDATED_INPUT,
     EventSpec,
@@ -82,7 +82,7 @@ __all__ = [
     "HookReply",
     "Reply",
     "drive_sync",
-    "matters",
+    "stops_blocking_batch",
     "run_chain",
 ]
 
@@ -118,14 +118,12 @@ ChainGen = Generator[Batch, Sequence[Reply], Outcome]
 #: What a caller that runs each batch at once passes to :func:`drive_sync`: runs a batch's
 #: ``(calls, payload, deadline)``.
 Execute = Callable[[tuple[Call, ...], Mapping[str, Any], float | None], Sequence[Reply]]
-#: Hooks with a longer timeout (approvals, quality gates) are not bound by the chain budget.
-_LONG_WAIT_S = MAX_TIMEOUT_MS / 1000
 #: A plain run (see :func:`_plain_run`): from which position every hook is plain, and the
 #: calls for the hooks from there on.
 PlainRun = tuple[int, tuple[Call, ...]]
 
 
-def matters(reply: Reply) -> bool:
+def stops_blocking_batch(reply: Reply) -> bool:
     """Whether a blocking batch stops after this reply (an answer, a failure, a timeout)."""
     if reply.__class__ is not HookReply:
         return False  # a plain run's abstention
@@ -407,7 +405,7 @@ class _Chain:
                 continue
             if (
                 budgeted
-                and (not batch or hook.timeout_s > _LONG_WAIT_S)
+                and (not batch or hook.timeout_s > LONG_WAIT_ABOVE_S)
                 and not self._within_budget(hook, row, batch)
             ):
                 return None
@@ -494,7 +492,7 @@ class _Chain:
             _record(row, "timeout", "chain budget exhausted before this hook ran")
             self._block(f"hook chain exceeded its {self.settings.chain_budget_s:g} s budget")
             return False
-        if hook.timeout_s > _LONG_WAIT_S:
+        if hook.timeout_s > LONG_WAIT_ABOVE_S:
             # Only approval and quality-gate hooks may take longer than 10 s: such a hook gets
             # its whole timeout from now, past the chain budget.
             self.deadline = max(deadline, clock() + hook.timeout_s)

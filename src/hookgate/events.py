@@ -26,7 +26,8 @@ __all__ = [
     "UPDATED_INPUT",
     "COMMON_FIELDS",
     "KNOWN_FIELDS",
-    "LONG_WAIT_MS",
+    "LONG_WAIT_ABOVE_S",
+    "MAX_LONG_WAIT_MS",
     "MAX_TIMEOUT_MS",
     "EventSpec",
     "UnknownEventError",
@@ -58,10 +59,13 @@ COMMON_FIELDS: Final = (
 
 #: The longest a hook may take on most events (GoClaw's 10 s maximum).
 MAX_TIMEOUT_MS: Final = 10_000
-#: Events whose hooks wait for a person or a reviewer allow long timeouts: human approvals
-#: (PicoClaw's default is 60 s; approvals may wait hours) and quality gates (GoClaw's
-#: ``timeout_seconds``: 60 by default, 90 and 120 in its examples).
-LONG_WAIT_MS: Final = 24 * 3600 * 1000
+#: A hook whose timeout is longer is a *long wait* (an approval, a quality gate): the chain
+#: budget does not bind it, and it is never admitted without a look.
+LONG_WAIT_ABOVE_S: Final = MAX_TIMEOUT_MS / 1000
+#: The longest a long wait may take: events whose hooks wait for a person or a reviewer
+#: (human approvals: PicoClaw's default is 60 s, approvals may wait hours; quality gates:
+#: GoClaw's ``timeout_seconds``, 60 by default, 90 and 120 in its examples).
+MAX_LONG_WAIT_MS: Final = 24 * 3600 * 1000
 
 #: The short names PicoClaw's ``observe`` lists accept, each for one ``agent.*`` kind.
 KIND_ALIASES: Final[Mapping[str, str]] = {
@@ -334,7 +338,7 @@ CATALOGUE: Final[tuple[EventSpec, ...]] = (
         outcomes=(BLOCK, CONTEXT),
         match_field="target_agent",
         aliases=("SubagentStop", "delegation.completed", "subagent_ended"),
-        max_timeout_ms=LONG_WAIT_MS,
+        max_timeout_ms=MAX_LONG_WAIT_MS,
         blocks_when_awaited=True,
         awaited_names=("delegation.completed",),
     ),
@@ -369,7 +373,7 @@ CATALOGUE: Final[tuple[EventSpec, ...]] = (
         match_field="tool_name",
         timeout_ms=60_000,
         aliases=("PermissionRequest", "approve-tool"),
-        max_timeout_ms=LONG_WAIT_MS,
+        max_timeout_ms=MAX_LONG_WAIT_MS,
     ),
     # OpenClaw's named hooks that are not the same moment as an event above.
     _spec(

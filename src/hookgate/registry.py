@@ -12,10 +12,10 @@ import itertools
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from hookgate.definition import HookDefinition
-from hookgate.events import MAX_TIMEOUT_MS, EventSpec
+from hookgate.events import LONG_WAIT_ABOVE_S, EventSpec
 from hookgate.matcher_index import SelectingSource, Selections, keep_for
 from hookgate.matching import CelFilter, Matcher, compile_if_expr, compile_matcher
 
@@ -58,10 +58,6 @@ class CompiledHook:
         object.__setattr__(self, "when_matched", self)
 
 
-#: Hooks with a longer timeout (approvals, quality gates) are not bound by the chain budget.
-LONG_WAIT_S: Final = MAX_TIMEOUT_MS / 1000
-
-
 def compile_hook(definition: HookDefinition) -> CompiledHook:
     matcher = compile_matcher(definition.matcher)
     condition = compile_if_expr(definition.if_expr)
@@ -72,7 +68,7 @@ def compile_hook(definition: HookDefinition) -> CompiledHook:
         definition.enabled
         and condition is None
         and (approval is None or not approval.required)
-        and timeout_s <= LONG_WAIT_S
+        and timeout_s <= LONG_WAIT_ABOVE_S
     )
     compiled = CompiledHook(
         definition=definition,

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from hookgate.chain import Batch, ChainSettings, HookReply, Reply, matters, run_chain
+from hookgate.chain import Batch, ChainSettings, HookReply, Reply, run_chain, stops_blocking_batch
 from hookgate.definition_model import validate_definition
 from hookgate.events import get_event
 from hookgate.outcome import Outcome
@@ -87,7 +87,7 @@ def run_direct(
             for name in names:
                 reply = reply_for(scripts[name])
                 replies.append(reply)
-                if deadline is not None and matters(reply):
+                if deadline is not None and stops_blocking_batch(reply):
                     break
             batch = chain.send(replies)
     except StopIteration as done:

@@ -12,7 +12,7 @@ import threading
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from hookgate.chain import Call, ChainGen, Reply, matters
+from hookgate.chain import Call, ChainGen, Reply, stops_blocking_batch
 
 if TYPE_CHECKING:
     from hookgate.outcome import Outcome
@@ -48,7 +48,7 @@ async def drive_async(
                         break
                     reply = await execute(call, payload, min(call[1], remaining))
                     ran.append(reply)
-                    if matters(reply):
+                    if stops_blocking_batch(reply):
                         break
                 replies = ran
             batch = chain.send(replies)

@@ -20,8 +20,8 @@ from hookgate.chain import (
     HookReply,
     Reply,
     drive_sync,
-    matters,
     run_chain,
+    stops_blocking_batch,
 )
 from hookgate.execution.coroutines import run_with_deadline
 from hookgate.execution.drivers import LoopThread, drive_async
@@ -342,4 +342,4 @@ def _stopped(part: Sequence[Call], replies: Sequence[Reply], deadline: float | N
     its last reply matters (an answer, a failure, a timeout)."""
     if deadline is None:
         return False
-    return len(replies) < len(part) or bool(replies) and matters(replies[-1])
+    return len(replies) < len(part) or bool(replies) and stops_blocking_batch(replies[-1])

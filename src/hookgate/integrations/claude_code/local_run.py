@@ -27,7 +27,15 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
-from hookgate.chain import Call, ChainSettings, HookReply, Reply, drive_sync, matters, run_chain
+from hookgate.chain import (
+    Call,
+    ChainSettings,
+    HookReply,
+    Reply,
+    drive_sync,
+    run_chain,
+    stops_blocking_batch,
+)
 from hookgate.events import KNOWN_FIELDS, EventSpec, UnknownEventError, normalize_payload
 from hookgate.hook_event import HookEvent
 from hookgate.host_code import HostCodePolicy
@@ -181,7 +189,7 @@ class _Runner:
                 timeout_s = min(timeout_s, remaining)
             reply = self._run(hook, payload, view, timeout_s)
             replies.append(reply)
-            if deadline is not None and matters(reply):
+            if deadline is not None and stops_blocking_batch(reply):
                 break  # a blocking batch stops after the first call that matters
         return replies
 
