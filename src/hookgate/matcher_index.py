@@ -18,9 +18,9 @@ from collections.abc import Hashable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
+    from hookgate.compiled_hook import CompiledHook
     from hookgate.events import EventSpec
     from hookgate.matching import Matcher
-    from hookgate.registry import CompiledHook
 
 __all__ = [
     "MAX_CACHED_SUBJECT",

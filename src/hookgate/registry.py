@@ -11,13 +11,13 @@ from __future__ import annotations
 import itertools
 import threading
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from hookgate.compiled_hook import CompiledHook
 from hookgate.definition import HookDefinition
 from hookgate.events import LONG_WAIT_ABOVE_S, EventSpec
 from hookgate.matcher_index import SelectingSource, Selections, keep_for
-from hookgate.matching import CelFilter, Matcher, compile_if_expr, compile_matcher
+from hookgate.matching import compile_if_expr, compile_matcher
 
 __all__ = [
     "CompiledHook",
@@ -36,26 +36,6 @@ def sort_key(priority: int, order: int, hook_id: str) -> tuple[int, int, str]:
     Fixed when a hook is compiled, so a chain runs its hooks as they come.
     """
     return (-priority, order, hook_id)
-
-
-@dataclass(frozen=True, slots=True, eq=False)
-class CompiledHook:
-    """A definition ready to run. Compared and hashed by identity (one per hook version)."""
-
-    definition: HookDefinition
-    matcher: Matcher | None
-    condition: CelFilter | None
-    timeout_s: float
-    sort_key: tuple[int, int, str]
-    #: Admitted without a look (:mod:`hookgate.chain`'s plain runs): enabled, no matcher, no
-    #: ``if_expr``, no required approval, no long wait.
-    plain: bool = False
-    #: This hook once its matcher accepted the event (the same hook with no matcher left to
-    #: test): what a source's selection hands the chain. Itself when it has no matcher.
-    when_matched: CompiledHook = field(init=False, repr=False)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "when_matched", self)
 
 
 def compile_hook(definition: HookDefinition) -> CompiledHook:

@@ -17,22 +17,14 @@ import os
 import sys
 import tempfile
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import IO, Any, Protocol
 
+from hookgate.integrations.agent_reply import BridgeReply, block_reason
 from hookgate.integrations.agent_tools import canonical_tool
 from hookgate.outcome import Outcome
 
 __all__ = ["AgentContract", "BridgeReply", "StopCounter", "answer", "block_reason",
            "contract_for", "main", "print_reply"]
-
-
-@dataclass(slots=True)
-class BridgeReply:
-    """What the hook prints: a JSON object on stdout (or nothing), a note on stderr."""
-
-    stdout: dict[str, Any] | None = None
-    stderr: str = ""
 
 
 class AgentContract(Protocol):
@@ -59,17 +51,6 @@ def contract_for(agent: str) -> AgentContract:
     from hookgate.integrations.gemini.contract import GeminiContract
 
     return GeminiContract()
-
-
-def block_reason(outcome: Outcome) -> str | None:
-    """Why the outcome blocks, or why a hook asked to block a non-blocking event (a
-    ``post_tool_use`` hook withholding an output: the chain records it without deciding)."""
-    if outcome.blocked:
-        return outcome.reason or "blocked by hookgate"
-    for entry in outcome.trace:
-        if entry.decision == "block":
-            return str(entry.details.get("reason") or f"blocked by hook {entry.name!r}")
-    return None
 
 
 #: Decide one event: (canonical event, payload) → Outcome.

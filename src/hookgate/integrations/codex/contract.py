@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from hookgate.integrations.agent_bridge import BridgeReply, block_reason
+from hookgate.integrations.agent_reply import BridgeReply, block_reason
 from hookgate.outcome import Outcome
 
 __all__ = [

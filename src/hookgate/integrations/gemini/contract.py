@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from hookgate.integrations.agent_bridge import BridgeReply, block_reason
+from hookgate.integrations.agent_reply import BridgeReply, block_reason
 from hookgate.integrations.codex.contract import STOP_RETRIES
 from hookgate.outcome import Outcome
 
