@@ -1,6 +1,8 @@
-"""Attacks on the reads the web panel added (``hooks.figures`` / ``GET /api/v1/hooks/figures``
-and the history's ``hookName`` filter), against a real gateway process: another tenant's key
-(viewer or admin) reading tenant A's per-hook figures or executions through them."""
+"""Attacks on the reads the web panel added (``hooks.figures`` / ``GET /api/v1/hooks/figures``,
+the history's ``hookName`` filter, ``hooks.revisions`` / ``GET /api/v1/hooks/{id}/revisions``),
+against a real gateway process: another tenant's key (viewer or admin) reading tenant A's
+per-hook figures, executions or definition history through them, and a viewer reading a
+sealed secret back out of a definition history."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ from typing import Any
 import pytest
 from tests.server.conftest import start_gateway
 from tests.server.gateway_process import GatewayProcess
+from tests.server.panel_support import TEST_SECRET_KEY
 from tests.server.wsutil import open_ws, request
 
 pytestmark = pytest.mark.timeout(120)
@@ -17,7 +20,8 @@ pytestmark = pytest.mark.timeout(120)
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    gateway = start_gateway(tmp_path_factory.mktemp("panel-attacks"), "--audit-mode", "sync")
+    gateway = start_gateway(tmp_path_factory.mktemp("panel-attacks"), "--audit-mode", "sync",
+                            HOOKGATE_SECRET_KEY=TEST_SECRET_KEY)
     keys = {
         "a_operator": gateway.create_key("tenant-a", "operator"),
         "a_viewer": gateway.create_key("tenant-a", "viewer"),
@@ -94,3 +98,57 @@ def test_another_tenant_cannot_read_executions_by_hook_name(
     export = gateway.rest("GET", "/api/v1/executions/export?format=json&hookName=a-guard",
                           keys[role])
     assert export.status_code == 200 and "a-guard" not in export.text
+
+
+SECRET = "Bearer panel-attack-5e4d3c2b1a"
+
+
+def test_another_tenant_cannot_read_a_hooks_definition_history(served: dict[str, Any]) -> None:
+    """tenant (another tenant's viewer or admin): reads the definition history (who changed
+    what) of tenant A's hook by its id, live and after it was deleted."""
+    gateway, keys = served["gateway"], served["keys"]
+    created = gateway.rest("POST", "/api/v1/hooks", json={
+        "event": "pre_tool_use", "handler_type": "callable", "scope": "tenant",
+        "tenant_id": "tenant-a", "name": "a-doomed", "matcher": "^never$",
+        "config": {"callable": "tests.server.hookfns:allow"},
+    })
+    assert created.status_code == 201, created.text
+    hook_id = created.json()["hookId"]
+    path = f"/api/v1/hooks/{hook_id}/revisions"
+    assert gateway.rest("GET", path, keys["a_viewer"]).json()["revisions"]  # A reads its own
+    for deleted in (False, True):
+        if deleted:
+            assert gateway.rest("DELETE", f"/api/v1/hooks/{hook_id}").status_code == 200
+            assert len(gateway.rest("GET", path, keys["a_viewer"]).json()["revisions"]) == 2
+        for role in ("b_viewer", "b_admin"):
+            answer = gateway.rest("GET", path, keys[role])
+            assert answer.status_code == 200 and answer.json()["revisions"] == [], answer.text
+            with open_ws(gateway.ws_url, keys[role]) as ws:
+                reply = request(ws, "hooks.revisions", {"hookId": hook_id})
+                assert reply["ok"] is True and reply["payload"]["revisions"] == []
+
+
+def test_a_viewer_cannot_read_a_secret_header_out_of_the_definition_history(
+    served: dict[str, Any],
+) -> None:
+    """viewer (tenant A's own): reads the history of an http hook whose secret
+    ``Authorization`` header was set and then changed, hoping an old version keeps it."""
+    gateway, keys = served["gateway"], served["keys"]
+    created = gateway.rest("POST", "/api/v1/hooks", json={
+        "event": "pre_tool_use", "handler_type": "http", "scope": "tenant",
+        "tenant_id": "tenant-a", "name": "a-webhook", "matcher": "^nothing$",
+        "config": {"url": "https://policy.example/check", "headers": {"Authorization": SECRET}},
+    })
+    assert created.status_code == 201, created.text
+    hook_id = created.json()["hookId"]
+    patched = gateway.rest("PATCH", f"/api/v1/hooks/{hook_id}", json={
+        "config": {"url": "https://policy.example/check",
+                   "headers": {"Authorization": SECRET + "-2"}},
+    })
+    assert patched.status_code == 200, patched.text
+    answer = gateway.rest("GET", f"/api/v1/hooks/{hook_id}/revisions", keys["a_viewer"])
+    assert answer.status_code == 200 and len(answer.json()["revisions"]) == 2, answer.text
+    assert "panel-attack-5e4d3c2b1a" not in answer.text
+    assert "enc:" not in answer.text  # no ciphertext either
+    for revision in answer.json()["revisions"]:
+        assert revision["definition"]["config"]["headers"]["Authorization"] is None

@@ -137,3 +137,37 @@ def test_builtin_hooks_say_what_they_do(page: Any, figures_gateway: dict[str, An
     expect(page.locator('tr[data-hook-name="guard"] .hook-description')).to_have_count(0)
     page.get_by_role("link", name="content-guard (message_sending)").click()
     expect(page.locator(".summary")).to_contain_text("appends a visible note")
+
+
+def test_changes_tab_shows_who_changed_what_with_a_diff(
+    page: Any, figures_gateway: dict[str, Any]
+) -> None:
+    from playwright.sync_api import expect
+
+    served: GatewayProcess = figures_gateway["gateway"]
+    keys, hook_id = figures_gateway["keys"], figures_gateway["ids"]["idle"]
+    rest_json(served, "PATCH", f"/hooks/{hook_id}", keys["admin"],
+              json={"matcher": "^Nowhere$", "priority": 7})
+    rest_json(served, "POST", f"/hooks/{hook_id}/toggle", keys["admin"], json={"enabled": False})
+    revisions = rest_json(served, "GET", f"/hooks/{hook_id}/revisions", keys["viewer"])
+    assert [(r["version"], r["action"]) for r in revisions["revisions"]] == [
+        (3, "disabled"), (2, "updated"), (1, "created"),
+    ]
+    assert all(r["changed_by"] and r["changed_by"] != keys["admin"]
+               for r in revisions["revisions"])  # the key's name and prefix, never the key
+
+    sign_in(page, served.url, keys["viewer"])
+    page.goto(f"{served.url}/#/hooks/{hook_id}/changes")
+    rows = page.locator("tr.change-row")
+    expect(rows).to_have_count(3)
+    expect(rows.nth(1).locator('td[data-label="Change"]')).to_have_text("updated")
+    who = rows.nth(1).locator('td[data-label="Who"]').inner_text()
+    assert who == revisions["revisions"][1]["changed_by"]
+    assert ISO.match(rows.nth(1).locator('td[data-label="When"]').inner_text())
+    page.get_by_role("button", name="Diff v2 against the version before").click()
+    diff = page.locator("figure.json-diff")
+    expect(diff.locator("thead th").first).to_have_text("v1")
+    expect(diff.locator("tr.diff-changed")).to_have_count(2)  # matcher and priority
+    expect(diff.locator("tr.diff-changed").first).to_contain_text("^Never$")
+    expect(diff).to_contain_text("^Nowhere$")
+    shot(page, "hook-changes")

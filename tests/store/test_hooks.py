@@ -247,3 +247,21 @@ async def test_builtin_seeding_rules(store: Store) -> None:
 async def test_non_json_config_is_refused_clearly(store: Store) -> None:
     with pytest.raises(StoreError, match="config must be plain JSON"):
         await store.create_hook(A, hook(name="fn", config={"callable": test_tenant_isolation}))
+
+
+async def test_definition_history_records_each_change_in_the_callers_tenant(store: Store) -> None:
+    created = await store.create_hook(A, hook(name="guard", matcher="^exec$"), actor="key a1")
+    await store.update_hook(A, created.id, {"matcher": "^shell$"}, actor="key a2")
+    await store.set_enabled(A, created.id, False, actor="key a1")
+    await store.delete_hook(A, created.id, actor="key a2")
+    revisions = await store.hook_revisions(A, created.id, 50)
+    assert [(r.version, r.action, r.changed_by) for r in revisions] == [
+        (3, "deleted", "key a2"), (3, "disabled", "key a1"),
+        (2, "updated", "key a2"), (1, "created", "key a1"),
+    ]
+    assert [r.definition["matcher"] for r in revisions] == ["^shell$"] * 3 + ["^exec$"]
+    assert "id" not in revisions[0].definition
+    # Another tenant reads nothing, even of a deleted hook; master scope reads it all.
+    assert await store.hook_revisions(B, created.id, 50) == ()
+    assert len(await store.hook_revisions(MASTER, created.id, 50)) == 4
+    assert len(await store.hook_revisions(A, created.id, 2)) == 2

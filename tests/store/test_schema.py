@@ -27,6 +27,7 @@ EXPECTED_TABLES = {
     "hook_state",
     "hook_breakers",
     "hook_executions",
+    "hook_revisions",
     "tenant_hook_budget",
     "hookgate_api_keys",
     "hookgate_state",

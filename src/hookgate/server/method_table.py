@@ -22,6 +22,7 @@ from hookgate.server.auth import Principal
 from hookgate.server.dispatch_methods import dispatches_get, dispatches_list
 from hookgate.server.hook_figures import hooks_figures
 from hookgate.server.hook_files import hooks_export, hooks_import
+from hookgate.server.hook_revisions import hooks_revisions
 from hookgate.server.key_methods import keys_create, keys_list, keys_revoke
 from hookgate.server.methods import (
     Method,
@@ -128,6 +129,13 @@ METHOD_LIST: Final = (
         "hooks.history", "viewer", schemas.HistoryParams, schemas.HistoryPayload, hooks_history,
         "Executions, newest first, with cursor pagination.",
         ("GET", "/executions"),
+    ),
+    _method(
+        "hooks.revisions", "viewer", schemas.RevisionsParams, schemas.RevisionsPayload,
+        hooks_revisions,
+        "A hook's definition history, newest first: each change with the definition after "
+        "it, who made it and when (the caller's tenant; global hooks need master scope).",
+        ("GET", "/hooks/{hookId}/revisions"),
     ),
     _method(
         "hooks.figures", "viewer", schemas.FiguresParams, schemas.FiguresPayload, hooks_figures,

@@ -324,7 +324,7 @@ async def hooks_delete(gateway: Gateway, who: Principal, p: schemas.HookIdParams
     current = await gateway.store.get_hook(who.caller, p.hook_id)
     if current.definition.scope == "global" and not who.master:
         raise ApiError("UNAUTHORIZED", MASTER_MESSAGE)
-    await gateway.store.delete_hook(who.caller, p.hook_id)
+    await gateway.store.delete_hook(who.caller, p.hook_id, actor=who.actor)
     gateway.forget_hook(current.definition)
     await gateway.hooks_changed()
     return {"hookId": p.hook_id}

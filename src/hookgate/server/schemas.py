@@ -39,6 +39,9 @@ __all__ = [
     "Execution",
     "HistoryParams",
     "FiguresParams",
+    "RevisionsParams",
+    "RevisionsPayload",
+    "HookRevisionView",
     "FiguresPayload",
     "HookFigures",
     "HistoryPayload",
@@ -84,6 +87,11 @@ class ListParams(_Params):
 
 class HookIdParams(_Params):
     hook_id: str = _HOOK_ID
+
+
+class RevisionsParams(_Params):
+    hook_id: str = _HOOK_ID
+    limit: int = Field(default=50, ge=1, le=500)
 
 
 class CreateParams(DefinitionFields):
@@ -373,6 +381,18 @@ class HookFigures(BaseModel):
     block_rate: float
     p95_ms: float
     last_fired: str | None
+
+
+class HookRevisionView(BaseModel):
+    version: int
+    action: str
+    changed_at: str | None
+    changed_by: str | None
+    definition: dict[str, Any]
+
+
+class RevisionsPayload(BaseModel):
+    revisions: list[HookRevisionView]
 
 
 class FiguresPayload(BaseModel):

@@ -309,6 +309,19 @@ class ExecutionQuery:
 
 
 @dataclass(frozen=True, slots=True)
+class HookRevision:
+    """One change of a hook's definition: the definition after it (no identity fields,
+    sealed secrets still sealed), what the change was and who made it when."""
+
+    version: int
+    #: ``created``, ``updated``, ``enabled``, ``disabled`` or ``deleted``.
+    action: str
+    changed_at: float
+    changed_by: str | None
+    definition: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
 class ExecutionTiming:
     """What per-hook figures need of one execution row, and nothing else."""
 
@@ -554,8 +567,11 @@ class Store(Protocol):
         ``updated_by`` (None records that the changer is unknown)."""
         ...
 
-    async def delete_hook(self, caller: Caller, hook_id: str) -> None:
-        """Remove a hook; its executions stay with ``hook_id`` set to NULL."""
+    async def delete_hook(
+        self, caller: Caller, hook_id: str, *, actor: str | None = None
+    ) -> None:
+        """Remove a hook (``actor`` goes in its definition history); its executions stay
+        with ``hook_id`` set to NULL."""
         ...
 
     async def set_enabled(
@@ -618,6 +634,13 @@ class Store(Protocol):
     async def query_executions(self, caller: Caller, query: ExecutionQuery) -> ExecutionPage:
         """History, newest first, scoped to the caller's tenant (master: all or
         ``query.tenant_id``). The cursor stays correct while rows are added."""
+        ...
+
+    async def hook_revisions(
+        self, caller: Caller, hook_id: str, limit: int
+    ) -> tuple[HookRevision, ...]:
+        """The hook's definition history, newest first (at most ``limit``), for the caller's
+        tenant only (master scope: any hook's, global ones included)."""
         ...
 
     async def execution_timings(

@@ -24,6 +24,7 @@ from hookgate.store.base import (
     HookChange,
     HookFilter,
     HookRecord,
+    HookRevision,
     NotFound,
     ReadOnlyHook,
     SeedReport,
@@ -57,6 +58,22 @@ _RESET_BREAKER: Final = (
     "UPDATE agent_hooks SET breaker_state = 'closed', breaker_faults = 0, "
     "breaker_last_fault = NULL, breaker_changed_at = ? WHERE id = ?"
 )
+_REVISION_INSERT: Final = (
+    "INSERT INTO hook_revisions (hook_id, tenant_id, version, action, changed_at, changed_by, "
+    "definition) VALUES (?, ?, ?, ?, ?, ?, ?)"
+)
+
+
+async def _record_revision(
+    sql: Sql, d: HookDefinition, action: str, now: float, actor: str | None
+) -> None:
+    """One definition-history row, in the transaction of the change it records."""
+    await sql.execute(
+        _REVISION_INSERT, d.id, d.tenant_id, d.version, action, now, actor,
+        to_json(d.to_dict(include_identity=False), "definition"),
+    )
+
+
 #: The hook row's metadata key recording that a master-scope caller wrote this version.
 MASTER_WRITTEN: Final = "written_by_master"
 # Fields a patch may repeat (as sent back by a client) but never change.
@@ -216,6 +233,7 @@ class HookTable(SqlBackend):
                     written_by_master=caller.master,
                 )
                 await sql.execute(_HOOK_INSERT, *_hook_params(stored, now, actor))
+                await _record_revision(sql, stored, "created", now, actor)
         except Exception as exc:
             if self._is_unique_violation(exc):
                 if await self._hook_exists(definition.id):
@@ -350,6 +368,7 @@ class HookTable(SqlBackend):
                     written_by_master=caller.master,
                 )
                 await sql.execute(_HOOK_UPDATE, *_update_params(updated, now, actor))
+                await _record_revision(sql, updated, "updated", now, actor)
                 await sql.execute(
                     "UPDATE agent_hooks SET metadata = ? WHERE id = ?",
                     to_json({**current_metadata, MASTER_WRITTEN: caller.master}, "metadata"),
@@ -369,7 +388,9 @@ class HookTable(SqlBackend):
             updated, current.created_at, now, breaker, current.created_by, updated_by=actor
         )
 
-    async def delete_hook(self, caller: Caller, hook_id: str) -> None:
+    async def delete_hook(
+        self, caller: Caller, hook_id: str, *, actor: str | None = None
+    ) -> None:
         async with self._write() as sql:
             current = await self._locked_hook(sql, caller, hook_id)
             if current.definition.source == "builtin":
@@ -377,8 +398,32 @@ class HookTable(SqlBackend):
                     f"hook {current.definition.label} is builtin: disable it instead"
                 )
             await sql.execute("DELETE FROM agent_hooks WHERE id = ?", hook_id)
+            await _record_revision(sql, current.definition, "deleted", time.time(), actor)
             version = await self._bump(sql, hook_id)
         self._changed(HookChange(version, hook_id))
+
+    async def hook_revisions(
+        self, caller: Caller, hook_id: str, limit: int
+    ) -> tuple[HookRevision, ...]:
+        tenant = "" if caller.master else " AND tenant_id = ?"
+        scope: list[Any] = [] if caller.master else [caller.tenant_id]
+        async with self._read() as sql:
+            rows = await sql.fetch(
+                "SELECT version, action, changed_at, changed_by, definition FROM hook_revisions "
+                f"WHERE hook_id = ?{tenant} ORDER BY seq DESC LIMIT {max(1, int(limit))}",
+                hook_id,
+                *scope,
+            )
+        return tuple(
+            HookRevision(
+                version=int(row["version"]),
+                action=row["action"],
+                changed_at=float(row["changed_at"]),
+                changed_by=row["changed_by"],
+                definition=loads(row["definition"]),
+            )
+            for row in rows
+        )
 
     async def set_enabled(
         self, caller: Caller, hook_id: str, enabled: bool, *, actor: str | None = None
@@ -395,6 +440,9 @@ class HookTable(SqlBackend):
                 now,
                 actor,
                 hook_id,
+            )
+            await _record_revision(
+                sql, updated, "enabled" if enabled else "disabled", now, actor
             )
             await sql.execute(_RESET_BREAKER, now, hook_id)
             version = await self._bump(sql, hook_id)

@@ -81,6 +81,12 @@ export async function auditPage(filters, { cursor = null, limit = 25 } = {}) {
   return call("hooks.history", params);
 }
 
+/** A hook's definition history, newest first: `[{version, action, changed_at, changed_by,
+ * definition}]`. */
+export async function hookRevisions(hookId) {
+  return (await call("hooks.revisions", { hookId })).revisions;
+}
+
 /** Per-hook figures over a window (`1h`, `24h`, `7d`, `30d`), computed by the gateway from
  * the audit rows: `{window, since, until, rows, sampled, hooks: [{hook_id, hook_name, fires,
  * blocks, block_rate, p95_ms, last_fired}]}`. */

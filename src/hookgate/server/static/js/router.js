@@ -1,7 +1,7 @@
-// Hash routes: #/hooks, #/hooks/new, #/hooks/<id>[/overview|/test|/history|/edit],
+// Hash routes: #/hooks, #/hooks/new, #/hooks/<id>[/overview|/test|/history|/changes|/edit],
 // #/hooks/import, #/approvals[/<id>], #/audit, #/audit/dispatches[/<id>], #/events, #/keys.
 
-const TABS = new Set(["overview", "test", "history"]);
+const TABS = new Set(["overview", "test", "history", "changes"]);
 
 export function parseRoute(hash = window.location.hash) {
   const [path, queryString = ""] = hash.replace(/^#/, "").split("?");

@@ -1,4 +1,4 @@
-// One hook: header with its switch and actions, then the Overview, Test and History tabs.
+// One hook: header with its switch and actions, then the Overview, Test, History and Changes tabs.
 import { h, mount } from "../dom.js";
 import * as api from "../api.js";
 import { whyNoTest, whyReadOnly } from "../session.js";
@@ -12,6 +12,7 @@ import { confirmDialog } from "../ui/dialog.js";
 import { renderOverview } from "./overview-tab.js";
 import { renderTestTab } from "./test-tab.js";
 import { renderHistory } from "./history-tab.js";
+import { renderChanges } from "./changes-tab.js";
 
 export async function renderHookDetail(root, route, ctx) {
   mount(root, loadingState("Loading hook…"));
@@ -92,6 +93,7 @@ export async function renderHookDetail(root, route, ctx) {
         { id: "overview", label: "Overview", href: hookHref(hook.id, "overview") },
         { id: "test", label: "Test", href: hookHref(hook.id, "test"), disabledReason: testBlocked },
         { id: "history", label: "History", href: hookHref(hook.id, "history") },
+        { id: "changes", label: "Changes", href: hookHref(hook.id, "changes") },
       ],
       route.tab,
       "tab-panel",
@@ -101,6 +103,8 @@ export async function renderHookDetail(root, route, ctx) {
   if (route.tab === "test") {
     if (testBlocked) mount(panel, notAllowedState(testBlocked));
     else renderTestTab(panel, hook, ctx);
+  } else if (route.tab === "changes") {
+    renderChanges(panel, hook, ctx);
   } else if (route.tab === "history") {
     renderHistory(panel, hook, ctx, route.query);
   } else {
