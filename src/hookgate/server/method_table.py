@@ -18,6 +18,7 @@ from hookgate.server.approval_methods import (
     approvals_wait,
     approvals_watch,
 )
+from hookgate.server.audit_methods import AuditVerifyParams, AuditVerifyPayload, audit_verify
 from hookgate.server.auth import Principal
 from hookgate.server.dispatch_methods import dispatches_get, dispatches_list
 from hookgate.server.hook_figures import hooks_figures
@@ -164,6 +165,12 @@ METHOD_LIST: Final = (
         "One dispatch as a trace: each hook that ran in order with its answer, the final "
         "decision, the approval (who decided, when).",
         ("GET", "/dispatches/{dispatchId}"),
+    ),
+    _method(
+        "audit.verify", "admin", AuditVerifyParams, AuditVerifyPayload, audit_verify,
+        "Check the audit hash chain of the caller's tenant (master scope: every tenant, or "
+        "tenantId): intact, or per tenant the first record altered, removed or reordered.",
+        ("GET", "/audit/verify"),
     ),
     _method(
         "hooks.check", "admin", schemas.HookIdParams, schemas.CheckPayload, hooks_check,

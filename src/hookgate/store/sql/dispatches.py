@@ -3,6 +3,7 @@ tenant's records linked into a hash chain as they are written (:mod:`hookgate.st
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Sequence
 from typing import Any, Final
@@ -59,6 +60,8 @@ _HEAD_MOVE: Final = (
 _ID_CHUNK: Final = 500
 #: Records read per query while verifying.
 VERIFY_PAGE: Final = 20_000
+# Pages smaller than this are checked on the event loop (a thread hop costs more).
+_WALK_INLINE_MAX: Final = 2_000
 
 
 def dispatch_params(row: DispatchRow) -> tuple[Any, ...]:
@@ -137,6 +140,16 @@ def _entry(row: Row) -> ChainEntry:
 
 def _place(entry: ChainEntry) -> int:
     return entry.chain_seq
+
+
+def _walk(walker: ChainWalker, rows: Sequence[Row], gaps: Sequence[Row]) -> None:
+    entries = [_entry(row) for row in rows]
+    entries += [ChainEntry(g["chain_seq"], g["prev_hash"], g["record_hash"]) for g in gaps]
+    if gaps:
+        entries.sort(key=_place)
+    for entry in entries:
+        if not walker.feed(entry):
+            return
 
 
 class DispatchTable(SqlBackend):
@@ -385,8 +398,24 @@ class DispatchTable(SqlBackend):
                     heads.setdefault(row["tenant_id"], ChainHead(row["tenant_id"], 0, GENESIS))
             elif tenant not in heads:
                 heads[tenant] = ChainHead(tenant, 0, GENESIS)
-            verdicts = [await self._verify_tenant(sql, heads[name]) for name in sorted(heads)]
+            verdicts = []
+            for name in sorted(heads):
+                verdict = await self._verify_tenant(sql, heads[name])
+                if not verdict.intact:
+                    # Retention may have moved the base while we walked: check once more.
+                    now = await self._head_of(sql, name)
+                    if now is not None and now.base_seq != heads[name].base_seq:
+                        verdict = await self._verify_tenant(sql, now)
+                verdicts.append(verdict)
         return ChainReport(tuple(verdicts), time.perf_counter() - started)
+
+    async def _head_of(self, sql: Sql, tenant: str) -> ChainHead | None:
+        row = await sql.fetchrow(
+            "SELECT tenant_id, seq, hash, base_seq, base_hash FROM audit_chain_heads "
+            "WHERE tenant_id = ?",
+            tenant,
+        )
+        return _head(row) if row is not None else None
 
     async def _verify_tenant(self, sql: Sql, head: ChainHead) -> TenantChain:
         walker = ChainWalker(head)
@@ -396,29 +425,27 @@ class DispatchTable(SqlBackend):
             rows = await sql.fetch(
                 f"SELECT seq, chain_seq, prev_hash, record_hash, {DISPATCH_COLUMNS} "
                 "FROM dispatch_records WHERE tenant_id = ? AND chain_seq > ? "
-                f"ORDER BY chain_seq LIMIT {VERIFY_PAGE}",
+                # Records written after the head was read are for the next check.
+                f"AND chain_seq <= ? ORDER BY chain_seq LIMIT {VERIFY_PAGE}",
                 tenant,
                 after,
+                head.seq,
             )
             full = len(rows) == VERIFY_PAGE
-            upper: int | None = int(rows[-1]["chain_seq"]) if full else None
+            upper = int(rows[-1]["chain_seq"]) if full else head.seq
             gaps = await sql.fetch(
                 "SELECT chain_seq, prev_hash, record_hash FROM audit_chain_gaps "
-                "WHERE tenant_id = ? AND chain_seq > ?"
-                + (" AND chain_seq <= ?" if upper is not None else "")
-                + " ORDER BY chain_seq",
+                "WHERE tenant_id = ? AND chain_seq > ? AND chain_seq <= ? ORDER BY chain_seq",
                 tenant,
                 after,
-                *([upper] if upper is not None else []),
+                upper,
             )
-            entries = [_entry(row) for row in rows]
-            entries += [ChainEntry(g["chain_seq"], g["prev_hash"], g["record_hash"]) for g in gaps]
-            if gaps:
-                entries.sort(key=_place)
-            for entry in entries:
-                if not walker.feed(entry):
-                    break
-            if upper is None:
+            if len(rows) >= _WALK_INLINE_MAX:
+                # Hashing is CPU work: off the event loop, so a gateway keeps answering.
+                await asyncio.to_thread(_walk, walker, rows, gaps)
+            else:
+                _walk(walker, rows, gaps)
+            if not full:
                 break
             after = upper
         walker.finish()
