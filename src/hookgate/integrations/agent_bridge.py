@@ -16,12 +16,16 @@ import json
 import os
 import sys
 import tempfile
-from collections.abc import Callable, Mapping
-from typing import IO, Any, Protocol
+from collections.abc import Callable, Mapping, Sequence
+from typing import IO, TYPE_CHECKING, Any, Protocol
 
 from hookgate.integrations.agent_reply import BridgeReply, block_reason
 from hookgate.integrations.agent_tools import canonical_tool
 from hookgate.outcome import Outcome
+
+if TYPE_CHECKING:
+    from hookgate.definition import HookDefinition
+    from hookgate.settings import Settings
 
 __all__ = ["AgentContract", "BridgeReply", "StopCounter", "answer", "block_reason",
            "contract_for", "main", "print_reply"]
@@ -128,31 +132,48 @@ def answer(contract: AgentContract, raw: bytes, decide: Decide,
 
 
 def local_decider(config: str, environ: Mapping[str, str]) -> Decide:
-    """Decide with the engine on a hooks file (every event waits for its whole chain: the
-    agent waits for this process anyway, and non-blocking hooks' context belongs in it)."""
+    """Decide with a hooks file, as ``hookgate claude-code`` does: the definitions from the
+    cache of this exact file, and the chain without an event loop when every hook of the
+    event is a command or a plain function; else the engine (every event waits for its whole
+    chain: the agent waits for this process anyway)."""
 
     def decide(event: str, payload: dict[str, Any]) -> Outcome:
-        import asyncio
-
-        from hookgate.config import ConfigError
-        from hookgate.engine import Engine
+        from hookgate.events import get_event
+        from hookgate.integrations.claude_code.definition_cache import (
+            InvalidHooksFile,
+            load_definitions,
+        )
+        from hookgate.integrations.claude_code.local_run import run_blocking
         from hookgate.settings import Settings
 
-        async def run() -> Outcome:
-            engine = Engine(settings=Settings.from_env(environ))
-            try:
-                try:
-                    engine.load(config)
-                except ConfigError as exc:
-                    raise RuntimeError(f"hooks file {config} is invalid: "
-                                       f"{exc.problems[0]}") from None
-                return await engine.fire(event, payload, wait=True)
-            finally:
-                await engine.aclose()
-
-        return asyncio.run(run())
+        settings = Settings.from_env(environ)
+        try:
+            definitions = load_definitions(config, edition=settings.edition, environ=environ)
+        except InvalidHooksFile as exc:
+            raise RuntimeError(f"hooks file {config} is invalid: {exc.problems[0]}") from None
+        outcome = run_blocking(get_event(event), payload, definitions, settings)
+        return outcome if outcome is not None else _on_engine(event, payload, definitions,
+                                                              settings)
 
     return decide
+
+
+def _on_engine(event: str, payload: dict[str, Any], definitions: Sequence[HookDefinition],
+               settings: Settings) -> Outcome:
+    import asyncio
+
+    from hookgate.engine import Engine
+
+    async def run() -> Outcome:
+        engine = Engine(settings=settings)
+        try:
+            for definition in definitions:  # as Engine.load registers a file's hooks
+                engine.registry.put(definition)
+            return await engine.fire(event, payload, wait=True)
+        finally:
+            await engine.aclose()
+
+    return asyncio.run(run())
 
 
 def gateway_decider(url: str, api_key: str | None) -> Decide:
