@@ -206,51 +206,77 @@ class ChainWalker:
 
     def feed(self, entry: ChainEntry) -> bool:
         """Check the next entry; False once the chain is broken (stop feeding)."""
+        return self.feed_record(
+            entry.chain_seq,
+            entry.prev_hash,
+            entry.record_hash,
+            entry.record_id,
+            entry.write_seq,
+            entry.values,
+        )
+
+    def feed_record(
+        self,
+        place: int,
+        prev_hash: str | None,
+        record_hash: str | None,
+        record_id: str | None,
+        write_seq: int,
+        values: Sequence[Any] | None,
+    ) -> bool:
+        """:meth:`feed` without building a :class:`ChainEntry` (the verify loop's path)."""
         if self.problem is not None:
             return False
-        place = entry.chain_seq
-        name = _name(entry)
-        if place <= self._seq:
-            return self._break(
-                entry, "reordered", f"{name} repeats place {place} (the chain is past {self._seq})"
-            )
         if place != self._seq + 1:
-            missing = (
-                f"{self._seq + 1}" if place == self._seq + 2 else f"{self._seq + 1}–{place - 1}"
-            )
-            return self._break(
-                entry,
-                "removed",
-                f"place {missing} is missing before {name}: record(s) removed",
-            )
-        if entry.prev_hash != self._hash:
+            return self._out_of_place(place, record_id)
+        if prev_hash != self._hash:
             before = f"record {self._last_id}" if self._last_id else f"place {self._seq}"
             return self._break(
-                entry,
+                place,
+                record_id,
                 "reordered",
-                f"{name} does not follow {before}: the record before it was altered and "
-                "rehashed, or records were removed or reordered",
+                f"{_name(place, record_id)} does not follow {before}: the record before it "
+                "was altered and rehashed, or records were removed or reordered",
             )
-        if entry.values is not None:
-            if entry.write_seq <= self._write_seq:
+        if values is not None:
+            if write_seq <= self._write_seq:
                 return self._break(
-                    entry,
+                    place,
+                    record_id,
                     "reordered",
-                    f"{name} was written before {self._last_id} but sits after it in the chain",
+                    f"{_name(place, record_id)} was written before {self._last_id} but sits "
+                    "after it in the chain",
                 )
-            digest = content_digest(entry.values)
-            if entry.prev_hash is None or entry.record_hash != link_hash(
-                entry.prev_hash, place, digest
-            ):
+            if record_hash != link_hash(prev_hash, place, content_digest(values)):
                 return self._break(
-                    entry, "altered", f"{name}: its content no longer gives its stored hash"
+                    place,
+                    record_id,
+                    "altered",
+                    f"{_name(place, record_id)}: its content no longer gives its stored hash",
                 )
             self.records += 1
-            self._write_seq = entry.write_seq
-            self._last_id = entry.record_id
+            self._write_seq = write_seq
+            self._last_id = record_id
         self._seq = place
-        self._hash = entry.record_hash or ""
+        self._hash = record_hash or ""
         return True
+
+    def _out_of_place(self, place: int, record_id: str | None) -> bool:
+        name = _name(place, record_id)
+        if place <= self._seq:
+            return self._break(
+                place,
+                record_id,
+                "reordered",
+                f"{name} repeats place {place} (the chain is past {self._seq})",
+            )
+        missing = f"{self._seq + 1}" if place == self._seq + 2 else f"{self._seq + 1}–{place - 1}"
+        return self._break(
+            place,
+            record_id,
+            "removed",
+            f"place {missing} is missing before {name}: record(s) removed",
+        )
 
     def finish(self) -> ChainBreak | None:
         """After the last entry: the chain must end exactly at the head."""
@@ -286,12 +312,12 @@ class ChainWalker:
                 )
         return self.problem
 
-    def _break(self, entry: ChainEntry, kind: BreakKind, why: str) -> bool:
-        self.problem = ChainBreak(entry.chain_seq, entry.record_id, kind, why)
+    def _break(self, place: int, record_id: str | None, kind: BreakKind, why: str) -> bool:
+        self.problem = ChainBreak(place, record_id, kind, why)
         return False
 
 
-def _name(entry: ChainEntry) -> str:
-    if entry.record_id is None:
-        return f"place {entry.chain_seq} (a record retention removed)"
-    return f"record {entry.record_id} (place {entry.chain_seq})"
+def _name(place: int, record_id: str | None) -> str:
+    if record_id is None:
+        return f"place {place} (a record retention removed)"
+    return f"record {record_id} (place {place})"

@@ -317,6 +317,20 @@ class SqliteStore(SqlStore):
             raise StoreError("the store is not open")
         yield _Connection(self._reader)
 
+    async def _chain_page(self, sql: Any, query: str, *args: Any) -> Sequence[Sequence[Any]]:
+        # The chain check reads plain tuples on a read-only connection of its own, in a
+        # thread: the shared reader builds a dict per row, which costs more than the hashing.
+        return await asyncio.to_thread(self._tuples, query, args)
+
+    def _tuples(self, query: str, args: Sequence[Any]) -> list[tuple[Any, ...]]:
+        conn = sqlite3.connect(
+            f"file:{self.path}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_MS / 1000
+        )
+        try:
+            return conn.execute(query, tuple(args)).fetchall()
+        finally:
+            conn.close()
+
     def _is_unique_violation(self, exc: BaseException) -> bool:
         return isinstance(exc, sqlite3.IntegrityError) and "UNIQUE" in str(exc)
 

@@ -124,32 +124,27 @@ def _head(row: Row) -> ChainHead:
     )
 
 
-_CONTENT: Final = tuple(name.strip() for name in DISPATCH_COLUMNS.split(","))
-
-
-def _entry(row: Row) -> ChainEntry:
-    return ChainEntry(
-        int(row["chain_seq"]),
-        row["prev_hash"],
-        row["record_hash"],
-        row["id"],
-        int(row["seq"]),
-        [row[name] for name in _CONTENT],
-    )
+def _walk(walker: ChainWalker, rows: Sequence[Sequence[Any]], gaps: Sequence[Row]) -> None:
+    """Feed a page to the walker: ``rows`` positional (seq, chain_seq, prev_hash,
+    record_hash, then the content columns), merged with the page's gaps by place."""
+    feed = walker.feed_record
+    if not gaps:
+        for row in rows:
+            values = tuple(row)
+            if not feed(values[1], values[2], values[3], values[4], values[0], values[4:]):
+                return
+        return
+    entries = [ChainEntry(int(r[1]), r[2], r[3], r[4], int(r[0]), tuple(r)[4:]) for r in rows] + [
+        ChainEntry(int(g["chain_seq"]), g["prev_hash"], g["record_hash"]) for g in gaps
+    ]
+    entries.sort(key=_place)
+    for entry in entries:
+        if not walker.feed(entry):
+            return
 
 
 def _place(entry: ChainEntry) -> int:
     return entry.chain_seq
-
-
-def _walk(walker: ChainWalker, rows: Sequence[Row], gaps: Sequence[Row]) -> None:
-    entries = [_entry(row) for row in rows]
-    entries += [ChainEntry(g["chain_seq"], g["prev_hash"], g["record_hash"]) for g in gaps]
-    if gaps:
-        entries.sort(key=_place)
-    for entry in entries:
-        if not walker.feed(entry):
-            return
 
 
 class DispatchTable(SqlBackend):
@@ -409,6 +404,10 @@ class DispatchTable(SqlBackend):
                 verdicts.append(verdict)
         return ChainReport(tuple(verdicts), time.perf_counter() - started)
 
+    async def _chain_page(self, sql: Sql, query: str, *args: Any) -> Sequence[Sequence[Any]]:
+        """Rows with positional access (asyncpg's records have it; SQLite overrides)."""
+        return await sql.fetch(query, *args)  # type: ignore[return-value]
+
     async def _head_of(self, sql: Sql, tenant: str) -> ChainHead | None:
         row = await sql.fetchrow(
             "SELECT tenant_id, seq, hash, base_seq, base_hash FROM audit_chain_heads "
@@ -422,7 +421,8 @@ class DispatchTable(SqlBackend):
         tenant = head.tenant_id
         after = head.base_seq
         while walker.problem is None:
-            rows = await sql.fetch(
+            rows = await self._chain_page(
+                sql,
                 f"SELECT seq, chain_seq, prev_hash, record_hash, {DISPATCH_COLUMNS} "
                 "FROM dispatch_records WHERE tenant_id = ? AND chain_seq > ? "
                 # Records written after the head was read are for the next check.
@@ -432,7 +432,7 @@ class DispatchTable(SqlBackend):
                 head.seq,
             )
             full = len(rows) == VERIFY_PAGE
-            upper = int(rows[-1]["chain_seq"]) if full else head.seq
+            upper = int(rows[-1][1]) if full else head.seq
             gaps = await sql.fetch(
                 "SELECT chain_seq, prev_hash, record_hash FROM audit_chain_gaps "
                 "WHERE tenant_id = ? AND chain_seq > ? AND chain_seq <= ? ORDER BY chain_seq",
