@@ -88,7 +88,8 @@ def test_if_rules_async_and_the_bridge_itself() -> None:
          "'http' hooks are not imported"),
         (settings(PreToolUse=[{"hooks": [{"type": "prompt", "prompt": "ok?"}]}]),
          "'prompt' hooks are not imported"),
-        (settings(TaskCreated=[{"hooks": [command("x")]}]), "hookgate has no event"),
+        # (TaskCreated was such an event until issue 28 mapped all 33 of 2.1.330)
+        (settings(SomeFutureEvent=[{"hooks": [command("x")]}]), "hookgate has no event"),
         (settings(PreToolUse=[{"hooks": [command("x", shell="powershell")]}]), "powershell"),
         (settings(PreToolUse=[{"matcher": "(a", "hooks": [command("x")]}]), "matcher"),
         (settings(PreToolUse=[{"hooks": "x"}]), "must be an object with a 'hooks' list"),

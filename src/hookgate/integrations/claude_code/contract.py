@@ -306,8 +306,9 @@ class ClaudeAnswer:
         return "" if self.stdout is None else json.dumps(self.stdout, default=str)
 
 
-def claude_answer(event: str, outcome: Outcome) -> ClaudeAnswer:
-    """Claude Code's JSON for ``outcome`` on Claude Code event ``event`` (exit code 0)."""
+def claude_answer(event: str, outcome: Outcome, tool_response: Any = None) -> ClaudeAnswer:
+    """Claude Code's JSON for ``outcome`` on Claude Code event ``event`` (exit code 0);
+    ``tool_response``: the output a ``PostToolUse`` block withholds (its shape is kept)."""
     out: dict[str, Any] = {}
     specific: dict[str, Any] = {"hookEventName": event}
     context = "\n\n".join(outcome.additional_context)
@@ -369,6 +370,13 @@ def claude_answer(event: str, outcome: Outcome) -> ClaudeAnswer:
             out["reason"] = outcome.reason or "\n".join(recorded_blocks)
         if event == "PostToolUse" and outcome.updated_input is not None:
             specific["updatedToolOutput"] = outcome.updated_input
+        elif event == "PostToolUse" and "decision" in out:
+            # decision: block alone shows Claude the reason *beside* the output: a block
+            # withholds the output itself (issue 24: an injected output never reaches it).
+            from hookgate.tool_output import withheld_like, withheld_text
+
+            specific["updatedToolOutput"] = withheld_like(tool_response,
+                                                          withheld_text(out["reason"]))
     elif event == "PreModelSwitch":
         if outcome.blocked:
             specific["permissionDecision"] = "deny"
@@ -472,7 +480,7 @@ async def answer_claude_code(data: Mapping[str, Any], evaluate: Evaluate) -> Cla
     except Exception as exc:
         named = event if isinstance(event, str) else None
         return failure_answer(named, f"evaluating {event} failed: {exc}")
-    return claude_answer(str(event), outcome)
+    return claude_answer(str(event), outcome, data.get("tool_response"))
 
 
 # -- running as Claude Code's hook --------------------------------------------------------

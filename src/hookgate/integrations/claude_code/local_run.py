@@ -97,7 +97,7 @@ def answer_event(
         return failure_answer(event_name, f"evaluating {event_name} failed: {exc}")
     if outcome is None:
         return _on_engine(data, definitions, settings)
-    return claude_answer(str(event_name), outcome)
+    return claude_answer(str(event_name), outcome, data.get("tool_response"))
 
 
 def run_blocking(
