@@ -9,6 +9,7 @@ import time
 import uuid
 from typing import Any
 
+import pytest
 from tests.store.conftest import StoreFactory
 
 from hookgate import Engine
@@ -18,6 +19,7 @@ from hookgate.store.audit_writer import AuditWriter
 from hookgate.store.base import Store
 from hookgate.store.chain import GENESIS
 from hookgate.store.retention import prune_dispatches
+from hookgate.store.sql import dispatches
 
 MASTER = Caller.master_scope()
 DAY = 86_400.0
@@ -130,3 +132,26 @@ async def test_unmatched_retention_keeps_the_links_of_what_it_deletes(store: Sto
     assert report.intact and report.records == 0
     (head,) = await store.chain_heads(MASTER)
     assert head.base_seq == head.seq == 8
+
+
+async def test_a_chain_longer_than_a_page_is_walked_page_by_page(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Pages of 3 (the next read while one is hashed), gaps among them, and a record removed
+    behind a page boundary is still named."""
+    monkeypatch.setattr(dispatches, "VERIFY_PAGE", 3)
+    monkeypatch.setattr(dispatches, "_WALK_INLINE_MAX", 2)  # the threaded path too
+    now = time.time()
+    rows = [record("t", now - 10 * DAY, hooks=n % 3) for n in range(14)]
+    await store.write_dispatches(rows)
+    assert await prune_dispatches(store, 30, unmatched_days=5) == 5
+    report = await store.verify_chain(MASTER)
+    assert report.intact, report.to_dict()
+    assert report.records == 9
+    # Remove place 8 (a kept record) by pruning it as if unmatched without leaving a gap.
+    async with store._write() as sql:  # type: ignore[attr-defined]
+        assert await sql.execute("DELETE FROM dispatch_records WHERE chain_seq = 8") == 1
+    (chain,) = (await store.verify_chain(MASTER)).tenants
+    assert chain.problem is not None
+    assert (chain.problem.kind, chain.problem.chain_seq) == ("removed", 9)
+    assert chain.problem.record_id == rows[8].id

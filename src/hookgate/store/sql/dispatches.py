@@ -4,8 +4,10 @@ tenant's records linked into a hash chain as they are written (:mod:`hookgate.st
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, Final
 
 from hookgate.log import log_event
@@ -59,7 +61,7 @@ _HEAD_MOVE: Final = (
 )
 _ID_CHUNK: Final = 500
 #: Records read per query while verifying.
-VERIFY_PAGE: Final = 20_000
+VERIFY_PAGE: Final = 5_000
 # Pages smaller than this are checked on the event loop (a thread hop costs more).
 _WALK_INLINE_MAX: Final = 2_000
 
@@ -141,6 +143,16 @@ def _walk(walker: ChainWalker, rows: Sequence[Sequence[Any]], gaps: Sequence[Row
     for entry in entries:
         if not walker.feed(entry):
             return
+
+
+@dataclass(frozen=True, slots=True)
+class _Page:
+    """One page of a chain being verified: records (positional), gaps, and where it ends."""
+
+    rows: Sequence[Sequence[Any]]
+    gaps: Sequence[Row]
+    full: bool
+    upper: int
 
 
 def _place(entry: ChainEntry) -> int:
@@ -404,6 +416,28 @@ class DispatchTable(SqlBackend):
                 verdicts.append(verdict)
         return ChainReport(tuple(verdicts), time.perf_counter() - started)
 
+    async def _verify_page(self, sql: Sql, head: ChainHead, after: int) -> _Page:
+        rows = await self._chain_page(
+            sql,
+            f"SELECT seq, chain_seq, prev_hash, record_hash, {DISPATCH_COLUMNS} "
+            "FROM dispatch_records WHERE tenant_id = ? AND chain_seq > ? "
+            # Records written after the head was read are for the next check.
+            f"AND chain_seq <= ? ORDER BY chain_seq LIMIT {VERIFY_PAGE}",
+            head.tenant_id,
+            after,
+            head.seq,
+        )
+        full = len(rows) == VERIFY_PAGE
+        upper = int(rows[-1][1]) if full else head.seq
+        gaps = await sql.fetch(
+            "SELECT chain_seq, prev_hash, record_hash FROM audit_chain_gaps "
+            "WHERE tenant_id = ? AND chain_seq > ? AND chain_seq <= ? ORDER BY chain_seq",
+            head.tenant_id,
+            after,
+            upper,
+        )
+        return _Page(rows, gaps, full, upper)
+
     async def _chain_page(self, sql: Sql, query: str, *args: Any) -> Sequence[Sequence[Any]]:
         """Rows with positional access (asyncpg's records have it; SQLite overrides)."""
         return await sql.fetch(query, *args)  # type: ignore[return-value]
@@ -418,39 +452,30 @@ class DispatchTable(SqlBackend):
 
     async def _verify_tenant(self, sql: Sql, head: ChainHead) -> TenantChain:
         walker = ChainWalker(head)
-        tenant = head.tenant_id
-        after = head.base_seq
-        while walker.problem is None:
-            rows = await self._chain_page(
-                sql,
-                f"SELECT seq, chain_seq, prev_hash, record_hash, {DISPATCH_COLUMNS} "
-                "FROM dispatch_records WHERE tenant_id = ? AND chain_seq > ? "
-                # Records written after the head was read are for the next check.
-                f"AND chain_seq <= ? ORDER BY chain_seq LIMIT {VERIFY_PAGE}",
-                tenant,
-                after,
-                head.seq,
-            )
-            full = len(rows) == VERIFY_PAGE
-            upper = int(rows[-1][1]) if full else head.seq
-            gaps = await sql.fetch(
-                "SELECT chain_seq, prev_hash, record_hash FROM audit_chain_gaps "
-                "WHERE tenant_id = ? AND chain_seq > ? AND chain_seq <= ? ORDER BY chain_seq",
-                tenant,
-                after,
-                upper,
-            )
-            if len(rows) >= _WALK_INLINE_MAX:
-                # Hashing is CPU work: off the event loop, so a gateway keeps answering.
-                await asyncio.to_thread(_walk, walker, rows, gaps)
-            else:
-                _walk(walker, rows, gaps)
-            if not full:
-                break
-            after = upper
+        # The next page is read while this one is hashed (reading and hashing overlap).
+        reading = asyncio.ensure_future(self._verify_page(sql, head, head.base_seq))
+        try:
+            while True:
+                page = await reading
+                if page.full:
+                    reading = asyncio.ensure_future(self._verify_page(sql, head, page.upper))
+                if len(page.rows) >= _WALK_INLINE_MAX:
+                    # Hashing is CPU work: off the event loop, so a gateway keeps answering.
+                    await asyncio.to_thread(_walk, walker, page.rows, page.gaps)
+                else:
+                    _walk(walker, page.rows, page.gaps)
+                if walker.problem is not None or not page.full:
+                    break
+        finally:
+            if not reading.done():
+                reading.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await reading
         walker.finish()
         unchained = await sql.fetchval(
             "SELECT count(*) FROM dispatch_records WHERE tenant_id = ? AND chain_seq IS NULL",
-            tenant,
+            head.tenant_id,
         )
-        return TenantChain(tenant, walker.records, head, walker.problem, int(unchained or 0))
+        return TenantChain(
+            head.tenant_id, walker.records, head, walker.problem, int(unchained or 0)
+        )
