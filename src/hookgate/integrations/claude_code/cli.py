@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -271,8 +272,14 @@ def import_claude_code(settings_file: str, output: str | None) -> None:
         raise click.ClickException(
             f"{settings_file}: no Claude Code hooks section ({{\"hooks\": {{\"PreToolUse\": …}}}})"
         )
-    conversion = convert_settings(document)
-    for note in conversion.notes:
+    write_conversion(convert_settings(document), output)
+
+
+def write_conversion(conversion: Any, output: str | None, *, agent: str = "claude-code",
+                     notes: Sequence[str] = ()) -> None:
+    """Print (or write to ``output``) the hooks file a conversion made, with its notes and
+    what it could not import on stderr; hook names say which ``agent`` they came from."""
+    for note in (*notes, *conversion.notes):
         click.echo(f"note: {note}", err=True)
     for problem in conversion.problems:
         click.echo(f"not imported: {problem}", err=True)
@@ -280,6 +287,7 @@ def import_claude_code(settings_file: str, output: str | None) -> None:
         # No scope: the file loads as global hooks, or as a tenant's with
         # `hookgate hooks import --tenant T`.
         {key: value for key, value in raw.items() if value is not None and key != "scope"}
+        | {"name": str(raw["name"]).replace("claude-code ", f"{agent} ", 1)}
         for raw in conversion.hooks
     ]
     if output and output.endswith(".json"):

@@ -103,12 +103,10 @@ def import_codex(hooks_file: str, output: str | None) -> None:
     Codex's hooks have Claude Code's shape and answer contract (permissionDecision deny,
     decision block, exit 2 with the reason), so each becomes a ``command`` hook with
     ``format: claude_code``; hookgate's own ``hookgate codex`` entries are left out."""
-    import json
     from pathlib import Path
 
-    import yaml
-
     from hookgate.config import ConfigError, read_document
+    from hookgate.integrations.claude_code.cli import write_conversion
     from hookgate.integrations.claude_code.settings_format import (
         convert_settings,
         is_claude_settings,
@@ -122,24 +120,6 @@ def import_codex(hooks_file: str, output: str | None) -> None:
     if not is_claude_settings(document):
         raise click.ClickException(
             f"{hooks_file}: not a Codex hooks file ({{\"hooks\": {{\"PreToolUse\": …}}}})")
-    ours = HooksFile(Path(hooks_file), "codex")
-    mine, skipped = ours.without_ours(document)
-    conversion = convert_settings(mine)
-    if skipped:
-        click.echo(f"note: {skipped} group(s) that run hookgate itself were skipped", err=True)
-    for note in conversion.notes:
-        click.echo(f"note: {note}", err=True)
-    for problem in conversion.problems:
-        click.echo(f"not imported: {problem}", err=True)
-    hooks = [{key: value for key, value in raw.items() if value is not None and key != "scope"}
-             | {"name": str(raw["name"]).replace("claude-code ", "codex ", 1)}
-             for raw in conversion.hooks]
-    if output and output.endswith(".json"):
-        text = json.dumps({"hooks": hooks}, indent=2) + "\n"
-    else:
-        text = yaml.safe_dump({"hooks": hooks}, sort_keys=False, allow_unicode=True)
-    if output:
-        Path(output).write_text(text, encoding="utf-8")
-        click.echo(f"{output}: {len(hooks)} hook(s) written", err=True)
-    else:
-        click.echo(text, nl=False)
+    mine, skipped = HooksFile(Path(hooks_file), "codex").without_ours(document)
+    notes = [f"{skipped} group(s) that run hookgate itself were skipped"] if skipped else []
+    write_conversion(convert_settings(mine), output, agent="codex", notes=notes)
