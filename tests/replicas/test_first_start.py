@@ -52,6 +52,8 @@ def _serve(port: int, store: list[str], timeout: float = 60) -> subprocess.Compl
 
 
 def _keys(store: list[str]) -> list[dict[str, object]]:
+    if store[0] == "--data-dir" and not Path(store[1]).exists():
+        return []  # no store at all, so no key (store commands refuse a missing data dir)
     listed = subprocess.run(
         [*HOOKGATE, "keys", "list", "--json", *store],
         capture_output=True, text=True, timeout=60, cwd=REPO, env=gateway_env(), check=True,

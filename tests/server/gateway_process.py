@@ -28,6 +28,8 @@ def run_cli(
     *args: str, data_dir: Path | None, check: bool = True
 ) -> subprocess.CompletedProcess[str]:
     store = ["--data-dir", str(data_dir)] if data_dir is not None else []
+    if data_dir is not None and not data_dir.exists():
+        store.append("--init")  # a test's new store (a named data dir must exist otherwise)
     return subprocess.run(
         [*HOOKGATE, *args, *store],
         capture_output=True,
