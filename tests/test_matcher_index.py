@@ -95,7 +95,7 @@ def test_a_selected_hook_is_its_matched_twin_and_the_same_selection_is_one_tuple
     registry = HookRegistry([_hook(0, "^(exec|shell)$"), _hook(1, None), _hook(2, "Edit|Write")])
     exec_hooks = _select(registry, "exec", "pre_tool_use")
     assert [h.definition.id for h in exec_hooks] == ["h0", "h1"]
-    assert exec_hooks[0].matcher is None and exec_hooks[0].plain
+    assert exec_hooks[0].matcher is None and exec_hooks[0].unconditional
     assert exec_hooks[0] is registry.resolve("pre_tool_use", None, None)[0].when_matched
     assert _select(registry, "shell", "pre_tool_use") is exec_hooks
     notebook = _select(registry, "NotebookEdit", "pre_tool_use")

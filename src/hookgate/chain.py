@@ -92,8 +92,8 @@ __all__ = [
 
 #: A call is ``(hook, timeout_s, row, position, rows_after)``: run ``hook`` within
 #: ``timeout_s`` seconds. The rest is the chain's bookkeeping: the hook's trace ``row``
-#: (``None`` in a plain run: the fold makes it), its ``position`` in the sorted hook list, and
-#: how many trace rows existed once it was admitted.
+#: (``None`` in an unconditional run: the fold makes it), its ``position`` in the sorted hook
+#: list, and how many trace rows existed once it was admitted.
 Call = tuple["CompiledHook", float, TraceRow | None, int, int]
 #: A batch is ``(calls, payload, deadline)``: the payload every call of the batch sees, and the
 #: chain deadline (clock time) on blocking events, ``None`` on non-blocking ones.
@@ -110,28 +110,28 @@ class HookReply(NamedTuple):
     duration_ms: float
 
 
-#: A call's reply: a :class:`HookReply`, or a plain run's abstention as its final
-#: :class:`~hookgate.outcome.TraceRow`, made by :mod:`hookgate.execution.plain`'s call loop
+#: A call's reply: a :class:`HookReply`, or an unconditional run's abstention as its final
+#: :class:`~hookgate.outcome.TraceRow`, made by :mod:`hookgate.execution.unconditional`'s call loop
 #: (one object per hook instead of two); told apart by class.
 Reply = HookReply | TraceRow
 ChainGen = Generator[Batch, Sequence[Reply], Outcome]
 #: What a caller that runs each batch at once passes to :func:`drive_sync`: runs a batch's
 #: ``(calls, payload, deadline)``.
 Execute = Callable[[tuple[Call, ...], Mapping[str, Any], float | None], Sequence[Reply]]
-#: A plain run (see :func:`_plain_run`): from which position every hook is plain, and the
-#: calls for the hooks from there on.
-PlainRun = tuple[int, tuple[Call, ...]]
+#: An unconditional run (see :func:`_unconditional_run`): from which position every hook is
+#: unconditional (admitted without a look at the payload), and the calls for those hooks.
+UnconditionalRun = tuple[int, tuple[Call, ...]]
 
 
 def stops_blocking_batch(reply: Reply) -> bool:
     """Whether a blocking batch stops after this reply (an answer, a failure, a timeout)."""
     if reply.__class__ is not HookReply:
-        return False  # a plain run's abstention
+        return False  # an unconditional run's abstention
     return reply[0] is not None or reply[1] is not None or bool(reply[2])
 
 
 def _all_abstained(calls: tuple[Call, ...], replies: Sequence[Reply]) -> bool:
-    """Whether a plain run's batch ran to its end with every hook abstaining: the driver
+    """Whether an unconditional run's batch ran to its end with every hook abstaining: the driver
     stops at the first reply that matters, so the replies are then the batch's final rows."""
     if len(replies) != len(calls) or not replies:
         return False
@@ -148,8 +148,11 @@ class ChainSettings:
     dry_run: bool = False
     #: An approver is configured: ``ask``/``defer`` wait for a person instead of blocking.
     approvals: bool = False
-    #: Plain runs of the hook lists seen, by ``id`` (the list is kept to tell a reused id).
-    plain_runs: dict[int, tuple[Sequence[CompiledHook], PlainRun]] = field(default_factory=dict)
+    #: Unconditional runs of the hook lists seen, by ``id`` (the list is kept to tell a reused
+    #: id).
+    unconditional_runs: dict[int, tuple[Sequence[CompiledHook], UnconditionalRun]] = field(
+        default_factory=dict
+    )
     #: The breaker entries the chain reads (none in a dry run). Hooks that never faulted
     #: have none: one dict miss per hook.
     faulted: Mapping[str, Any] = field(init=False)
@@ -167,18 +170,18 @@ def run_chain(
 ) -> ChainGen:
     """Fold the answers of ``hooks`` for one event into one :class:`Outcome`.
 
-    A hook list that is one plain run (see :func:`_plain_run`; the common case) with no
-    breaker entry at all has its one batch known before the chain's state is made: when every
-    hook abstains, the replies are the trace and that state is never needed."""
+    A hook list that is one unconditional run (see :func:`_unconditional_run`; the common case)
+    with no breaker entry at all has its one batch known before the chain's state is made:
+    when every hook abstains, the replies are the trace and that state is never needed."""
     deadline = None
     if spec.blocking and not settings.faulted and "depth" not in payload:
-        cached = settings.plain_runs.get(id(hooks))
+        cached = settings.unconditional_runs.get(id(hooks))
         if cached is not None and cached[0] is hooks and cached[1][0] == 0 and hooks:
-            plain = cached[1][1]
+            run_calls = cached[1][1]
             deadline = settings.clock() + settings.chain_budget_s
-            replies = yield (plain, payload, deadline)
+            replies = yield (run_calls, payload, deadline)
             # _all_abstained, inline: this is once per event on the common path.
-            last = replies[-1] if len(replies) == len(plain) else None
+            last = replies[-1] if len(replies) == len(run_calls) else None
             if last.__class__ is TraceRow:  # every hook abstained
                 outcome = Outcome()
                 rows: Any = replies if replies.__class__ is list else list(replies)
@@ -186,8 +189,8 @@ def run_chain(
                 return outcome
             # As admission would have made it, with the batch in flight: fold its replies.
             chain = _Chain(hooks, spec, payload, settings, deadline)
-            chain.index = len(plain)
-            if chain.fold_blocking(plain, replies):
+            chain.index = len(run_calls)
+            if chain.fold_blocking(run_calls, replies):
                 return chain.outcome
     if deadline is None:
         chain = _Chain(hooks, spec, payload, settings)
@@ -212,19 +215,20 @@ def drive_sync(chain: ChainGen, run_batch: Execute) -> Outcome:
         return done.value  # type: ignore[no-any-return]
 
 
-def _plain_run(hooks: Sequence[CompiledHook], settings: ChainSettings) -> PlainRun:
-    """Where the run of plain hooks at the end of ``hooks`` starts, and its calls (made on a
-    miss of ``settings.plain_runs``, which ``_Chain`` looks up itself, and kept there).
+def _unconditional_run(hooks: Sequence[CompiledHook], settings: ChainSettings) -> UnconditionalRun:
+    """Where the run of unconditional hooks at the end of ``hooks`` starts, and its calls (made on a
+    miss of ``settings.unconditional_runs``, which ``_Chain`` looks up itself, and kept there).
 
-    A plain hook (:attr:`CompiledHook.plain`: enabled, no matcher, no ``if_expr``, no required
-    approval, no long wait) is admitted whatever the payload, so the calls of a run of them
-    are made once per hook list (kept per tuple of hooks, which the registry caches) instead
-    of once per event; the driver (an abstention) or the fold makes their trace rows.
+    An unconditional hook (:attr:`CompiledHook.unconditional`: enabled, no matcher, no
+    ``if_expr``, no required approval, no long wait) is admitted whatever the payload, so the
+    calls of a run of them are made once per hook list (kept per tuple of hooks, which the
+    registry caches) instead of once per event; the driver (an abstention) or the fold makes
+    their trace rows.
     Blocking chains only: that is where the caller waits.
     """
-    cache = settings.plain_runs
+    cache = settings.unconditional_runs
     start = count = len(hooks)
-    while start and hooks[start - 1].plain:
+    while start and hooks[start - 1].unconditional:
         start -= 1
     calls = tuple((hooks[p], hooks[p].timeout_s, None, p, p + 1) for p in range(start, count))
     run = (start, calls)
@@ -236,9 +240,9 @@ def _plain_run(hooks: Sequence[CompiledHook], settings: ChainSettings) -> PlainR
 
 
 # -- trace rows ---------------------------------------------------------------------------------
-# A row is a plain list (cheap on the hot path; made in ``_Chain.admit``, or in the fold for a
-# plain run's hook), turned into a TraceEntry only when read: hook, matched, skipped, decision,
-# duration, error, breaker, details. A plain run's abstention is final: its row is a tuple.
+# A row is a TraceRow (made in ``_Chain.admit``, or in the fold for an unconditional run's
+# hook), turned into a TraceEntry only when read. An unconditional run's abstention is final:
+# the call loop makes its row.
 
 
 def _record(row: TraceRow, decision: str, error: str | None = None) -> None:
@@ -269,8 +273,8 @@ class _Chain:
         "hooks",
         "index",
         "outcome",
-        "plain_calls",
-        "plain_from",
+        "unconditional_calls",
+        "unconditional_from",
         "rows",
         "settings",
         "spec",
@@ -308,14 +312,15 @@ class _Chain:
             self.deadline: float | None = (
                 deadline if deadline is not None else settings.clock() + settings.chain_budget_s
             )
-            cached = settings.plain_runs.get(id(hooks))
+            cached = settings.unconditional_runs.get(id(hooks))
             if cached is not None and cached[0] is hooks:
-                self.plain_from, self.plain_calls = cached[1]
+                self.unconditional_from, self.unconditional_calls = cached[1]
             else:
-                self.plain_from, self.plain_calls = _plain_run(hooks, settings)
+                run = _unconditional_run(hooks, settings)
+                self.unconditional_from, self.unconditional_calls = run
         else:
             self.deadline = None
-            self.plain_from, self.plain_calls = len(hooks), ()
+            self.unconditional_from, self.unconditional_calls = len(hooks), ()
 
     # -- admission ------------------------------------------------------------------------------
 
@@ -348,21 +353,21 @@ class _Chain:
         half-open probe is never admitted and then discarded.
         """
         index = self.index
-        if index >= self.plain_from:
-            # A plain run (see _plain_run), up to the first hook with a breaker entry: that
-            # one is admitted below, in a batch of its own. The driver checks the deadline;
-            # when it stopped there, fold_blocking ends plain runs so that this admission
-            # reports the spent budget.
-            plain = self.plain_calls[index - self.plain_from :]
+        if index >= self.unconditional_from:
+            # An unconditional run (see _unconditional_run), up to the first hook with a
+            # breaker entry: that one is admitted below, in a batch of its own. The driver
+            # checks the deadline; when it stopped there, fold_blocking ends unconditional
+            # runs so that this admission reports the spent budget.
+            run_calls = self.unconditional_calls[index - self.unconditional_from :]
             faulted = self.faulted
             if faulted:
-                for at, call in enumerate(plain):
+                for at, call in enumerate(run_calls):
                     if call[0].definition.id in faulted:
-                        plain = plain[:at]
+                        run_calls = run_calls[:at]
                         break
-            if plain:
-                self.index = index + len(plain)
-                return plain
+            if run_calls:
+                self.index = index + len(run_calls)
+                return run_calls
         hooks = self.hooks
         count = len(hooks)
         rows, blocking = self.rows, self.blocking
@@ -515,7 +520,7 @@ class _Chain:
         answered; admission then resumes after it, against the payload it left.
         """
         breakers, faulted, rows = self.breakers, self.faulted, self.rows
-        if _all_abstained(calls, replies):  # a plain run's batch: its replies are its rows
+        if _all_abstained(calls, replies):  # an unconditional run's batch: its replies are its rows
             rows.extend(replies)  # type: ignore[arg-type]  # each a TraceRow: checked above
             return False
         resumed = False
@@ -523,12 +528,12 @@ class _Chain:
         for call, reply in zip(calls, replies, strict=False):
             hook, _, row, position, rows_after = call
             if isinstance(reply, TraceRow):
-                # A plain run's hook (see _plain_run) has no breaker entry and needs no
-                # approval: its abstention is its final trace row, made by the call loop.
+                # An unconditional run's hook (see _unconditional_run) has no breaker entry and
+                # needs no approval: its abstention is its final trace row, made by the call loop.
                 rows.append(reply)
                 continue
             answer, failure, timed_out, duration = reply
-            if row is None:  # a plain run's hook that answered: its row, as admit makes it
+            if row is None:  # an unconditional run's hook that answered: its row, as admit makes it
                 row = TraceRow(hook, True)
                 rows.append(row)
             definition = hook.definition
@@ -572,11 +577,11 @@ class _Chain:
             break  # a blocking batch stops after an answer
         if not resumed and len(replies) < len(calls):
             # The driver stopped at the deadline; the next admission reports the budget (not
-            # a plain run's, which does not look at the clock).
+            # an unconditional run's, which does not look at the clock).
             _, _, _, position, rows_after = calls[len(replies)]
             del rows[rows_after - 1 :]
             self.index = position
-            self.plain_from = len(self.hooks)
+            self.unconditional_from = len(self.hooks)
         return False
 
     def _decide(self, row: TraceRow, definition: Any, result: HookResult) -> bool:
@@ -643,7 +648,7 @@ class _Chain:
         breakers, faulted, outcome, spec = self.breakers, self.faulted, self.outcome, self.spec
         for call, reply in zip(calls, replies, strict=False):
             hook, _, row, position, rows_after = call
-            # Non-blocking chains have no plain runs: every call has a row, every reply is a
+            # Non-blocking chains have no unconditional runs: every call has a row, every reply is a
             # HookReply.
             assert row is not None and isinstance(reply, HookReply)
             answer, failure, timed_out, duration = reply

@@ -22,9 +22,9 @@ class CompiledHook:
     condition: CelFilter | None
     timeout_s: float
     sort_key: tuple[int, int, str]
-    #: Admitted without a look (:mod:`hookgate.chain`'s plain runs): enabled, no matcher, no
-    #: ``if_expr``, no required approval, no long wait.
-    plain: bool = False
+    #: Admitted without a look at the payload (:mod:`hookgate.chain`'s unconditional runs):
+    #: enabled, no matcher, no ``if_expr``, no required approval, no long wait.
+    unconditional: bool = False
     #: This hook once its matcher accepted the event (the same hook with no matcher left to
     #: test): what a source's selection hands the chain. Itself when it has no matcher.
     when_matched: CompiledHook = field(init=False, repr=False)

@@ -14,7 +14,7 @@ __all__ = ["main"]
 
 
 def main() -> None:
-    from hookgate.integrations.claude_code.basics import is_bridge_call, parse_args
+    from hookgate.integrations.claude_code.startup import is_bridge_call, parse_args
 
     if is_bridge_call(sys.argv[1:]):
         from hookgate.integrations.claude_code.relay import main as relay_main

@@ -44,7 +44,7 @@ def compile_hook(definition: HookDefinition) -> CompiledHook:
     timeout_s = definition.timeout_ms / 1000.0
     approval = definition.approval
     order = sort_key(definition.priority, definition.order, definition.id)
-    plain_once_matched = (
+    unconditional_once_matched = (
         definition.enabled
         and condition is None
         and (approval is None or not approval.required)
@@ -56,10 +56,12 @@ def compile_hook(definition: HookDefinition) -> CompiledHook:
         condition=condition,
         timeout_s=timeout_s,
         sort_key=order,
-        plain=plain_once_matched and matcher is None,
+        unconditional=unconditional_once_matched and matcher is None,
     )
     if matcher is not None:
-        matched = CompiledHook(definition, None, condition, timeout_s, order, plain_once_matched)
+        matched = CompiledHook(
+            definition, None, condition, timeout_s, order, unconditional_once_matched
+        )
         object.__setattr__(compiled, "when_matched", matched)
     return compiled
 

@@ -9,7 +9,7 @@ bridge, the gateway) runs on a worker with a hard wall-clock deadline, and the c
 touches the host's signals.
 
 - :mod:`.runner`: :class:`~.runner.HookRunner`, which picks how a hook list's batches run;
-- :mod:`.plain`: a batch of plain functions, in place or as a worker's job;
+- :mod:`.plain_functions`: a batch of plain functions, in place or as a worker's job;
 - :mod:`.workers`: the worker pool of isolated functions, bounded per tenant;
 - :mod:`.coroutines`: one hook's coroutine under its deadline;
 - :mod:`.drivers`: the chain's driver on the event loop, and the loop thread of sync callers;

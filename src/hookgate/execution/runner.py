@@ -25,7 +25,7 @@ from hookgate.chain import (
 )
 from hookgate.execution.coroutines import run_with_deadline
 from hookgate.execution.drivers import LoopThread, drive_async
-from hookgate.execution.plain import run_in_place
+from hookgate.execution.plain_functions import run_in_place
 from hookgate.execution.workers import WorkerPool
 from hookgate.handlers import Handler, Invocation, Services, handler_class
 from hookgate.hook_event import HookEvent

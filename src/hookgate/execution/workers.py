@@ -8,7 +8,7 @@ goes on; the worker is *abandoned*, counted in :attr:`WorkerPool.stuck` until it
 returns, and then taken back into the pool. The rest of its batch is not run by it.
 
 A batch of calls (the chain's unit, see :mod:`hookgate.chain`) goes to one worker, so one
-event costs one thread hop however many plain hooks it runs: ``python -m bench.run core``
+event costs one thread hop however many unconditional hooks it runs: ``python -m bench.run core``
 shows the price against calling the functions directly (a hop is some tens of µs on an idle
 machine, and grows with the load, since two threads must be scheduled). On the event loop
 the loop's thread first waits up to :data:`FAST_WAIT_S` for the answer (most hooks are that
@@ -32,7 +32,7 @@ from typing import Any, Final
 
 from hookgate.chain import Call, HookReply, Reply
 from hookgate.errors import HookgateError
-from hookgate.execution.plain import Functions, PlainCalls
+from hookgate.execution.plain_functions import Functions, PlainCalls
 from hookgate.log import log_event
 
 __all__ = ["TooManyStuck", "WorkerPool"]

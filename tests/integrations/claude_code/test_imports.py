@@ -21,7 +21,7 @@ import yaml
 
 CC = "hookgate.integrations.claude_code"
 #: The per-event relay: hands the event to the warm process.
-RELAY = {"hookgate", "hookgate.launcher", "hookgate.integrations", CC, f"{CC}.basics",
+RELAY = {"hookgate", "hookgate.launcher", "hookgate.integrations", CC, f"{CC}.startup",
          f"{CC}.relay", f"{CC}.warm_place", f"{CC}.warm_wire", "hookgate.errors"}
 #: Always there: the entry point and its package (the relay, which runs the event itself).
 ENTRY = RELAY | {f"{CC}.main"}

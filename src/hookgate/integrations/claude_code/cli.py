@@ -115,7 +115,7 @@ def install(
     if all_events and events:
         raise click.UsageError("--all-events and --event exclude each other")
     chosen = cc_settings.ALL_EVENTS if all_events else (events or cc_settings.DEFAULT_EVENTS)
-    from hookgate.integrations.claude_code.doubles import (
+    from hookgate.integrations.claude_code.imported_twice import (
         hooks_file_beside,
         imported_twice,
         remove_imported,
@@ -151,20 +151,20 @@ def install(
     click.echo(f"hook: {json.dumps(hook_for(chosen[0]))}")
     if gateway_url is None:
         hooks_file = Path(config_path) if config_path else hooks_file_beside(path)
-        doubles = imported_twice(path, hooks_file)
-        if doubles:
-            _offer_to_move(path, hooks_file, doubles, move_imported, remove_imported)
+        twice = imported_twice(path, hooks_file)
+        if twice:
+            _offer_to_move(path, hooks_file, twice, move_imported, remove_imported)
 
 
-def _offer_to_move(path: Path, hooks_file: Path | None, doubles: list[Any],
+def _offer_to_move(path: Path, hooks_file: Path | None, twice: list[Any],
                    move: bool | None, remove: Any) -> None:
-    listing = "".join(f"\n  {double}" for double in doubles)
-    click.echo(f"{len(doubles)} hook(s) in {path} are also in {hooks_file} (imported) and "
+    listing = "".join(f"\n  {hook}" for hook in twice)
+    click.echo(f"{len(twice)} hook(s) in {path} are also in {hooks_file} (imported) and "
                f"would run twice:{listing}", err=True)
     if move is None and sys.stdin.isatty():
         move = click.confirm(f"Take them out of {path}?", default=True, err=True)
     if move:
-        removed = remove(path, doubles)
+        removed = remove(path, twice)
         click.echo(f"{path}: removed {removed} imported hook(s); hookgate runs them now",
                    err=True)
     elif move is None:

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
 from hookgate.events import EventSpec, UnknownEventError, get_event
-from hookgate.integrations.claude_code.basics import (
+from hookgate.integrations.claude_code.startup import (
     FAIL_CLOSED_EVENTS,
     default_config_path,
 )

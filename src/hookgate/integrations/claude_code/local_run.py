@@ -39,7 +39,6 @@ from hookgate.chain import (
 from hookgate.events import KNOWN_FIELDS, EventSpec, UnknownEventError, normalize_payload
 from hookgate.hook_event import HookEvent
 from hookgate.host_code import HostCodePolicy
-from hookgate.integrations.claude_code.basics import default_config_path
 from hookgate.integrations.claude_code.contract import (
     ClaudeAnswer,
     answer_claude_code,
@@ -50,6 +49,7 @@ from hookgate.integrations.claude_code.contract import (
     parse_claude_code_input,
 )
 from hookgate.integrations.claude_code.definition_cache import InvalidHooksFile, load_definitions
+from hookgate.integrations.claude_code.startup import default_config_path
 from hookgate.outcome import HookError, Outcome
 from hookgate.payload_limits import walked_payload_problem
 from hookgate.registry import CompiledHook, HookRegistry

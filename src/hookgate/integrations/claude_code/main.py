@@ -9,7 +9,7 @@ Claude Code treats as "go ahead").
 
 Speed comes from importing only what this path needs: :mod:`hookgate.launcher` sends the
 command line to the relay before the click CLI (and every other command's module) is
-imported, the options are parsed by hand (:mod:`.basics`), and the event runs without an
+imported, the options are parsed by hand (:mod:`.startup`), and the event runs without an
 event loop on cached definitions (:mod:`.local_run`, :mod:`.definition_cache`).
 """
 
@@ -20,7 +20,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import IO, Final
 
-from hookgate.integrations.claude_code.basics import (
+from hookgate.integrations.claude_code.startup import (
     CONFIG_NAMES,
     FAIL_CLOSED_EVENTS,
     BridgeArgs,

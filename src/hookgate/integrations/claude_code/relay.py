@@ -32,7 +32,7 @@ import sys
 
 from hookgate.errors import HookgateError
 from hookgate.integrations.claude_code import warm_wire as wire
-from hookgate.integrations.claude_code.basics import BridgeArgs, parse_args
+from hookgate.integrations.claude_code.startup import BridgeArgs, parse_args
 from hookgate.integrations.claude_code.warm_place import Place, peer_uid, place
 
 TYPE_CHECKING = False

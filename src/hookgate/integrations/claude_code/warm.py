@@ -37,7 +37,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Final
 
 from hookgate.integrations.claude_code import warm_wire as wire
-from hookgate.integrations.claude_code.basics import BridgeArgs
+from hookgate.integrations.claude_code.startup import BridgeArgs
 from hookgate.integrations.claude_code.warm_place import failed_marker, peer_uid, process_key
 
 if TYPE_CHECKING:

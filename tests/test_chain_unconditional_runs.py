@@ -1,7 +1,7 @@
-"""Plain runs (hookgate.chain): hooks admitted whatever the payload get their calls once per
+"""Unconditional runs (hookgate.chain): hooks admitted whatever the payload get their calls once per
 hook list, and an abstention (replied by its duration alone) is folded straight into its trace
 row. They must give the same batches, outcome, trace and audit records as the general
-admission, which looks at every hook; these tests turn plain runs off to compare."""
+admission, which looks at every hook; these tests turn unconditional runs off to compare."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from hookgate.chain import (
     ChainSettings,
     HookReply,
     Reply,
-    _plain_run,
+    _unconditional_run,
     drive_sync,
     run_chain,
     stops_blocking_batch,
@@ -61,7 +61,7 @@ def _drive(
 ) -> tuple[Outcome, list[list[str]]]:
     """Drive the chain by the driver contract with scripted answers (by hook name); an
     abstention replies as the async driver does (``"reply"``: a HookReply), or as the plain
-    call loop does (``"row"``: a plain run's hook with its final trace row)."""
+    call loop does (``"row"``: an unconditional run's hook with its final trace row)."""
     chain = run_chain(hooks, get_event("pre_tool_use"), EXEC, chain_settings)
     batches: list[list[str]] = []
     try:
@@ -82,9 +82,9 @@ def _drive_now(
     *,
     abstentions: str,
 ) -> tuple[Outcome, list[list[str]]]:
-    """:func:`_drive` through drive_sync, with the hook list's plain run already known (as
-    from the second event on), so that a list that is one plain run takes its shortcut."""
-    _plain_run(hooks, chain_settings)
+    """:func:`_drive` through drive_sync, with the hook list's unconditional run already known (as
+    from the second event on), so that a list that is one unconditional run takes its shortcut."""
+    _unconditional_run(hooks, chain_settings)
     batches: list[list[str]] = []
 
     def execute(calls: Any, _payload: Any, _deadline: Any) -> list[Reply]:
@@ -98,8 +98,8 @@ def _drive_now(
 
 
 def _general(hooks: Sequence[CompiledHook]) -> tuple[CompiledHook, ...]:
-    """The same hooks, never admitted as a plain run."""
-    return tuple(dataclasses.replace(hook, plain=False) for hook in hooks)
+    """The same hooks, never admitted as an unconditional run."""
+    return tuple(dataclasses.replace(hook, unconditional=False) for hook in hooks)
 
 
 KINDS: dict[str, Any] = {
@@ -152,11 +152,11 @@ def _board(hooks: Sequence[CompiledHook], faults: Mapping[str, str | None]) -> B
     abstentions=st.sampled_from(["reply", "row"]),
     now=st.booleans(),
 )
-def test_plain_runs_give_what_the_general_admission_gives(
+def test_unconditional_runs_give_what_the_general_admission_gives(
     specs: list[dict[str, Any]], approvals: bool, abstentions: str, now: bool
 ) -> None:
-    """Driven as a generator step by step, or by drive_sync with the plain run known (the
-    shortcut of a list that is one plain run)."""
+    """Driven as a generator step by step, or by drive_sync with the unconditional run known (the
+    shortcut of a list that is one unconditional run)."""
     scripted = [
         Scripted(
             KINDS[spec["kind"]],
@@ -191,13 +191,13 @@ def test_plain_runs_give_what_the_general_admission_gives(
     kinds=st.lists(st.sampled_from(["abstain"] * 8 + list(KINDS)), min_size=1, max_size=6),
     abstentions=st.sampled_from(["reply", "row"]),
 )
-def test_a_list_that_is_one_plain_run_gives_what_the_general_admission_gives(
+def test_a_list_that_is_one_unconditional_run_gives_what_the_general_admission_gives(
     kinds: list[str], abstentions: str
 ) -> None:
-    """The chain's shortcut (every hook plain, no breaker entry), whatever they answer."""
+    """The chain's shortcut (every hook unconditional, no breaker entry), whatever they answer."""
     scripted = [Scripted(KINDS[kind], f"h{n}") for n, kind in enumerate(kinds)]
     hooks = tuple(compile_scripted("pre_tool_use", scripted))
-    assert all(hook.plain for hook in hooks)
+    assert all(hook.unconditional for hook in hooks)
     answers = {script.name: script.answer for script in scripted}
 
     def run(hook_list: Sequence[CompiledHook]) -> Any:
@@ -215,7 +215,7 @@ def test_an_answer_mid_run_starts_a_new_run_that_sees_it() -> None:
     hooks = tuple(
         compile_scripted("pre_tool_use", [Scripted(name=f"h{n}") for n in range(4)])
     )
-    assert all(hook.plain for hook in hooks)
+    assert all(hook.unconditional for hook in hooks)
     answers: dict[str, Any] = {"h0": None, "h1": KINDS["rewrite"], "h2": None, "h3": None}
     outcome, batches = _drive(hooks, answers, ChainSettings(), abstentions="row")
     assert batches == [["h0", "h1", "h2", "h3"], ["h2", "h3"]]
@@ -242,8 +242,8 @@ def test_a_hook_with_a_breaker_entry_runs_in_a_batch_of_its_own() -> None:
 
 
 def test_a_run_stopped_at_the_deadline_reports_the_spent_budget() -> None:
-    """The driver stops a plain run when the budget is spent; the general admission then
-    reports it (a plain run's admission does not read the clock)."""
+    """The driver stops an unconditional run when the budget is spent; the general admission then
+    reports it (an unconditional run's admission does not read the clock)."""
     from hookgate.testing import FakeClock
 
     clock = FakeClock()
@@ -280,10 +280,10 @@ def _comparable(records: list[ExecutionRecord], outcome: Outcome) -> Any:
     return rows, trace
 
 
-def _plain_runs_off(engine: Engine) -> None:
+def _unconditional_runs_off(engine: Engine) -> None:
     """Make every hook list of this engine a general admission from its first hook."""
     hooks = engine.source.resolve("pre_tool_use", None, None)
-    engine.runner.chain_settings.plain_runs[id(hooks)] = (hooks, (len(hooks), ()))
+    engine.runner.chain_settings.unconditional_runs[id(hooks)] = (hooks, (len(hooks), ()))
 
 
 def test_fire_sync_audit_records_are_those_of_the_general_admission() -> None:
@@ -306,7 +306,7 @@ def test_fire_sync_audit_records_are_those_of_the_general_admission() -> None:
         fast_view = _comparable(records, fast)
         assert [r.decision for r in records] == ["abstain", "allow", "error", "abstain"]
         records.clear()
-        _plain_runs_off(engine)
+        _unconditional_runs_off(engine)
         general = engine.fire_sync("pre_tool_use", EXEC)
         assert _comparable(records, general) == fast_view
     finally:
@@ -315,10 +315,10 @@ def test_fire_sync_audit_records_are_those_of_the_general_admission() -> None:
 
 @pytest.mark.parametrize("answering", [None, "rewrites", "fails"])
 @pytest.mark.parametrize("mode", ["in_place", "worker", "mixed"])
-def test_fire_sync_of_one_plain_run_gives_the_general_admissions_records(
+def test_fire_sync_of_one_unconditional_run_gives_the_general_admissions_records(
     answering: str | None, mode: str
 ) -> None:
-    """Every hook plain: the chain's shortcut, with the rows the call loop makes (in place,
+    """Every hook unconditional: the chain's shortcut, with the rows the call loop makes (in place,
     on a worker, or both in one batch)."""
     answers: dict[str, Any] = {
         "rewrites": {"updated_input": {"cmd": "ls -la"}, "reason": "tidier"},
@@ -342,13 +342,14 @@ def test_fire_sync_of_one_plain_run_gives_the_general_admissions_records(
                 "pre_tool_use", name=name, priority=priority, on_error="allow", isolate=isolate
             )(hook_for(name))
         records = _records_of(engine)
-        engine.fire_sync("pre_tool_use", EXEC)  # the hook list's plain run is known from here
+        # From here on the hook list's unconditional run is known.
+        engine.fire_sync("pre_tool_use", EXEC)
         records.clear()
         fast = engine.fire_sync("pre_tool_use", EXEC)
         fast_view = _comparable(records, fast)
         assert len(records) == 4
         records.clear()
-        _plain_runs_off(engine)
+        _unconditional_runs_off(engine)
         general = engine.fire_sync("pre_tool_use", EXEC)
         assert _comparable(records, general) == fast_view
     finally:
@@ -388,14 +389,14 @@ def test_fire_sync_a_timeout_mid_run_ends_the_chain() -> None:
 
 
 def test_fire_sync_approval_required_and_disabled_hooks_leave_the_run() -> None:
-    """A hook needing approval is not plain: without an approver its abstention blocks."""
+    """A hook needing approval is not unconditional: without an approver its abstention blocks."""
     engine = Engine()
     try:
         engine.hook("pre_tool_use", name="quiet", priority=2)(lambda event: None)
         engine.hook("pre_tool_use", name="off", priority=1, enabled=False)(lambda event: None)
         engine.hook("pre_tool_use", name="gate", approval="required")(lambda event: None)
         hooks = engine.source.resolve("pre_tool_use", None, None)
-        assert [hook.plain for hook in hooks] == [True, False, False]
+        assert [hook.unconditional for hook in hooks] == [True, False, False]
         outcome = engine.fire_sync("pre_tool_use", EXEC)
     finally:
         engine.close()

@@ -112,7 +112,7 @@ def call_in_order(
     the deadline has passed. ``job``: the worker's job, which says which call runs since
     when (its waiter's deadline) and whether the waiter gave up on it.
 
-    An abstention is the common answer: a plain run's hook (a call with no trace row)
+    An abstention is the common answer: an unconditional run's hook (a call with no trace row)
     replies with its final :class:`~hookgate.outcome.TraceRow`, which the fold keeps
     as it is; every other reply is a :class:`~hookgate.chain.HookReply`."""
     perf = time.perf_counter
@@ -153,7 +153,7 @@ def call_in_order(
             if deadline is not None:
                 return
         elif answer is None:
-            if row is None:  # a plain run's hook: its final trace row (hookgate.chain)
+            if row is None:  # an unconditional run's hook: its final trace row (hookgate.chain)
                 #       hook, matched, skipped, decision, duration, error, breaker, details
                 replies.append(TraceRow(hook, True, "abstain", elapsed * 1000))
             else:

@@ -14,13 +14,15 @@ from typing import Any
 from hookgate.config import ConfigError, read_document
 from hookgate.integrations.claude_code.settings_file import remove_hooks
 
-__all__ = ["Double", "hooks_file_beside", "imported_twice", "remove_imported"]
+__all__ = ["ImportedTwice", "hooks_file_beside", "imported_twice", "remove_imported"]
 
 _NAMES = ("hookgate.yaml", "hookgate.yml", "hookgate.json")
 
 
 @dataclass(frozen=True, slots=True)
-class Double:
+class ImportedTwice:
+    """A command hook of ``settings.json`` that the hooks file runs too (it was imported)."""
+
     event: str
     command: str
 
@@ -51,7 +53,7 @@ def _imported_commands(hooks_file: Path) -> set[tuple[str, str]]:
     return found
 
 
-def imported_twice(settings: Path, hooks_file: Path | None) -> list[Double]:
+def imported_twice(settings: Path, hooks_file: Path | None) -> list[ImportedTwice]:
     """Command hooks of ``settings`` that ``hooks_file`` also runs (as ``import claude-code``
     wrote them: same event, same command line)."""
     from hookgate.integrations.claude_code.settings_format import convert_settings
@@ -65,21 +67,21 @@ def imported_twice(settings: Path, hooks_file: Path | None) -> list[Double]:
     if not isinstance(data, Mapping) or not isinstance(data.get("hooks"), Mapping):
         return []
     imported = _imported_commands(hooks_file)
-    doubles: list[Double] = []
+    twice: list[ImportedTwice] = []
     for raw in convert_settings(data).hooks:
         command = (raw.get("config") or {}).get("command")
         if isinstance(command, str) and (raw["event"], command) in imported:
             # the hook's name says where it was: "claude-code PreToolUse[0].hooks[1]"
             event = str(raw["name"]).split()[1].split("[")[0]
-            doubles.append(Double(event, command))
-    return doubles
+            twice.append(ImportedTwice(event, command))
+    return twice
 
 
-def remove_imported(settings: Path, doubles: list[Double]) -> int:
-    """Take ``doubles`` out of ``settings``; returns how many hooks were removed."""
+def remove_imported(settings: Path, twice: list[ImportedTwice]) -> int:
+    """Take ``twice`` out of ``settings``; returns how many hooks were removed."""
     from hookgate.integrations.claude_code.settings_format import command_line
 
-    wanted = {(d.event, d.command) for d in doubles}
+    wanted = {(d.event, d.command) for d in twice}
 
     def unwanted(event: str, hook: Any) -> bool:
         if not isinstance(hook, Mapping) or hook.get("type", "command") != "command":
