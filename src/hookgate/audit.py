@@ -267,6 +267,11 @@ class DispatchRecord:
     refused: str | None = None
     trace_id: str | None = None
     created_at: float = field(default_factory=time.time)
+    #: The chain ran as a blocking one (the caller waited for it); sealed with the payload.
+    blocking: bool | None = None
+    #: The replies of the hooks that called out (:class:`hookgate.replay.recording.RecordedAnswer`),
+    #: sealed with the payload so replay can answer for them.
+    answers: Sequence[Any] = ()
 
     @property
     def matched(self) -> int:

@@ -68,6 +68,7 @@ from hookgate.outcome import (
     TraceRow,
     coerce_result,
 )
+from hookgate.replay.outcall import OUTCALL_TYPES
 
 if TYPE_CHECKING:
     from hookgate.registry import CompiledHook
@@ -538,6 +539,8 @@ class _Chain:
                 rows.append(row)
             definition = hook.definition
             row.duration_ms = duration
+            if definition.handler_type in OUTCALL_TYPES:
+                row.answer = reply  # sealed into the dispatch record, for replay
             result: HookResult | None = None
             if failure is None and not timed_out:
                 if answer is None:
@@ -654,6 +657,8 @@ class _Chain:
             answer, failure, timed_out, duration = reply
             definition = hook.definition
             row.duration_ms = duration
+            if definition.handler_type in OUTCALL_TYPES:
+                row.answer = reply  # sealed into the dispatch record, for replay
             result: HookResult | None = None
             if failure is None and not timed_out:
                 if answer is None:

@@ -28,6 +28,7 @@ from hookgate.log import log_event
 from hookgate.outcome import (
     Outcome,
 )
+from hookgate.replay.recording import recorded_rows
 
 __all__ = [
     "INPUT_GUARD_ID",
@@ -191,6 +192,8 @@ def dispatch_record(
         input_field=spec.input_field,
         refused=refused,
         trace_id=str(trace_id) if trace_id else None,
+        blocking=spec.blocking,
+        answers=recorded_rows(outcome._rows),
     )
 
 

@@ -259,6 +259,7 @@ class TraceRow:
     ``Outcome.trace``."""
 
     __slots__ = (
+        "answer",
         "breaker",
         "decision",
         "details",
@@ -268,6 +269,8 @@ class TraceRow:
         "matched",
         "skipped",
     )
+    #: A hook that calls out: its raw reply (:class:`hookgate.chain.HookReply`), set only then.
+    answer: Any
 
     def __init__(
         self,
@@ -287,6 +290,9 @@ class TraceRow:
         self.breaker = "closed"
         #: Made on first use (most hooks have none).
         self.details: dict[str, Any] | None = None
+        # ``answer`` is left unset: only a hook that calls out sets it (its raw reply, which
+        # the dispatch record seals for replay: hookgate.replay.recording); read it with
+        # getattr(row, "answer", None).
 
     def entry(self) -> TraceEntry:
         definition = self.hook.definition

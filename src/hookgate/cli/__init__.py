@@ -33,6 +33,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "hookgate.cli.boundary",
     "hookgate.cli.mcp_proxy",
     "hookgate.cli.audit",
+    "hookgate.cli.replay",
 )
 # Commands that run on every git push: when one of them is invoked, only its module loads
 # (the others pull in the engine, the store and the gateway).

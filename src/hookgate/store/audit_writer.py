@@ -56,6 +56,7 @@ from hookgate.audit import (
 )
 from hookgate.definition import GLOBAL_TENANT
 from hookgate.log import log_event
+from hookgate.replay.recording import answers_json
 from hookgate.secrets.keyring import Keyring
 from hookgate.store.base import DispatchRow, ExecutionRow, Store, StoreError
 
@@ -116,7 +117,8 @@ def _dispatch_aad(dispatch_id: str) -> bytes:
 
 
 def open_dispatch_detail(keyring: Keyring, row: DispatchRow) -> dict[str, object] | None:
-    """A dispatch record's sealed ``{"reason", "payload"}`` (admins only; replay reads it)."""
+    """A dispatch record's sealed ``{"reason", "payload", "blocking", "answers"}`` (admins
+    only; replay reads it; see :mod:`hookgate.replay.recording`)."""
     if row.detail is None:
         return None
     detail: dict[str, object] = orjson.loads(keyring.open(row.detail, _dispatch_aad(row.id)))
@@ -452,8 +454,15 @@ class AuditWriter:
             size = len(payload) if payload is not None else None
         if self.keyring is not None and (payload is not None or shown != reason):
             detail = b'{"reason":' + orjson.dumps(reason) + b',"payload":'
-            detail += (payload if payload is not None else b"null") + b"}"
-            sealed = self.keyring.seal(detail, _dispatch_aad(record.id))
+            detail += payload if payload is not None else b"null"
+            if payload is not None:  # what replay needs beside the input
+                detail += b',"blocking":' + orjson.dumps(record.blocking)
+                if record.answers:
+                    answers = answers_json(record.answers)
+                    detail += b',"answers":' + orjson.dumps(
+                        answers, default=str, option=orjson.OPT_NON_STR_KEYS
+                    )
+            sealed = self.keyring.seal(detail + b"}", _dispatch_aad(record.id))
         approval = record.approval_view()
         summary = record.input_summary()
         return DispatchRow(

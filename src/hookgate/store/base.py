@@ -675,6 +675,16 @@ class Store(Protocol):
         """One record (with its sealed ``detail``); :class:`NotFound` if not visible."""
         ...
 
+    async def dispatches_in_order(
+        self, caller: Caller, query: DispatchQuery, after_seq: int = 0
+    ) -> tuple[DispatchRow, ...]:
+        """Up to ``query.limit`` records after ``after_seq``, oldest first (replay)."""
+        ...
+
+    async def count_dispatches(self, caller: Caller, query: DispatchQuery) -> int:
+        """How many records the filters select."""
+        ...
+
     async def prune_dispatches(
         self, caller: Caller, older_than: float, *, unmatched_only: bool = False
     ) -> int:

@@ -60,6 +60,8 @@ _HEAD_MOVE: Final = (
     "UPDATE audit_chain_heads SET seq = ?, hash = ?, updated_at = ? WHERE tenant_id = ?"
 )
 _ID_CHUNK: Final = 500
+#: Records read per query by replay.
+REPLAY_PAGE: Final = 2_000
 #: Records read per query while verifying.
 VERIFY_PAGE: Final = 5_000
 # Pages smaller than this are checked on the event loop (a thread hop costs more).
@@ -118,6 +120,37 @@ def dispatch_from_row(row: Row) -> DispatchRow:
         detail=bytes(detail) if detail is not None else None,
         seq=row["seq"],
     )
+
+
+def _dispatch_filters(caller: Caller, query: DispatchQuery) -> tuple[list[str], list[Any]]:
+    """The WHERE terms (and their arguments) of a dispatch query, scoped to the caller."""
+    where: list[str] = []
+    args: list[Any] = []
+    tenant = query.tenant_id if caller.master else caller.tenant_id
+    if tenant is not None:
+        where.append("tenant_id = ?")
+        args.append(tenant)
+    decision = query.decision
+    if decision == "ask":  # every dispatch that asked a person, whatever was decided
+        where.append("approval_id IS NOT NULL")
+        decision = None
+    for column, value in (
+        ("session_id", query.session_id),
+        ("agent_id", query.agent_id),
+        ("tool_name", query.tool_name),
+        ("decision", decision),
+        ("event", query.event),
+    ):
+        if value is not None:
+            where.append(f"{column} = ?")
+            args.append(value)
+    if query.since is not None:
+        where.append("created_at >= ?")
+        args.append(float(query.since))
+    if query.until is not None:
+        where.append("created_at < ?")
+        args.append(float(query.until))
+    return where, args
 
 
 def _head(row: Row) -> ChainHead:
@@ -211,32 +244,7 @@ class DispatchTable(SqlBackend):
         return known
 
     async def query_dispatches(self, caller: Caller, query: DispatchQuery) -> DispatchPage:
-        where: list[str] = []
-        args: list[Any] = []
-        tenant = query.tenant_id if caller.master else caller.tenant_id
-        if tenant is not None:
-            where.append("tenant_id = ?")
-            args.append(tenant)
-        decision = query.decision
-        if decision == "ask":  # every dispatch that asked a person, whatever was decided
-            where.append("approval_id IS NOT NULL")
-            decision = None
-        for column, value in (
-            ("session_id", query.session_id),
-            ("agent_id", query.agent_id),
-            ("tool_name", query.tool_name),
-            ("decision", decision),
-            ("event", query.event),
-        ):
-            if value is not None:
-                where.append(f"{column} = ?")
-                args.append(value)
-        if query.since is not None:
-            where.append("created_at >= ?")
-            args.append(float(query.since))
-        if query.until is not None:
-            where.append("created_at < ?")
-            args.append(float(query.until))
+        where, args = _dispatch_filters(caller, query)
         if query.cursor:
             where.append("seq < ?")
             args.append(decode_cursor(query.cursor))
@@ -251,6 +259,31 @@ class DispatchTable(SqlBackend):
         items = tuple(dispatch_from_row(row) for row in rows[:limit])
         more = len(rows) > limit
         return DispatchPage(items, encode_cursor(items[-1].seq) if more and items else None)
+
+    async def dispatches_in_order(
+        self, caller: Caller, query: DispatchQuery, after_seq: int = 0
+    ) -> tuple[DispatchRow, ...]:
+        """Up to ``query.limit`` records after ``after_seq``, oldest first (replay reads a
+        window in the order it was written); filtered and scoped like :meth:`query_dispatches`."""
+        where, args = _dispatch_filters(caller, query)
+        where.append("seq > ?")
+        args.append(int(after_seq))
+        limit = max(1, min(int(query.limit), REPLAY_PAGE))
+        async with self._read() as sql:
+            rows = await sql.fetch(
+                f"SELECT seq, {DISPATCH_COLUMNS} FROM dispatch_records "
+                f"WHERE {' AND '.join(where)} ORDER BY seq LIMIT {limit}",
+                *args,
+            )
+        return tuple(dispatch_from_row(row) for row in rows)
+
+    async def count_dispatches(self, caller: Caller, query: DispatchQuery) -> int:
+        """How many records the filters select (the cursor and limit are ignored)."""
+        where, args = _dispatch_filters(caller, query)
+        clause = f" WHERE {' AND '.join(where)}" if where else ""
+        async with self._read() as sql:
+            found = await sql.fetchval(f"SELECT count(*) FROM dispatch_records{clause}", *args)
+        return int(found or 0)
 
     async def get_dispatch(self, caller: Caller, dispatch_id: str) -> DispatchRow:
         async with self._read() as sql:

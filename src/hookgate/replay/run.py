@@ -1,0 +1,87 @@
+"""One replay from start to end: records in, :class:`~hookgate.replay.report.ReplayReport`
+out.
+
+Each record is opened (:func:`~hookgate.replay.records.open_recorded`), checked (its tenant is
+its sealed input's), run through the candidate (:class:`~hookgate.replay.replayer.Replayer`)
+and compared. A record that cannot be used is counted and listed, never dropped silently and
+never replayed as an empty event. ``max_records`` and ``max_seconds`` bound a replay (the
+API's replays are always bounded); progress is reported every ``progress_every`` records.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterable, Callable
+from dataclasses import dataclass
+
+from hookgate.events import UnknownEventError
+from hookgate.replay.records import Unreadable, open_recorded
+from hookgate.replay.replayer import Replayer
+from hookgate.replay.report import ReplayReport
+from hookgate.replay.sources import BadLine
+from hookgate.secrets.keyring import Keyring
+from hookgate.store.base import DispatchRow
+
+__all__ = ["Progress", "ReplayBounds", "replay_rows"]
+
+#: Called with (records seen, records expected or None, seconds so far).
+Progress = Callable[[int, int | None, float], None]
+
+
+@dataclass(frozen=True, slots=True)
+class ReplayBounds:
+    max_records: int | None = None
+    max_seconds: float | None = None
+    #: Changes listed at most (0: all); the counts are always whole.
+    max_changes: int = 1000
+    #: Records between two progress reports (and two yields to the event loop).
+    progress_every: int = 5_000
+
+
+async def replay_rows(
+    rows: AsyncIterable[DispatchRow | BadLine],
+    replayer: Replayer,
+    keyring: Keyring | None,
+    bounds: ReplayBounds,
+    *,
+    total: int | None = None,
+    progress: Progress | None = None,
+) -> ReplayReport:
+    report = ReplayReport(max_changes=bounds.max_changes)
+    started = time.perf_counter()
+    seen = 0
+    every = max(1, bounds.progress_every)
+    async for row in rows:
+        if bounds.max_records is not None and seen >= bounds.max_records:
+            report.stopped = f"the limit of {bounds.max_records} records was reached"
+            break
+        seen += 1
+        if seen % every == 0:
+            elapsed = time.perf_counter() - started
+            if progress is not None:
+                progress(seen, total, elapsed)
+            if bounds.max_seconds is not None and elapsed > bounds.max_seconds:
+                report.stopped = f"the limit of {bounds.max_seconds:g} s was reached"
+                break
+            await asyncio.sleep(0)  # a long replay on a gateway lets others be served
+        if isinstance(row, BadLine):
+            report.add_unreadable(row.where, row.why)
+            continue
+        try:
+            recorded = open_recorded(row, keyring)
+            sealed_tenant = recorded.payload.get("tenant_id")
+            if sealed_tenant is not None and sealed_tenant != row.tenant_id:
+                raise Unreadable("its tenant is not the one its sealed input names")
+            verdict = await replayer.replay(recorded)
+        except Unreadable as exc:
+            report.add_unreadable(row.id, str(exc))
+            continue
+        except UnknownEventError:
+            report.add_unreadable(row.id, f"unknown event {row.event!r}")
+            continue
+        report.add(recorded, verdict)
+    report.elapsed_s = time.perf_counter() - started
+    if progress is not None:
+        progress(seen, total, report.elapsed_s)
+    return report
