@@ -177,6 +177,9 @@ class ExecutionRecord:
     created_at: float = field(default_factory=time.time)
     #: The dispatch this execution belongs to (:class:`DispatchRecord`).
     dispatch_id: str | None = None
+    #: ``shadow``: the hook ran in shadow mode; ``decision`` is what it would have decided
+    #: (stores keep it in the row's metadata).
+    mode: str = "enforce"
 
     @property
     def dedup_key(self) -> str:
@@ -204,11 +207,13 @@ class ExecutionRecord:
             "reason": truncate(redact(self.reason)) if self.reason else None,
             "created_at": self.created_at,
             "dispatch_id": self.dispatch_id,
+            "mode": self.mode,
         }
 
     def hook_entry(self) -> dict[str, Any]:
-        """This execution as one entry of its dispatch record's ``hooks`` (redacted)."""
-        return {
+        """This execution as one entry of its dispatch record's ``hooks`` (redacted); a
+        shadow hook's says ``mode: shadow``."""
+        entry: dict[str, Any] = {
             "execution_id": self.id,
             "hook_id": self.hook_id,
             "hook_name": self.hook_name,
@@ -219,6 +224,9 @@ class ExecutionRecord:
             "reason": truncate(redact(self.reason)) if self.reason else None,
             "error": truncate(redact(self.error)) if self.error else None,
         }
+        if self.mode == "shadow":
+            entry["mode"] = "shadow"
+        return entry
 
 
 def new_dispatch_id() -> str:

@@ -25,6 +25,7 @@ __all__ = [
     "GLOBAL_TENANT",
     "MAX_APPROVAL_TIMEOUT_MS",
     "MAX_TIMEOUT_MS",
+    "MODES",
     "ApprovalPolicy",
     "DefinitionError",
     "HookDefinition",
@@ -41,6 +42,10 @@ GLOBAL_TENANT: Final = "0193a5b0-7000-7000-8000-000000000001"
 
 Scope = Literal["global", "tenant", "agent"]
 Policy = Literal["block", "allow"]
+#: ``enforce``: the hook decides. ``shadow``: it runs and its answer is recorded as what it
+#: would have decided, but it never changes the outcome (see :mod:`hookgate.shadow`).
+Mode = Literal["enforce", "shadow"]
+MODES: Final = ("enforce", "shadow")
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,6 +130,12 @@ class HookDefinition:
     written_by_master: bool = field(default=False, compare=False)
     #: Human approval settings (``None``: the defaults, approval only when the hook asks).
     approval: ApprovalPolicy | None = None
+    #: ``shadow``: recorded as what it would have decided, never deciding.
+    mode: Mode = "enforce"
+
+    @property
+    def shadow(self) -> bool:
+        return self.mode == "shadow"
 
     @property
     def approval_policy(self) -> ApprovalPolicy:
@@ -149,6 +160,7 @@ class HookDefinition:
             "enabled": self.enabled,
             "config": _plain(self.config),
             "agent_ids": list(self.agent_ids),
+            "mode": self.mode,
         }
         if self.approval is not None:
             data["approval"] = self.approval.to_dict()

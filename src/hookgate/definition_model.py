@@ -60,6 +60,7 @@ _OWN: Final = "hookgate_problems"
 
 Scope = Literal["global", "tenant", "agent"]
 Policy = Literal["block", "allow"]
+Mode = Literal["enforce", "shadow"]
 
 
 def _problem(field: str, message: str) -> PydanticCustomError:
@@ -191,6 +192,11 @@ class DefinitionFields(BaseModel):
     config: Annotated[
         dict[str, Any], BeforeValidator(lambda v: {} if v is None else _plain_dict(v))
     ] = Field(default_factory=dict, description="Handler-specific settings.")
+    mode: Annotated[Mode, BeforeValidator(lambda v: "enforce" if v in (None, "") else v)] = Field(
+        "enforce",
+        description="enforce (the hook decides) or shadow (it runs and its answer is recorded "
+        "as what it would have decided; it never changes the outcome).",
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -346,6 +352,7 @@ class DefinitionModel(DefinitionFields):
             approval=None
             if approval is None
             else ApprovalPolicy(approval.required, approval.timeout_ms, approval.on_timeout),
+            mode=self.mode,
             **extra,
         )
 
@@ -385,6 +392,7 @@ _MESSAGES: Final[dict[str, str | Callable[[Any], str]]] = {
         f"got {value!r}"
     ),
     "approval.on_timeout": _got("must be 'block' or 'allow'"),
+    "mode": _got("must be 'enforce' or 'shadow'"),
 }
 _ORDER: Final = {name: index for index, name in enumerate(DefinitionModel.model_fields)}
 

@@ -50,6 +50,7 @@ from hookgate.registry import (
 )
 from hookgate.safeguards import BreakerBoard
 from hookgate.settings import Settings
+from hookgate.shadow import ShadowChains, ShadowSplit, merge_rows
 
 if TYPE_CHECKING:
     from hookgate.approvals import Approver
@@ -105,7 +106,8 @@ class EngineStats:
 
 @dataclass(slots=True)
 class _Resolved:
-    """An event ready to drive: the spec its chain runs under, its payload, its hooks."""
+    """An event ready to drive: the spec its chain runs under, its payload, its hooks (all
+    of the selection: enforce and shadow ones, split where the chain is driven)."""
 
     spec: EventSpec
     data: Mapping[str, Any]
@@ -187,6 +189,9 @@ class Engine:
         )
         #: The worker threads of isolated plain functions (``isolate: thread``).
         self.threads = self.runner.pool
+        #: A selection's enforce hooks and its shadow hooks (:mod:`hookgate.shadow`).
+        self._split = ShadowSplit()
+        self._shadow: HookRunner | None = None
         self.stats = EngineStats(threads=self.threads, background=self._background)
         self._event_ids = itertools.count(1)
         self._event_prefix = os.urandom(6).hex()
@@ -202,6 +207,41 @@ class Engine:
     @host_code_policy.setter
     def host_code_policy(self, policy: HostCodePolicy) -> None:
         self.runner.host_code_policy = policy
+        if self._shadow is not None:
+            self._shadow.host_code_policy = policy
+
+    @property
+    def shadow_runner(self) -> HookRunner:
+        """Runs shadow hooks (made on first use): no circuit breaker, approvals noted rather
+        than asked, and worker threads of its own, so that a shadow hook's faults, hangs and
+        stuck workers never reach an enforce hook or another tenant."""
+        if self._shadow is None:
+            settings = self.settings
+            shadow = ChainSettings(
+                chain_budget_s=settings.chain_budget_s,
+                max_depth=settings.max_depth,
+                clock=self._clock,
+                breakers=None,
+                approvals=True,
+            )
+            dry = replace(shadow, dry_run=True)
+            runner = HookRunner(
+                settings, self.services, self._clock, shadow, dry, own_threads=True
+            )
+            runner.host_code_policy = self.runner.host_code_policy
+            self._shadow = runner
+        return self._shadow
+
+    async def _run_shadow(
+        self,
+        spec: EventSpec,
+        data: Mapping[str, Any],
+        chains: ShadowChains,
+        outcome: Outcome,
+        dry_run: bool = False,
+    ) -> None:
+        """Run the shadow hooks of an event and add their rows to ``outcome``'s trace."""
+        merge_rows(outcome, await self.shadow_runner.run_shadow(spec, data, chains, dry_run))
 
     # -- registration ---------------------------------------------------------------------
 
@@ -251,12 +291,14 @@ class Engine:
         enabled: bool = True,
         approval: str | Mapping[str, Any] | None = None,
         isolate: str | None = None,
+        mode: str = "enforce",
     ) -> Callable[[F], F]:
         """Decorator: register a function or coroutine function as a ``callable`` hook.
 
         A plain function runs in place on the caller's thread (it is the program's own code:
         an overrun on a blocking event blocks once it returns); ``isolate="thread"`` runs it
         on a worker with a hard deadline instead (the caller gets ``on_timeout`` at it).
+        ``mode="shadow"``: it runs and is recorded, and never decides (:mod:`hookgate.shadow`).
         """
 
         def register(fn: F) -> F:
@@ -269,6 +311,7 @@ class Engine:
                 "priority": priority,
                 "enabled": enabled,
                 "config": {"callable": fn},
+                "mode": mode,
             }
             if isolate is not None:
                 raw["config"]["isolate"] = isolate
@@ -349,7 +392,10 @@ class Engine:
         if resolved.queued:
             return self._queue(resolved, self._background.submit)
         started = time.perf_counter()
-        outcome = await self.runner.run(resolved.spec, resolved.data, resolved.hooks)
+        hooks, shadow = self._split(resolved.hooks)
+        outcome = await self.runner.run(resolved.spec, resolved.data, hooks)
+        if shadow:
+            await self._run_shadow(resolved.spec, resolved.data, shadow, outcome)
         if self._emit_outcome(resolved.spec, resolved.data, outcome, started):
             return await self._settle(resolved.spec, resolved.data, outcome)
         return outcome
@@ -381,7 +427,12 @@ class Engine:
 
             return self._queue(resolved, submit)
         started = time.perf_counter()
-        outcome = self.runner.run_sync(resolved.spec, resolved.data, resolved.hooks)
+        hooks, shadow = self._split(resolved.hooks)
+        outcome = self.runner.run_sync(resolved.spec, resolved.data, hooks)
+        if shadow:
+            self.runner.loop_thread().run(
+                self._run_shadow(resolved.spec, resolved.data, shadow, outcome)
+            )
         if self._emit_outcome(resolved.spec, resolved.data, outcome, started):
             return self.runner.loop_thread().run(
                 self._settle(resolved.spec, resolved.data, outcome)
@@ -473,9 +524,13 @@ class Engine:
         hooks: Sequence[CompiledHook],
         dispatch_id: str | None = None,
     ) -> Outcome:
-        """Steps three and four on the event loop (the background queue's way)."""
+        """Steps three and four on the event loop (the background queue's way): the
+        agent already has its answer, so shadow hooks run here too, after the chain."""
         started = time.perf_counter()
+        hooks, shadow = self._split(hooks)
         outcome = await self.runner.run(spec, data, hooks)
+        if shadow:
+            await self._run_shadow(spec, data, shadow, outcome)
         if self._emit_outcome(spec, data, outcome, started, dispatch_id):
             return await self._settle(spec, data, outcome)
         return outcome
@@ -575,14 +630,27 @@ class Engine:
         data = self._prepare(sample_event, spec)
         if hooks is None:
             hooks = self.source.resolve(spec.name, data.get("tenant_id"), data.get("agent_id"))
-        return await self._dry_run(spec.run_as(spec.name, True), data, tuple(hooks))
+        return await self._dry_run(spec.run_as(spec.name, True), data, tuple(hooks), True)
 
     async def _dry_run(
-        self, spec: EventSpec, data: Mapping[str, Any], hooks: tuple[CompiledHook, ...]
+        self,
+        spec: EventSpec,
+        data: Mapping[str, Any],
+        hooks: tuple[CompiledHook, ...],
+        split: bool = False,
     ) -> Outcome:
+        """``split``: shadow hooks run as they would (recorded, not deciding); else every
+        hook decides (testing one hook shows its own answer, whatever its mode)."""
         if self._closed:
             raise EngineClosed(f"{spec.name}: this engine was closed")
-        return await self.runner.dry_run(spec, data, hooks)
+        shadow: ShadowChains = ()
+        if split:
+            enforce, shadow = self._split(hooks)
+            hooks = tuple(enforce)
+        outcome = await self.runner.dry_run(spec, data, hooks)
+        if shadow:
+            await self._run_shadow(spec, data, shadow, outcome, dry_run=True)
+        return outcome
 
     def refuse_input(
         self, event: str, data: Mapping[str, Any], problem: str, *, wait: bool = False
@@ -679,7 +747,7 @@ class Engine:
         decide again (a block blocks). When the asking hook is gone, every hook runs."""
         spec = get_event(event)
         spec = spec.run_as(spec.name, True)  # the agent waits for this answer
-        hooks = self._select(spec, data)
+        hooks, _ = self._split(self._select(spec, data))  # shadow hooks ran the first time
         position = next(
             (i for i, hook in enumerate(hooks) if hook.definition.id == hook_id), None
         )
@@ -712,12 +780,14 @@ class Engine:
             return
         self._closed = True
         await self._background.stop()
-        for handler in self.runner.handlers.values():
-            try:
-                await handler.aclose()
-            except Exception as exc:
-                log_event("hookgate.handler_close_failed", error=str(exc))
-        self.threads.close()
+        runners = [self.runner] if self._shadow is None else [self.runner, self._shadow]
+        for runner in runners:
+            for handler in runner.handlers.values():
+                try:
+                    await handler.aclose()
+                except Exception as exc:
+                    log_event("hookgate.handler_close_failed", error=str(exc))
+            runner.pool.close()
 
     def close(self) -> None:
         """:meth:`aclose` for synchronous programs."""

@@ -83,6 +83,9 @@ def chain_records(
             metadata.setdefault("matcher_matched", True)
         if trace_id:
             metadata.setdefault("trace_id", trace_id)
+        mode = definition.mode
+        if mode == "shadow":
+            metadata["mode"] = mode
         records.append(
             ExecutionRecord(
                 hook_id=definition.id,
@@ -103,6 +106,7 @@ def chain_records(
                 input_summary=summary,
                 reason=str(reason) if reason else None,
                 dispatch_id=dispatch_id,
+                mode=mode,
             )
         )
     return records

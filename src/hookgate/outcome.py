@@ -235,6 +235,14 @@ class TraceEntry:
     breaker: str = "closed"
     version: int = 0
     details: dict[str, Any] = field(default_factory=dict)
+    #: ``shadow``: the hook runs in shadow mode; ``decision`` is what it would have decided
+    #: (``would_block``, ``would_allow``, …) and changed nothing.
+    mode: str = "enforce"
+
+    @property
+    def would_block(self) -> bool:
+        """A shadow hook that would have blocked this event had it been enforced."""
+        return self.decision == "would_block"
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -249,6 +257,7 @@ class TraceEntry:
             "breaker": self.breaker,
             "version": self.version,
             "details": self.details,
+            "mode": self.mode,
         }
 
 
@@ -308,6 +317,7 @@ class TraceRow:
             breaker=self.breaker,
             version=definition.version,
             details=self.details or {},
+            mode=definition.mode,
         )
 
 
@@ -407,6 +417,11 @@ class Outcome:
         if self._trace is None:
             self._trace = [row.entry() for row in self._rows] if self._rows else []
         return self._trace
+
+    @property
+    def shadow(self) -> list[TraceEntry]:
+        """The trace entries of the shadow hooks that ran: what each would have decided."""
+        return [entry for entry in self.trace if entry.mode == "shadow" and entry.matched]
 
     @property
     def allowed(self) -> bool:

@@ -45,7 +45,11 @@ def check(path: str, edition: str | None) -> None:
         for line in unstartable:
             click.echo(line, err=True)
         raise SystemExit(1)
-    click.echo(f"{path}: {len(definitions)} hook(s) OK")
+    shadow = [definition for definition in definitions if definition.shadow]
+    for definition in shadow:
+        click.echo(f"{path}: {definition.label} ({definition.event}) runs in shadow mode")
+    note = f", {len(shadow)} in shadow mode" if shadow else ""
+    click.echo(f"{path}: {len(definitions)} hook(s) OK{note}")
 
 
 def _missing_program(config: Mapping[str, Any]) -> str | None:

@@ -71,6 +71,13 @@ def fire(
         settings.edition = edition  # type: ignore[assignment]
     outcome = asyncio.run(_fire(event, payload, config_path, settings))
     click.echo(outcome.to_json(indent=None if compact else 2))
+    for entry in outcome.shadow:  # what they would have done; the exit status ignores them
+        reason = entry.details.get("reason") or entry.error
+        click.echo(
+            f"shadow: {entry.name or entry.hook_id} {entry.decision}"
+            + (f": {reason}" if reason else ""),
+            err=True,
+        )
     raise SystemExit(0 if outcome.allowed else 2)
 
 

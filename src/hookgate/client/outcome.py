@@ -25,6 +25,7 @@ def _entry(raw: Mapping[str, Any]) -> TraceEntry:
         breaker=str(raw.get("breaker") or "closed"),
         version=int(raw.get("version") or 0),
         details=dict(details) if isinstance(details, Mapping) else {},
+        mode="shadow" if raw.get("mode") == "shadow" else "enforce",
     )
 
 

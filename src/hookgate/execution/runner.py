@@ -9,6 +9,7 @@ on a worker, which the cancellation abandons).
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -30,7 +31,8 @@ from hookgate.execution.workers import WorkerPool
 from hookgate.handlers import Handler, Invocation, Services, handler_class
 from hookgate.hook_event import HookEvent
 from hookgate.host_code import HostCodePolicy
-from hookgate.outcome import HookError, HookResult, Outcome
+from hookgate.outcome import HookError, HookResult, Outcome, TraceRow
+from hookgate.shadow import ShadowChains, shadow_row
 from hookgate.state.binding import (
     STATE_CHANGES_DETAIL,
     PendingState,
@@ -73,7 +75,11 @@ class HookRunner:
         clock: Callable[[], float],
         chain_settings: ChainSettings,
         dry_settings: ChainSettings,
+        *,
+        own_threads: bool = False,
     ) -> None:
+        """``own_threads``: isolated functions run on this runner's workers, not the
+        services' (the shadow runner: its stuck workers count against no one else)."""
         self.settings = settings
         self.services = services
         self.clock = clock
@@ -84,7 +90,8 @@ class HookRunner:
             max_stuck=settings.hook_threads_max_stuck,
             max_stuck_per_tenant=settings.hook_threads_max_stuck_per_tenant,
         )
-        if services.hook_threads is None:
+        self._threads: WorkerPool | None = self.pool if own_threads else None
+        if services.hook_threads is None and not own_threads:
             services.hook_threads = self.pool
         self.handlers: dict[str, Handler] = {}
         self._host_code_policy = HostCodePolicy()
@@ -162,6 +169,29 @@ class HookRunner:
             lambda call, payload, timeout: self.execute(spec, call, payload, timeout, True),
             self.clock,
         )
+
+    async def run_shadow(
+        self,
+        spec: EventSpec,
+        data: Mapping[str, Any],
+        chains: ShadowChains,
+        dry_run: bool = False,
+    ) -> list[TraceRow | None]:
+        """Each shadow hook as a chain of its own (:mod:`hookgate.shadow`), concurrently, on
+        the event loop: the row of each, saying what it would have done."""
+        settings = self.dry_settings if dry_run else self.chain_settings
+
+        async def one(hooks: tuple[CompiledHook]) -> TraceRow | None:
+            outcome = await drive_async(
+                run_chain(hooks, spec, data, settings),
+                lambda call, payload, timeout: self.execute(spec, call, payload, timeout, dry_run),
+                self.clock,
+            )
+            return shadow_row(outcome)
+
+        if len(chains) == 1:
+            return [await one(chains[0])]
+        return list(await asyncio.gather(*(one(hooks) for hooks in chains)))
 
     # -- plain functions ------------------------------------------------------------------------
 
@@ -302,7 +332,9 @@ class HookRunner:
             state_store = store_for(self.services)
             payload, pending = await prepare_state(state_store, definition, payload)
         answer = await handler.run(
-            Invocation(definition, spec, payload, timeout_s, self.services, dry_run)
+            Invocation(
+                definition, spec, payload, timeout_s, self.services, dry_run, self._threads
+            )
         )
         if pending is not None and not dry_run:
             answer = await commit_state(state_store, pending, answer)

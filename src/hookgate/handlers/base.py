@@ -93,6 +93,9 @@ class Invocation:
     timeout_s: float
     services: Services
     dry_run: bool = False
+    #: The worker threads an isolated function runs on, when not ``services.hook_threads``
+    #: (shadow hooks have their own, so their stuck workers never count against others).
+    threads: WorkerPool | None = None
 
 
 class PlainFunction(NamedTuple):

@@ -143,7 +143,7 @@ class CallableHandler(Handler):
     async def run(self, call: Invocation) -> HookResult | Mapping[str, Any] | None:
         fn, is_async = self._function(call.hook)
         event = HookEvent(call.event.name, call.payload)
-        threads = self.services.hook_threads
+        threads = call.threads if call.threads is not None else self.services.hook_threads
         if is_async or threads is None or not self._isolated(call.hook):
             answer = fn(event)
         else:

@@ -489,6 +489,7 @@ def _trace_entry(data: dict[str, Any]) -> TraceEntry:
         breaker=str(data.get("breaker", "closed")),
         version=int(data.get("version") or 0),
         details=dict(data.get("details") or {}),
+        mode="shadow" if data.get("mode") == "shadow" else "enforce",
     )
 
 

@@ -39,20 +39,20 @@ _HOOK_COLUMNS: Final = (
     "id, tenant_id, agent_ids, event, handler_type, scope, config, name, matcher, if_expr, "
     "timeout_ms, on_timeout, on_error, priority, enabled, version, source, sort_order, "
     "created_at, updated_at, breaker_state, breaker_faults, breaker_last_fault, "
-    "breaker_changed_at, created_by, updated_by, metadata, approval"
+    "breaker_changed_at, created_by, updated_by, metadata, approval, mode"
 )
 _HOOK_INSERT: Final = (
     "INSERT INTO agent_hooks (id, tenant_id, agent_ids, event, handler_type, scope, config, "
     "name, matcher, if_expr, timeout_ms, on_timeout, on_error, priority, enabled, version, "
-    "source, sort_order, created_at, updated_at, created_by, updated_by, metadata, approval) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    "source, sort_order, created_at, updated_at, created_by, updated_by, metadata, approval, "
+    "mode) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 # Everything a definition change rewrites (not id, tenant, source, order, created_at).
 _HOOK_UPDATE: Final = (
     "UPDATE agent_hooks SET agent_ids = ?, event = ?, handler_type = ?, scope = ?, "
     "config = ?, name = ?, matcher = ?, if_expr = ?, timeout_ms = ?, on_timeout = ?, "
     "on_error = ?, priority = ?, enabled = ?, version = ?, updated_at = ?, updated_by = ?, "
-    "approval = ? WHERE id = ?"
+    "approval = ?, mode = ? WHERE id = ?"
 )
 _RESET_BREAKER: Final = (
     "UPDATE agent_hooks SET breaker_state = 'closed', breaker_faults = 0, "
@@ -121,6 +121,7 @@ def _hook_params(d: HookDefinition, now: float, actor: str | None) -> tuple[Any,
         actor,
         to_json({MASTER_WRITTEN: d.written_by_master}, "metadata"),
         _approval_json(d),
+        d.mode,
     )
 
 
@@ -145,6 +146,7 @@ def _update_params(d: HookDefinition, now: float, actor: str | None) -> tuple[An
         now,
         actor,
         _approval_json(d),
+        d.mode,
         d.id,
     )
 
@@ -171,6 +173,7 @@ def hook_from_row(row: Row) -> HookRecord:
         order=row["sort_order"],
         written_by_master=bool(loads(row["metadata"] or "{}").get(MASTER_WRITTEN)),
         approval=_approval_from(row["approval"]),
+        mode="shadow" if row["mode"] == "shadow" else "enforce",
     )
     breaker = BreakerSnapshot(
         state=row["breaker_state"],
@@ -322,10 +325,11 @@ class HookTable(SqlBackend):
                 continue
             if base.get(key, None) != value:
                 changes[key] = value
-        if current.source == "builtin" and set(changes) - {"enabled"}:
-            names = ", ".join(sorted(set(changes) - {"enabled"}))
+        # A builtin may be switched off, or watched in shadow mode before it decides.
+        if current.source == "builtin" and set(changes) - {"enabled", "mode"}:
+            names = ", ".join(sorted(set(changes) - {"enabled", "mode"}))
             raise ReadOnlyHook(
-                f"hook {current.label} is builtin: only enabled can change ({names})"
+                f"hook {current.label} is builtin: only enabled and mode can change ({names})"
             )
         merged = {**base, **changes}
         if "agent_id" in changes and "agent_ids" not in changes:

@@ -1,0 +1,102 @@
+"""Shadow mode: hooks that run and are recorded, and never decide.
+
+A hook with ``mode: shadow`` is taken out of its event's chain (:class:`ShadowSplit`): the
+chain the agent's answer comes from runs the enforce hooks only, so nothing a shadow hook
+does (an answer, a rewrite, a failure, a hang, the chain budget it spends) can reach the
+outcome. Each shadow hook then runs alone, as a one-hook chain under the same rules (its
+matcher, ``if_expr``, timeout, ``on_error`` / ``on_timeout``, approvals), against the event as
+the agent sent it, with no circuit breaker and on worker threads of its own; what that chain
+came to is its trace row, renamed to what it *would* have done (:func:`shadow_row`):
+``would_block`` (with the reason), ``would_allow``, ``would_ask``, ``would_respond``,
+``would_abort``; ``abstain`` when it had nothing to say, ``error`` / ``timeout`` when it
+failed and its policy would have let the event through.
+
+When they run: on a blocking event after the enforce chain and before the answer (the
+outcome carries their rows); on a non-blocking event in the background, after the answer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Final
+
+from hookgate.outcome import Outcome, TraceRow
+
+if TYPE_CHECKING:
+    from hookgate.compiled_hook import CompiledHook
+
+__all__ = ["NO_SHADOW", "ShadowChains", "ShadowSplit", "merge_rows", "shadow_row"]
+
+#: Each shadow hook as the one-hook chain it runs as.
+ShadowChains = tuple[tuple["CompiledHook"], ...]
+NO_SHADOW: Final[ShadowChains] = ()
+#: A hook's chain decisions that become ``would_<decision>`` in shadow mode.
+_DECISIONS: Final = frozenset({"allow", "block", "ask", "respond", "abort"})
+_FAILURES: Final = frozenset({"error", "timeout"})
+
+
+class ShadowSplit:
+    """Splits a selection into its enforce hooks and its shadow hooks, once per selection.
+
+    The enforce part of a selection with no shadow hook is the selection itself, and a
+    selection's parts are kept (by identity, like the chain's own caches), so the chain and
+    the runner see the same tuple on every event and keep their per-list plans.
+    """
+
+    __slots__ = ("_cache",)
+
+    def __init__(self) -> None:
+        self._cache: dict[
+            int, tuple[Sequence[CompiledHook], Sequence[CompiledHook], ShadowChains]
+        ] = {}
+
+    def __call__(
+        self, hooks: Sequence[CompiledHook]
+    ) -> tuple[Sequence[CompiledHook], ShadowChains]:
+        cached = self._cache.get(id(hooks))
+        if cached is not None and cached[0] is hooks:
+            return cached[1], cached[2]
+        shadow = tuple((hook,) for hook in hooks if hook.definition.mode == "shadow")
+        enforce: Sequence[CompiledHook] = hooks
+        if shadow:
+            enforce = tuple(hook for hook in hooks if hook.definition.mode != "shadow")
+        if isinstance(hooks, tuple):  # a list could change under the same id
+            if len(self._cache) > 1024:
+                self._cache.clear()
+            self._cache[id(hooks)] = (hooks, enforce, shadow)
+        return enforce, shadow
+
+
+def shadow_row(outcome: Outcome) -> TraceRow | None:
+    """The trace row of a shadow hook's one-hook chain, saying what it would have done;
+    ``None`` when the chain considered no hook (the loop guard refused the event)."""
+    rows = outcome._rows
+    if not rows:
+        return None
+    row = rows[0]
+    decision = row.decision
+    if not row.matched or decision is None:
+        return row  # skipped: the trace says why, the audit keeps no row
+    if decision in _DECISIONS:
+        row.decision = f"would_{decision}"
+    elif decision in _FAILURES and outcome.decision == "block":
+        row.decision = "would_block"  # its failure policy would have blocked
+    details = row.details
+    if details is None:
+        details = row.details = {}
+    if row.decision == "would_block" and outcome.reason:
+        details.setdefault("reason", outcome.reason)
+    if outcome.updated_input is not None:
+        details["would_rewrite"] = True
+    if outcome.additional_context:
+        details["would_add_context"] = len(outcome.additional_context)
+    return row
+
+
+def merge_rows(outcome: Outcome, rows: Sequence[TraceRow | None]) -> None:
+    """Add the shadow hooks' rows after the enforce chain's, in hook order."""
+    kept = [row for row in rows if row is not None]
+    if not kept:
+        return
+    outcome._rows = [*(outcome._rows or ()), *kept]
+    outcome._trace = None
