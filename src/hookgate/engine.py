@@ -54,10 +54,15 @@ from hookgate.shadow import ShadowChains, ShadowSplit, merge_rows
 
 if TYPE_CHECKING:
     from hookgate.approvals import Approver
+    from hookgate.handlers.rule.history import SessionHistory
+    from hookgate.state.rules import Stamp
 
 __all__ = ["INPUT_GUARD_ID", "Engine", "EngineStats"]
 
 F = TypeVar("F", bound=Callable[..., Any])
+#: Events whose admitted calls the session history of rule hooks may record.
+_HISTORY_EVENTS = frozenset({"pre_tool_use", "post_tool_use"})
+_NO_STAMPS: tuple[Stamp, ...] = ()
 
 
 @dataclass(slots=True)
@@ -114,6 +119,8 @@ class _Resolved:
     hooks: Sequence[CompiledHook]
     #: Non-blocking and not waited for: it goes to the background queue.
     queued: bool
+    #: The session history to record once the event is admitted (rule hooks look back).
+    stamps: tuple[Stamp, ...] = _NO_STAMPS
 
 
 class Engine:
@@ -196,6 +203,8 @@ class Engine:
         self._event_ids = itertools.count(1)
         self._event_prefix = os.urandom(6).hex()
         self._closed = False
+        #: Made when a tool event meets a ``pre_tool_use`` hook (it imports the rule handler).
+        self._history: SessionHistory | None = None
         for hook in hooks:
             self.add(hook)
 
@@ -390,12 +399,16 @@ class Engine:
             return resolved
         assert isinstance(resolved, _Resolved)
         if resolved.queued:
+            if resolved.stamps:
+                await self._keep_history(resolved.stamps, None)
             return self._queue(resolved, self._background.submit)
         started = time.perf_counter()
         hooks, shadow = self._split(resolved.hooks)
         outcome = await self.runner.run(resolved.spec, resolved.data, hooks)
         if shadow:
             await self._run_shadow(resolved.spec, resolved.data, shadow, outcome)
+        if resolved.stamps and outcome.decision != "block":
+            await self._keep_history(resolved.stamps, outcome if resolved.spec.blocking else None)
         if self._emit_outcome(resolved.spec, resolved.data, outcome, started):
             return await self._settle(resolved.spec, resolved.data, outcome)
         return outcome
@@ -420,6 +433,8 @@ class Engine:
             return resolved
         assert isinstance(resolved, _Resolved)
         if resolved.queued:
+            if resolved.stamps:
+                self._keep_history_sync(resolved.stamps, None)
             loop = self.runner.loop_thread().loop
 
             def submit(*item: Any) -> None:
@@ -433,6 +448,8 @@ class Engine:
             self.runner.loop_thread().run(
                 self._run_shadow(resolved.spec, resolved.data, shadow, outcome)
             )
+        if resolved.stamps and outcome.decision != "block":
+            self._keep_history_sync(resolved.stamps, outcome if resolved.spec.blocking else None)
         if self._emit_outcome(resolved.spec, resolved.data, outcome, started):
             return self.runner.loop_thread().run(
                 self._settle(resolved.spec, resolved.data, outcome)
@@ -455,7 +472,8 @@ class Engine:
         if data is None:
             data = {}
         self.stats.fired += 1
-        if not self.source.has_event(spec.name):
+        watched = spec.name in _HISTORY_EVENTS and self.source.has_event("pre_tool_use")
+        if not watched and not self.source.has_event(spec.name):
             depth = data.get("depth")
             if depth is None or (type(depth) is int and depth <= self.settings.max_depth):
                 return Outcome() if self.audit is None else self._unmatched(spec, data)
@@ -464,12 +482,36 @@ class Engine:
         problem = payload_problem(data)
         if problem is not None:  # before any matcher: the input limits hold for the event
             return self.refuse_input(event, data, problem, wait=wait)
-        hooks = self._select(spec, data)
+        hooks = self._select(spec, data) if self.source.has_event(spec.name) else ()
+        stamps = self._stamps(spec.name, data) if watched else _NO_STAMPS
         if not hooks and self._shallow(data):
+            if stamps:
+                # Nothing judges the call: an empty chain admits it, and it is recorded.
+                return _Resolved(spec, data, hooks, False, stamps)
             return Outcome() if self.audit is None else self._unmatched(spec, data)
         if not spec.waits(event, wait):
-            return _Resolved(spec, data, hooks, True)
-        return _Resolved(spec.run_as(event, wait), data, hooks, False)
+            return _Resolved(spec, data, hooks, True, stamps)
+        return _Resolved(spec.run_as(event, wait), data, hooks, False, stamps)
+
+    # -- the session history of rule hooks ------------------------------------------------
+
+    def _stamps(self, event: str, data: Mapping[str, Any]) -> tuple[Stamp, ...]:
+        history = self._history
+        if history is None:
+            from hookgate.handlers.rule.history import SessionHistory
+
+            history = self._history = SessionHistory(self)
+        return history.stamps(event, data)
+
+    async def _keep_history(self, stamps: Sequence[Stamp], outcome: Outcome | None) -> None:
+        assert self._history is not None
+        await self._history.keep(stamps, outcome)
+
+    def _keep_history_sync(self, stamps: Sequence[Stamp], outcome: Outcome | None) -> None:
+        history = self._history
+        assert history is not None
+        if not history.keep_now(stamps, outcome):
+            self.runner.loop_thread().run(history.keep(stamps, outcome))
 
     def _emit_outcome(
         self,

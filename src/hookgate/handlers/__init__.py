@@ -35,6 +35,8 @@ _BUILTIN: Final[dict[str, str]] = {
     "http": "hookgate.handlers.http:HttpHandler",
     "prompt": "hookgate.handlers.prompt.handler:PromptHandler",
     "agent": "hookgate.handlers.prompt.agent:AgentHandler",
+    # Declarative session rules (limits, taint, required earlier calls): no host code.
+    "rule": "hookgate.handlers.rule.handler:RuleHandler",
     # GoClaw legacy quality gates (loaded from gate files and other_config.quality_gates).
     "quality_gate": "hookgate.integrations.goclaw.handler:QualityGateHandler",
 }

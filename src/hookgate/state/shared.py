@@ -1,5 +1,7 @@
 """Hook state shared by gateway replicas: in the gateway's SQL store (table ``hook_state``,
-migration 0005, SQLite and PostgreSQL) or in Redis when ``--redis-url`` is given.
+migration 0005, SQLite and PostgreSQL) or in Redis when ``--redis-url`` is given. Rule
+counters and stamps (:mod:`hookgate.state.rules`) live beside them: table ``rule_state``
+(migration 0015), or Redis keys of their own.
 
 Every row and every Redis key carries the event's tenant; the gateway sets that tenant from
 the caller's API key, so one tenant's hooks never load another tenant's state.
@@ -14,6 +16,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from hookgate.state.model import ScopeKey, StateChange
+from hookgate.state.rules import Admission, RuleKey, Stamp, hashed_name
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
@@ -37,6 +40,7 @@ class SqlStateStore:
         self.store = store
         self.clock = clock
         self._swept_at = 0.0
+        self._rules_swept_at = 0.0
 
     async def load(self, keys: Sequence[ScopeKey]) -> dict[ScopeKey, dict[str, Any]]:
         now = self.clock()
@@ -89,16 +93,115 @@ class SqlStateStore:
         async with self.store._write() as sql:
             return await sql.execute("DELETE FROM hook_state WHERE expires_at <= ?", self.clock())
 
+    # -- rule counters and stamps -----------------------------------------------------------
+
+    async def admit(self, key: RuleKey, limit: int, ttl_s: float) -> Admission:
+        now = self.clock()
+        async with self.store._write() as sql:
+            # One statement: the row is locked by the upsert (PostgreSQL) or the database by
+            # the write transaction (SQLite), so two replicas never both pass the WHERE on
+            # the last free slot. An expired row starts again at one.
+            count = await sql.fetchval(
+                "INSERT INTO rule_state (tenant_id, name, value, expires_at) "
+                "VALUES (?, ?, 1, ?) ON CONFLICT (tenant_id, name) DO UPDATE SET "
+                "value = CASE WHEN rule_state.expires_at <= ? THEN 1 "
+                "ELSE rule_state.value + 1 END, "
+                "expires_at = CASE WHEN rule_state.expires_at <= ? THEN excluded.expires_at "
+                "ELSE rule_state.expires_at END "
+                "WHERE rule_state.expires_at <= ? OR rule_state.value < ? RETURNING value",
+                key.tenant_id, hashed_name(key), now + ttl_s, now, now, now, float(limit),
+            )
+            await self._sweep(sql, now)
+        if count is None:
+            return Admission(False, limit)
+        return Admission(True, int(count))
+
+    async def peek(self, key: RuleKey) -> int:
+        async with self.store._read() as sql:
+            value = await sql.fetchval(
+                "SELECT value FROM rule_state WHERE tenant_id = ? AND name = ? AND expires_at > ?",
+                key.tenant_id, hashed_name(key), self.clock(),
+            )
+        return int(value or 0)
+
+    async def record(self, stamps: Sequence[Stamp]) -> None:
+        if not stamps:
+            return
+        now = self.clock()
+        async with self.store._write() as sql:
+            for stamp in stamps:
+                await sql.execute(
+                    "INSERT INTO rule_state (tenant_id, name, value, expires_at) "
+                    "VALUES (?, ?, ?, ?) ON CONFLICT (tenant_id, name) DO UPDATE SET "
+                    "value = CASE WHEN rule_state.expires_at <= ? "
+                    "OR excluded.value > rule_state.value THEN excluded.value "
+                    "ELSE rule_state.value END, "
+                    "expires_at = CASE WHEN excluded.expires_at > rule_state.expires_at "
+                    "THEN excluded.expires_at ELSE rule_state.expires_at END",
+                    stamp.key.tenant_id, hashed_name(stamp.key), stamp.at,
+                    now + stamp.ttl_s, now,
+                )
+            await self._sweep(sql, now)
+
+    async def recall(self, keys: Sequence[RuleKey]) -> dict[RuleKey, float]:
+        if not keys:
+            return {}
+        now = self.clock()
+        names = {(key.tenant_id, hashed_name(key)): key for key in keys}
+        found: dict[RuleKey, float] = {}
+        async with self.store._read() as sql:
+            for tenant in {key.tenant_id for key in keys}:
+                wanted = [name for (owner, name) in names if owner == tenant]
+                rows = await sql.fetch(
+                    "SELECT name, value FROM rule_state WHERE tenant_id = ? AND expires_at > ? "
+                    f"AND name IN ({', '.join('?' for _ in wanted)})",
+                    tenant, now, *wanted,
+                )
+                for row in rows:
+                    found[names[(tenant, row["name"])]] = float(row["value"])
+        return found
+
+    async def _sweep(self, sql: Any, now: float) -> None:
+        if now - self._rules_swept_at >= self.SWEEP_EVERY_S:
+            self._rules_swept_at = now
+            await sql.execute("DELETE FROM rule_state WHERE expires_at <= ?", now)
+
+
+#: Adds one unless the counter holds the limit (ARGV[1]); a new counter expires in ARGV[2]
+#: ms. Negative: refused, at that count. One script, so replicas never both take the last.
+_ADMIT_LUA = """
+local count = tonumber(redis.call('GET', KEYS[1]) or '0')
+if count >= tonumber(ARGV[1]) then return -count end
+count = redis.call('INCR', KEYS[1])
+if count == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+return count
+"""
+#: Keeps the later of each stamp (ARGV: time, ttl ms, for each key in turn).
+_RECORD_LUA = """
+for i, key in ipairs(KEYS) do
+  local at = ARGV[2 * i - 1]
+  local held = redis.call('GET', key)
+  if not held or tonumber(at) >= tonumber(held) then
+    redis.call('SET', key, at, 'PX', ARGV[2 * i])
+  end
+end
+return 0
+"""
+
 
 class RedisStateStore:
     """One Redis hash per scope; each field holds ``{"v": value, "e": expires_at}``. The hash
-    itself expires with its longest-lived entry."""
+    itself expires with its longest-lived entry. Rule counters and stamps are plain keys
+    that Redis expires itself."""
 
     def __init__(self, client: Redis, *, prefix: str = "hookgate:", clock: Clock = time.time
                  ) -> None:
         self.client = client
         self.prefix = prefix + "state:"
+        self.rule_prefix = prefix + "rule:"
         self.clock = clock
+        self._admit = client.register_script(_ADMIT_LUA)
+        self._record = client.register_script(_RECORD_LUA)
 
     def _name(self, key: ScopeKey) -> str:
         # Tenant ids and namespaces are caller input: hash them instead of splicing them in.
@@ -137,3 +240,32 @@ class RedisStateStore:
                 pipe.pexpire(name, milliseconds, nx=True)
                 pipe.pexpire(name, milliseconds, gt=True)
             await pipe.execute()
+
+    # -- rule counters and stamps -----------------------------------------------------------
+
+    def _rule_name(self, key: RuleKey) -> str:
+        return self.rule_prefix + hashed_name(key)
+
+    async def admit(self, key: RuleKey, limit: int, ttl_s: float) -> Admission:
+        milliseconds = max(1, int(ttl_s * 1000))
+        count = int(await self._admit(keys=[self._rule_name(key)], args=[limit, milliseconds]))
+        return Admission(True, count) if count > 0 else Admission(False, -count)
+
+    async def peek(self, key: RuleKey) -> int:
+        value = await self.client.get(self._rule_name(key))
+        return int(value or 0)
+
+    async def record(self, stamps: Sequence[Stamp]) -> None:
+        if not stamps:
+            return
+        args: list[str | int] = []
+        for stamp in stamps:
+            args += [repr(stamp.at), max(1, int(stamp.ttl_s * 1000))]
+        await self._record(keys=[self._rule_name(stamp.key) for stamp in stamps], args=args)
+
+    async def recall(self, keys: Sequence[RuleKey]) -> dict[RuleKey, float]:
+        if not keys:
+            return {}
+        values = await self.client.mget([self._rule_name(key) for key in keys])
+        return {key: float(value) for key, value in zip(keys, values, strict=True)
+                if value is not None}

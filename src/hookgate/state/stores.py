@@ -1,5 +1,6 @@
 """Where hook state lives: in memory, in a JSON file (the library), in the gateway's SQL
-store or in Redis (gateway replicas). All of them drop expired entries on read."""
+store or in Redis (gateway replicas). All of them drop expired entries on read, and all keep
+the counters and stamps of rule hooks (:mod:`hookgate.state.rules`) beside the entries."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from hookgate.state.model import ScopeKey, StateChange
+from hookgate.state.rules import Admission, RuleKey, Stamp
 
 __all__ = ["FileStateStore", "MemoryStateStore", "StateStore"]
 
@@ -35,6 +37,9 @@ class MemoryStateStore:
         self.clock = clock
         self._lock = threading.Lock()
         self._scopes: dict[ScopeKey, dict[str, tuple[Any, float]]] = {}
+        #: Rule counters and stamps: (value, expires_at).
+        self._rules: dict[RuleKey, tuple[float, float]] = {}
+        self._rules_swept_at = 0.0
 
     async def load(self, keys: Sequence[ScopeKey]) -> dict[ScopeKey, dict[str, Any]]:
         now = self.clock()
@@ -59,6 +64,67 @@ class MemoryStateStore:
                 self._scopes[change.key] = live
             else:
                 self._scopes.pop(change.key, None)
+
+    # -- rule counters and stamps (hookgate.state.rules.RuleStateStore) ---------------------
+    # The *_now methods answer without an event loop: a rule hook on this store is a plain
+    # function (its fast path); the async ones are the protocol every store shares.
+
+    def admit_now(self, key: RuleKey, limit: int, ttl_s: float) -> Admission:
+        with self._lock:
+            now = self.clock()
+            held = self._rules.get(key)
+            count = int(held[0]) if held is not None and held[1] > now else 0
+            if count >= limit:
+                return Admission(False, count)
+            expires = held[1] if held is not None and count else now + ttl_s
+            self._rules[key] = (count + 1, expires)
+            self._rules_changed(now)
+        return Admission(True, count + 1)
+
+    def peek_now(self, key: RuleKey) -> int:
+        held = self._rules.get(key)
+        return int(held[0]) if held is not None and held[1] > self.clock() else 0
+
+    def record_now(self, stamps: Sequence[Stamp]) -> None:
+        if not stamps:
+            return
+        with self._lock:
+            now = self.clock()
+            for stamp in stamps:
+                held = self._rules.get(stamp.key)
+                expires = now + stamp.ttl_s
+                if held is not None and held[1] > now:
+                    self._rules[stamp.key] = (max(held[0], stamp.at), max(held[1], expires))
+                else:
+                    self._rules[stamp.key] = (stamp.at, expires)
+            self._rules_changed(now)
+
+    def recall_now(self, keys: Sequence[RuleKey]) -> dict[RuleKey, float]:
+        now = self.clock()
+        found = {}
+        for key in keys:
+            held = self._rules.get(key)
+            if held is not None and held[1] > now:
+                found[key] = held[0]
+        return found
+
+    def _rules_changed(self, now: float) -> None:
+        """Drop expired counters and stamps about once a minute (sessions come and go)."""
+        if now - self._rules_swept_at >= 60.0:
+            self._rules_swept_at = now
+            self._rules = {key: held for key, held in self._rules.items() if held[1] > now}
+
+    async def admit(self, key: RuleKey, limit: int, ttl_s: float) -> Admission:
+        return self.admit_now(key, limit, ttl_s)
+
+    async def peek(self, key: RuleKey) -> int:
+        return self.peek_now(key)
+
+    async def record(self, stamps: Sequence[Stamp]) -> None:
+        self.record_now(stamps)
+
+    async def recall(self, keys: Sequence[RuleKey]) -> dict[RuleKey, float]:
+        return self.recall_now(keys)
 
 
 class FileStateStore(MemoryStateStore):
@@ -92,6 +158,15 @@ class FileStateStore(MemoryStateStore):
                 continue  # one bad entry does not cost the others
             if expires > now:
                 self._scopes.setdefault(key, {})[name] = (value, expires)
+        for item in document.get("rules", ()):
+            try:
+                tenant, parts, value, expires = item
+                rule_key = RuleKey(str(tenant), tuple(parts))
+                held = (float(value), float(expires))
+            except (TypeError, ValueError):
+                continue
+            if held[1] > now:
+                self._rules[rule_key] = held
 
     def _document(self) -> str:
         entries = [
@@ -99,7 +174,10 @@ class FileStateStore(MemoryStateStore):
              "scope_id": key.scope_id, "key": name, "value": value, "expires_at": expires}
             for key, scope in self._scopes.items() for name, (value, expires) in scope.items()
         ]
-        return json.dumps({"version": 1, "entries": entries}, separators=(",", ":"))
+        rules = [[key.tenant_id, list(key.parts), value, expires]
+                 for key, (value, expires) in self._rules.items()]
+        return json.dumps({"version": 1, "entries": entries, "rules": rules},
+                          separators=(",", ":"))
 
     def _write(self, text: str) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -127,3 +205,8 @@ class FileStateStore(MemoryStateStore):
         with self._lock:
             self._apply_locked(changes, self.clock())
             self._write(self._document())
+
+    def _rules_changed(self, now: float) -> None:
+        # Called with the lock held, after every counter or stamp change: persist it.
+        super()._rules_changed(now)
+        self._write(self._document())

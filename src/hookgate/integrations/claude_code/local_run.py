@@ -108,6 +108,8 @@ def run_blocking(
 ) -> Outcome | None:
     """``Engine.fire(spec.name, payload, wait=True)`` without an event loop; ``None`` (with
     no hook run) when a hook of the event needs the engine."""
+    if any(d.handler_type == "rule" for d in definitions):
+        return None  # rule hooks need the engine's session history, on every tool event
     source = HookRegistry(d for d in definitions if d.event == spec.name)
     data: Mapping[str, Any] = payload
     if not source.has_event(spec.name):

@@ -1,0 +1,139 @@
+"""The ``rule`` handler: judges a call by the rule's counters and the session history.
+
+A rule runs no code on the host: a tenant admin may create one without
+``--tenant-host-code``, and every edition offers it. On a store in this process (memory, the
+JSON file) it is a plain function, answered without an event loop; on the gateway's SQL or
+Redis store it runs on the loop. The history checks come first and the limit last, so a call
+another check blocks takes no slot. A dry run (``Engine.test``) looks at the counter without
+taking a slot.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from functools import partial
+from typing import Any, ClassVar
+
+from pydantic import ValidationError
+
+from hookgate.definition import HookDefinition
+from hookgate.handlers.base import Capabilities, Handler, Invocation, PlainFunction, Services
+from hookgate.handlers.rule import judge
+from hookgate.handlers.rule.config import config_problems
+from hookgate.hook_event import HookEvent
+from hookgate.outcome import HookError, HookResult, InfrastructureError
+from hookgate.state.binding import store_for
+from hookgate.state.rules import Admission, RuleStateStore
+from hookgate.state.stores import MemoryStateStore
+
+__all__ = ["RuleHandler", "clock_of", "rule_store"]
+
+
+def clock_of(store: object) -> Callable[[], float]:
+    """The store's clock (every hookgate store has one; tests set it): rule windows and the
+    history use the time the state is kept by."""
+    clock = getattr(store, "clock", None)
+    return clock if callable(clock) else time.time
+
+
+def rule_store(services: Services) -> RuleStateStore:
+    """The engine's hook state store, which must keep rule state (every hookgate store
+    does; a store of the embedding program's own may not)."""
+    store = store_for(services)
+    if not isinstance(store, RuleStateStore):
+        raise HookError(f"the hook state store {type(store).__name__} keeps no rule state")
+    return store
+
+
+class RuleHandler(Handler):
+    handler_type: ClassVar[str] = "rule"
+    capabilities: ClassVar[Capabilities] = Capabilities()
+
+    def __init__(self, services: Services) -> None:
+        super().__init__(services)
+        self._rules: dict[tuple[str, int], judge.CompiledRule] = {}
+
+    @classmethod
+    def validate_config(cls, config: Mapping[str, Any]) -> list[str]:
+        return config_problems(config)
+
+    def compiled(self, hook: HookDefinition) -> judge.CompiledRule:
+        """The hook's rule, compiled once per version."""
+        key = (hook.id, hook.version)
+        rule = self._rules.get(key)
+        if rule is None:
+            try:
+                rule = judge.compile_rule(hook)
+            except ValidationError as exc:
+                raise HookError(f"invalid rule config: {exc.error_count()} problem(s)") from None
+            if len(self._rules) > 4096:
+                self._rules.clear()
+            self._rules[key] = rule
+        return rule
+
+    def forget(self, hook_id: str) -> None:
+        for key in [k for k in self._rules if k[0] == hook_id]:
+            del self._rules[key]
+
+    # -- in this process: a plain function ----------------------------------------------------
+
+    def sync_function(self, hook: HookDefinition) -> PlainFunction | None:
+        store = store_for(self.services)
+        if not isinstance(store, MemoryStateStore):
+            return None  # a database or Redis: the loop's path
+        try:
+            rule = self.compiled(hook)
+        except HookError:
+            return None  # run() reports it
+        return PlainFunction(partial(self._judge_now, rule, store), isolated=False)
+
+    def _judge_now(
+        self, rule: judge.CompiledRule, store: MemoryStateStore, event: HookEvent
+    ) -> HookResult | None:
+        payload = event  # the event view is the payload's mapping
+        refused = judge.missing_subject(rule, payload)
+        if refused is not None:
+            return refused
+        now = store.clock()
+        if rule.needs:
+            stamps = store.recall_now(judge.history_keys(rule, payload))
+            verdict = judge.history_verdict(rule, payload, stamps, now)
+            if verdict is not None:
+                return verdict
+        if rule.config.limit is None:
+            return None
+        key, ends_in = judge.limit_key(rule, payload, now)
+        admission = store.admit_now(key, rule.config.limit.count, ends_in)
+        return judge.limit_verdict(rule, admission, ends_in)
+
+    # -- on the loop (any store) -------------------------------------------------------------
+
+    async def run(self, call: Invocation) -> HookResult | Mapping[str, Any] | None:
+        rule = self.compiled(call.hook)
+        payload = call.payload
+        refused = judge.missing_subject(rule, payload)
+        if refused is not None:
+            return refused
+        store = rule_store(self.services)
+        now = clock_of(store)()
+        try:
+            if rule.needs:
+                stamps = await store.recall(judge.history_keys(rule, payload))
+                verdict = judge.history_verdict(rule, payload, stamps, now)
+                if verdict is not None:
+                    return verdict
+            if rule.config.limit is None:
+                return None
+            key, ends_in = judge.limit_key(rule, payload, now)
+            limit = rule.config.limit.count
+            if call.dry_run:
+                held = await store.peek(key)
+                admission = Admission(held < limit, min(held + 1, limit) if held < limit else held)
+            else:
+                admission = await store.admit(key, limit, ends_in)
+        except HookError:
+            raise
+        except Exception as exc:  # the database or Redis: the gateway's failure, not the rule's
+            raise InfrastructureError(f"rule state unavailable: {exc}") from None
+        return judge.limit_verdict(rule, admission, ends_in)

@@ -1,0 +1,229 @@
+"""What a rule decides, apart from where its state lives: the keys it reads and counts, and
+the verdict on what the store answered. :mod:`.handler` runs it on a store, with or without
+an event loop; :mod:`.history` uses the same keys to write the session history.
+
+Keys are built from trusted fields only: the event's tenant (the gateway sets it from the
+caller's key), the hook's id, the rule's own tool pattern, and the session or agent id the
+rule counts per. Nothing of a tool's input goes into a key.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final, Literal
+
+from hookgate.definition import HookDefinition
+from hookgate.handlers.rule.config import DEFAULT_HISTORY_S, RuleConfig
+from hookgate.matching import Matcher
+from hookgate.outcome import HookResult
+from hookgate.state.rules import Admission, RuleKey
+
+__all__ = [
+    "SEEN",
+    "SUCCEEDED",
+    "CompiledRule",
+    "Needs",
+    "Watch",
+    "compile_rule",
+    "history_keys",
+    "history_verdict",
+    "limit_key",
+    "limit_verdict",
+    "missing_subject",
+    "rule_identity",
+    "stamp_key",
+    "subject_of",
+    "tenant_of",
+]
+
+#: Stamp kinds: a call was admitted (``pre_tool_use``), a call succeeded (``post_tool_use``).
+SEEN: Final = "seen"
+SUCCEEDED: Final = "ok"
+_SUBJECT_FIELD: Final = {"session": "session_id", "agent": "agent_id"}
+_NAMED: Final = {"session": "session id", "agent": "agent id"}
+
+
+@dataclass(frozen=True, slots=True)
+class Watch:
+    """A tool pattern whose calls the session history keeps, and for how long."""
+
+    pattern: str
+    matcher: Matcher
+    per: str
+    kind: str
+    ttl_s: float
+
+
+@dataclass(frozen=True, slots=True)
+class Needs:
+    """One history check: ``after`` (must be absent) or ``require``/``sequence`` (present,
+    in order)."""
+
+    role: Literal["after", "require", "sequence"]
+    patterns: tuple[str, ...]
+    per: str
+    kind: str
+    within_s: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class CompiledRule:
+    name: str
+    #: Names the rule's counters: a digest of what the rule is (see :func:`rule_identity`).
+    identity: str
+    config: RuleConfig
+    needs: tuple[Needs, ...]
+    #: What the engine records for this rule.
+    watches: tuple[Watch, ...]
+
+
+def rule_identity(hook: HookDefinition, model: RuleConfig) -> str:
+    """What names a rule's counters: its owner, scope, event, name, matcher, if_expr and
+    limit, not its id. A hooks file read again by every ``hookgate claude-code`` call gets new
+    ids each time, and its limits must keep counting; a rule whose limit or selection
+    changes starts a new count."""
+    limit = model.limit.model_dump() if model.limit is not None else None
+    described = [hook.tenant_id, hook.scope, sorted(hook.agent_ids), hook.event, hook.name,
+                 hook.matcher, hook.if_expr, limit]
+    raw = json.dumps(described, separators=(",", ":"), sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(raw.encode()).hexdigest()[:32]
+
+
+def compile_rule(hook: HookDefinition) -> CompiledRule:
+    """The rule a hook's config describes (raise pydantic's ValidationError when invalid)."""
+    model = RuleConfig.model_validate(hook.config)
+    needs: list[Needs] = []
+    if model.after is not None:
+        needs.append(Needs("after", (model.after.tool,), model.after.per, SEEN,
+                           model.after.within_s))
+    if model.require is not None:
+        kind = SUCCEEDED if model.require.succeeded else SEEN
+        needs.append(Needs("require", (model.require.tool,), model.require.per, kind,
+                           model.require.within_s))
+    if model.sequence is not None:
+        kind = SUCCEEDED if model.sequence.succeeded else SEEN
+        needs.append(Needs("sequence", tuple(model.sequence.tools), model.sequence.per, kind,
+                           model.sequence.within_s))
+    watches = tuple(
+        Watch(pattern, Matcher(pattern), need.per, need.kind, need.within_s or DEFAULT_HISTORY_S)
+        for need in needs
+        for pattern in need.patterns
+    )
+    name = hook.name or hook.id
+    return CompiledRule(name, rule_identity(hook, model), model, tuple(needs), watches)
+
+
+def subject_of(per: str, payload: Mapping[str, Any]) -> str | None:
+    """The id a rule counts ``per`` (``tenant``: the tenant itself, already in every key)."""
+    if per == "tenant":
+        return "*"
+    value = payload.get(_SUBJECT_FIELD[per])
+    return str(value) if value not in (None, "") else None
+
+
+def tenant_of(payload: Mapping[str, Any]) -> str:
+    return str(payload.get("tenant_id") or "")
+
+
+def stamp_key(tenant: str, kind: str, per: str, subject: str, pattern: str) -> RuleKey:
+    return RuleKey(tenant, (kind, per, subject, pattern))
+
+
+def _block(rule: CompiledRule, reason: str, **details: Any) -> HookResult:
+    return HookResult(decision="block", reason=f"rule {rule.name!r}: {reason}",
+                      details={"rule": rule.name, **details})
+
+
+def missing_subject(rule: CompiledRule, payload: Mapping[str, Any]) -> HookResult | None:
+    """A block when the event lacks an id the rule counts per: the rule cannot be kept, and
+    an agent must not slip past it by leaving its session id out."""
+    pers = [need.per for need in rule.needs]
+    if rule.config.limit is not None:
+        pers.append(rule.config.limit.per)
+    for per in pers:
+        if subject_of(per, payload) is None:
+            return _block(rule, f"the event has no {_NAMED[per]}, so the rule cannot be kept")
+    return None
+
+
+def history_keys(rule: CompiledRule, payload: Mapping[str, Any]) -> list[RuleKey]:
+    """The stamps the rule's history checks read (call :func:`missing_subject` first)."""
+    tenant = tenant_of(payload)
+    return [
+        stamp_key(tenant, need.kind, need.per, subject_of(need.per, payload) or "", pattern)
+        for need in rule.needs
+        for pattern in need.patterns
+    ]
+
+
+def history_verdict(
+    rule: CompiledRule, payload: Mapping[str, Any], stamps: Mapping[RuleKey, float], now: float
+) -> HookResult | None:
+    """A block when a history check fails, else ``None``."""
+    tenant = tenant_of(payload)
+    tool = payload.get("tool_name") or "this call"
+    for need in rule.needs:
+        subject = subject_of(need.per, payload) or ""
+        times = []
+        for pattern in need.patterns:
+            at = stamps.get(stamp_key(tenant, need.kind, need.per, subject, pattern))
+            if at is not None and need.within_s is not None and now - at > need.within_s:
+                at = None  # older than the rule looks back
+            times.append(at)
+        if need.role == "after":
+            if times[0] is not None:
+                return _block(
+                    rule,
+                    f"{tool} is not allowed after a call matching {need.patterns[0]!r} in this "
+                    f"{need.per} ({now - times[0]:.0f} s ago)",
+                    after=need.patterns[0],
+                )
+            continue
+        what = "succeeded" if need.kind == SUCCEEDED else "was made"
+        for step, (pattern, at) in enumerate(zip(need.patterns, times, strict=True)):
+            if at is None:
+                return _block(
+                    rule,
+                    f"{tool} needs an earlier call matching {pattern!r} that {what} in this "
+                    f"{need.per}",
+                    missing=pattern,
+                )
+            before = times[step - 1] if step else None
+            if before is not None and at < before:
+                return _block(
+                    rule,
+                    f"{tool} needs a call matching {pattern!r} after the latest call matching "
+                    f"{need.patterns[step - 1]!r} in this {need.per}",
+                    missing=pattern,
+                )
+    return None
+
+
+def limit_key(rule: CompiledRule, payload: Mapping[str, Any], now: float
+              ) -> tuple[RuleKey, float]:
+    """The counter of the current window and the seconds until the window ends."""
+    limit = rule.config.limit
+    assert limit is not None
+    window = int(now // limit.window_s)
+    ends_in = (window + 1) * limit.window_s - now
+    subject = subject_of(limit.per, payload) or ""
+    key = RuleKey(tenant_of(payload), ("limit", rule.identity, limit.per, subject, window))
+    return key, ends_in
+
+
+def limit_verdict(rule: CompiledRule, admission: Admission, ends_in: float) -> HookResult:
+    """The limit's answer: a block naming the count when full; else the count, as details."""
+    limit = rule.config.limit
+    assert limit is not None
+    if not admission.admitted:
+        return _block(
+            rule,
+            f"{admission.count} of {limit.count} calls per {limit.per} in {limit.window_s:g} s "
+            f"used; the window ends in {ends_in:.0f} s",
+            count=admission.count, limit=limit.count,
+        )
+    return HookResult(details={"rule": rule.name, "count": admission.count,
+                               "limit": limit.count})
