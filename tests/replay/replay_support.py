@@ -19,6 +19,9 @@ from tests.server.gateway_process import HOOKGATE, REPO, GatewayProcess, gateway
 from tests.support.waiting import wait_until
 from tests.support.webhook_server import Reply, Seen, WebhookServer
 
+#: The key of the PostgreSQL gateways (with SQLite the data directory's key file is used).
+SECRET_KEY = "k1:" + "QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVo0NTY3ODk="
+
 #: The live policy: one callable hook (rm blocked), one webhook (curl blocked).
 GUARDS = '''
 def no_rm(event):
@@ -97,7 +100,9 @@ def recording_gateway(
                 "--allow-callable", "tests.replay.replay_guards", "--tenant-host-code",
                 "--audit-mode", "sync",
             ),
-            env={"HOOKGATE_SSRF_ALLOWLIST": "127.0.0.1"},
+            env={"HOOKGATE_SSRF_ALLOWLIST": "127.0.0.1", **(
+                {"HOOKGATE_SECRET_KEY": SECRET_KEY} if database_url else {}
+            )},
         )
         gateway.database_url = database_url
         gateway.start()

@@ -2,10 +2,12 @@
 audit rows (or dispatch records) as CSV or JSON, streamed.
 
 Takes the ``hooks.history`` (or ``dispatches.list``) filters (no cursor: every matching row,
-newest first) and ``format=csv|json``. Rows are read from the store a page at a time and
+newest first) and ``format=csv|json`` (dispatches also ``jsonl``: the replay export, admins
+only, see :mod:`hookgate.replay.sources`). Rows are read from the store a page at a time and
 written out as they come, so an export of a long history never sits in memory. Viewers may
-export (they may read the history); the sealed full error (or payload) is never exported, not
-even to admins.
+export (they may read the history); the sealed full error (or payload) is never exported in
+plain text: the replay export carries the payload only as the sealed blob, which needs the
+gateway's key.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
+from hookgate.replay.sources import export_line, store_rows
 from hookgate.server import schemas
 from hookgate.server.auth import Principal, require_role
 from hookgate.server.dispatch_methods import dispatch_query, dispatch_view
@@ -162,6 +165,25 @@ async def _csv(export: _Export, rows: AsyncIterator[Any]) -> AsyncIterator[bytes
     yield buffer.getvalue().encode()
 
 
+async def _replay_lines(export: _Export, rows: AsyncIterator[Any]) -> AsyncIterator[bytes]:
+    """The replay export (:mod:`hookgate.replay.sources`): a record per line, the input only
+    sealed."""
+    lines: list[bytes] = []
+    async for row in rows:
+        lines.append(export_line(row))
+        if len(lines) == 100:
+            yield b"".join(lines)
+            lines.clear()
+    yield b"".join(lines)
+
+
+_MEDIA: Final = {
+    "csv": "text/csv; charset=utf-8",
+    "json": "application/json",
+    "jsonl": "application/jsonl",
+}
+
+
 async def _json(export: _Export, rows: AsyncIterator[Any]) -> AsyncIterator[bytes]:
     yield b"["
     first = True
@@ -186,7 +208,11 @@ async def _export(request: Request, export: _Export) -> Response:
         require_role(who, "viewer", "exporting the audit log")
         raw = {key: request.query_params[key] for key in request.query_params}
         kind = raw.pop("format", "csv")
-        if kind not in ("csv", "json"):
+        if kind == "jsonl" and export.name == "dispatches":
+            # The replay export carries the sealed input: useless without the key, still
+            # for admins only.
+            require_role(who, "admin", "exporting dispatches for replay (format=jsonl)")
+        elif kind not in ("csv", "json"):
             raise ApiError("INVALID_REQUEST", f"format: csv or json, not {kind!r}")
         raw.pop("cursor", None)
         raw.pop("limit", None)
@@ -199,8 +225,10 @@ async def _export(request: Request, export: _Export) -> Response:
     except StoreError as exc:
         return error_response(ApiError("INVALID_REQUEST", str(exc)))
     rows = _rows(gateway, who, export, params, first)
-    body = _csv(export, rows) if kind == "csv" else _json(export, rows)
-    media = "text/csv; charset=utf-8" if kind == "csv" else "application/json"
+    if kind == "jsonl":  # oldest first: replay runs the records in the order they happened
+        rows = store_rows(gateway.store, who.caller, dispatch_query(who, params))
+    body = {"csv": _csv, "json": _json, "jsonl": _replay_lines}[kind](export, rows)
+    media = _MEDIA[kind]
     # The executions' file keeps its old name; dispatches get their own.
     filename = "hookgate-audit" if export.name == "executions" else "hookgate-dispatches"
     return StreamingResponse(
