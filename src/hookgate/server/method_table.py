@@ -40,6 +40,7 @@ from hookgate.server.methods import (
     hooks_toggle,
     hooks_update,
 )
+from hookgate.server.replay_methods import ReplayParams, ReplayPayload, hooks_replay
 
 if TYPE_CHECKING:
     from hookgate.server.gateway import Gateway
@@ -125,6 +126,13 @@ METHOD_LIST: Final = (
         "Dry-run the whole chain an event would run for the caller's tenant (and agent): "
         "each hook's answer in order and the folded outcome; no breaker, no audit row.",
         ("POST", "/simulate"),
+    ),
+    _method(
+        "hooks.replay", "operator", ReplayParams, ReplayPayload, hooks_replay,
+        "Replay the tenant's recorded dispatches (oldest first, bounded by limit and timeS) "
+        "through its hooks with a candidate hook or hooks file in place: what would change. "
+        "Hooks that call out answer from their recorded replies; nothing is called.",
+        ("POST", "/hooks/replay"),
     ),
     _method(
         "hooks.history", "viewer", schemas.HistoryParams, schemas.HistoryPayload, hooks_history,
