@@ -1,13 +1,18 @@
 """The candidate's chain run on recorded inputs: :class:`Replayer`.
 
 The candidate hooks sit in an engine of their own (no audit, no breaker, a memory state
-store: a replay writes nothing anywhere). Each recorded input is prepared and matched as the
-gateway did, and its chain runs through the same chain function as a live dispatch
-(:func:`hookgate.chain.run_chain`), with approvals on (an ``ask`` is reported, nobody is
-asked). A hook that calls out (:data:`~hookgate.replay.recording.OUTCALL_TYPES`) answers
-with its recorded reply, found by its name, unless the replayer is ``live``: its handler is
-replaced by :class:`RecordedHandler`, which never reaches the network, starts no program and
-calls no model. A candidate outcall hook without a recording makes the dispatch ``unknown``
+store on the recorded clock: a replay writes nothing anywhere). Each recorded input is
+prepared, matched and split into enforce and shadow hooks by the engine's own steps, its
+chain runs through the same chain function as a live dispatch
+(:func:`hookgate.chain.run_chain`) with approvals on (an ``ask`` is reported, nobody is
+asked), shadow hooks run after it and are reported as what they would have done, and the
+session history rule hooks look back on is kept as live. Records replay oldest first, so
+a rule's counters and history are those of the replayed traffic.
+
+A hook that calls out (:data:`~hookgate.replay.outcall.OUTCALL_TYPES`) answers with its
+recorded reply, found by its name, unless the replayer is ``live``: its handler is replaced
+by :class:`RecordedHandler`, which never reaches the network, starts no program and calls
+no model. A candidate outcall hook without a recording makes the dispatch ``unknown``
 (never an allow).
 
 Chains whose hooks are all plain functions (callables, recorded answers) run without the
@@ -24,12 +29,13 @@ from typing import Any, ClassVar
 from hookgate.audit import redact, truncate
 from hookgate.chain import Call, ChainSettings, HookReply, Reply, drive_sync, run_chain
 from hookgate.definition import HookDefinition
-from hookgate.engine import Engine
-from hookgate.events import KNOWN_FIELDS, get_event, normalize_payload
+from hookgate.engine import Engine, _Resolved
+from hookgate.events import get_event
 from hookgate.execution.drivers import drive_async
 from hookgate.handlers import Capabilities, Handler, Invocation, Services
 from hookgate.handlers.base import PlainFunction
 from hookgate.hook_event import HookEvent
+from hookgate.host_code import HostCodePolicy
 from hookgate.outcome import HookError, Outcome
 from hookgate.registry import HookRegistry
 from hookgate.replay.recording import OUTCALL_TYPES, UnusableRecording, reply_from_json
@@ -43,10 +49,12 @@ __all__ = ["RecordedHandler", "Replayer", "Verdict"]
 @dataclass(frozen=True, slots=True)
 class Verdict:
     """What the candidate decides for one recorded input: ``allow``, ``block``, ``ask``
-    (a person would be asked) or ``unknown`` (a hook could not be replayed), and why."""
+    (a person would be asked) or ``unknown`` (a hook could not be replayed), and why; and
+    what each shadow hook would have done (``(name, would_block)``, …)."""
 
     decision: str
     reason: str | None
+    shadow: tuple[tuple[str, str], ...] = ()
 
 
 class _RecordedTimeout(HookError):
@@ -145,8 +153,11 @@ class Replayer:
     ) -> None:
         settings = settings or Settings()
         services = services or Services(settings=settings)
+        #: The time of the record being replayed: rule windows and the session history
+        #: run on the recorded clock, not on the replay's.
+        self._now = time.time()
         # A replay keeps its session state to itself: rules count what it replays.
-        services.hook_state = MemoryStateStore()
+        services.hook_state = MemoryStateStore(clock=self._clock)
         self.live = live
         self.registry = HookRegistry(definitions)
         self.engine = Engine(settings=settings, services=services, source=self.registry)
@@ -156,6 +167,7 @@ class Replayer:
             stand_in = RecordedHandler(services, self._recordings)
             for handler_type in OUTCALL_TYPES:
                 runner.handlers[handler_type] = stand_in
+                self.engine.shadow_runner.handlers[handler_type] = stand_in
         self._runner = runner
         self._chain_settings = ChainSettings(
             chain_budget_s=settings.chain_budget_s,
@@ -166,38 +178,61 @@ class Replayer:
             approvals=True,
         )
 
+    def _clock(self) -> float:
+        return self._now
+
+    @property
+    def host_code_policy(self) -> HostCodePolicy:
+        return self.engine.host_code_policy
+
+    @host_code_policy.setter
+    def host_code_policy(self, policy: HostCodePolicy) -> None:
+        """The gateway's rule for host code (a stored hook refused live is refused here)."""
+        self.engine.host_code_policy = policy
+
     async def aclose(self) -> None:
         await self.engine.aclose()
 
     async def replay(self, recorded: RecordedDispatch) -> Verdict:
-        """The candidate's decision for one recorded input."""
-        spec = get_event(recorded.event)
-        data: Mapping[str, Any] = recorded.payload
-        if not KNOWN_FIELDS.issuperset(data):
-            data = normalize_payload(data)
-        if spec.prepare is not None:
-            data = spec.prepare(data)
+        """The candidate's decision for one recorded input: prepared, selected and run as
+        the engine runs a live event (enforce chain, then shadow hooks, then the session
+        history rule hooks look back on), at the time it was recorded."""
+        engine = self.engine
+        self._now = recorded.created_at
         blocking = recorded.blocking
         if blocking is None:  # an older record: it blocked, so it was waited for
-            blocking = spec.blocking or recorded.before == "block"
-        spec = spec.run_as(spec.name, blocking)
-        hooks = self.registry.select(spec, data)
+            blocking = get_event(recorded.event).blocking or recorded.before == "block"
         recordings = self._recordings
         recordings.current = recorded.answers
         recordings.missing = []
-        if not hooks:
-            return Verdict("allow", None)
-        outcome = await self._run(spec, data, hooks)
+        resolved = engine._resolve(recorded.event, recorded.payload, {}, blocking)
+        if not isinstance(resolved, _Resolved):
+            return Verdict(resolved.decision, _text(resolved.reason))  # no hook to run
+        spec, data, stamps = resolved.spec, resolved.data, resolved.stamps
+        if resolved.queued and stamps:
+            await engine._keep_history(stamps, None)  # kept before the chain, as live
+        hooks, shadow = engine._split(resolved.hooks)
+        outcome = await self._run(spec, data, hooks) if hooks else Outcome()
+        if shadow:
+            await engine._run_shadow(spec, data, shadow, outcome)
+        if stamps and not resolved.queued and outcome.decision != "block":
+            await engine._keep_history(stamps, outcome if spec.blocking else None)
+        would = tuple(
+            (row.hook.definition.name, row.decision)
+            for row in outcome._rows or ()
+            if row.decision and row.hook.definition.mode == "shadow"
+        )
         if recordings.missing:
             why = "; ".join(recordings.missing)
             hint = "" if self.live else " (replay with --live to call it)"
-            return Verdict("unknown", _text(f"not replayed: {why}{hint}"))
+            return Verdict("unknown", _text(f"not replayed: {why}{hint}"), would)
         pending = outcome.pending_approval
         if pending is not None:
-            return Verdict("ask", _text(pending.reason or f"hook {pending.definition.name!r} asks"))
+            named = pending.reason or f"hook {pending.definition.name!r} asks"
+            return Verdict("ask", _text(named), would)
         if not spec.blocking:
-            return Verdict("allow", None)  # a non-blocking chain never decides
-        return Verdict(outcome.decision, _text(outcome.reason))
+            return Verdict("allow", None, would)  # a non-blocking chain never decides
+        return Verdict(outcome.decision, _text(outcome.reason), would)
 
     async def _run(self, spec: Any, data: Mapping[str, Any], hooks: Sequence[Any]) -> Outcome:
         runner, settings = self._runner, self._chain_settings

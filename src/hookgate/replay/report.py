@@ -1,7 +1,8 @@
 """What a replay found: :class:`ReplayReport` (JSON) and its text table.
 
 ``{"replayed": N, "changed": M, "unknown": U, "unreadable": R, "changes": [{"dispatch_id",
-"event", "tool_name", "before", "after", "reason", "created_at"}], …}``. A change is a
+"event", "tool_name", "before", "after", "reason", "created_at"}], "shadow": {hook: {
+"would_block": n, …}}, …}``. A change is a
 dispatch whose decision differs (``allow`` / ``block`` / ``ask``), or that could not be
 replayed (``after: "unknown"``, counted in ``unknown``, not in ``changed``). Reasons are
 redacted and cut as the dispatch API shows them. The lists are bounded (``max_changes``);
@@ -69,6 +70,9 @@ class ReplayReport:
     #: Decisions after the replay, by decision (``allow``, ``block``, ``ask``, ``unknown``).
     after_counts: dict[str, int] = field(default_factory=dict)
     changes: list[Change] = field(default_factory=list)
+    #: Per shadow hook of the candidate: what it would have done, counted
+    #: (``{"would_block": 3, "would_allow": 40}``); shadow hooks never change a decision.
+    shadow: dict[str, dict[str, int]] = field(default_factory=dict)
     unreadable_records: list[dict[str, str]] = field(default_factory=list)
     #: Why the replay stopped before the end of the window (a count or time bound), if it did.
     stopped: str | None = None
@@ -76,6 +80,9 @@ class ReplayReport:
 
     def add(self, recorded: RecordedDispatch, verdict: Verdict) -> None:
         self.replayed += 1
+        for name, would in verdict.shadow:
+            counts = self.shadow.setdefault(name, {})
+            counts[would] = counts.get(would, 0) + 1
         after = verdict.decision
         self.after_counts[after] = self.after_counts.get(after, 0) + 1
         if after == recorded.before:
@@ -116,6 +123,7 @@ class ReplayReport:
             "after": dict(sorted(self.after_counts.items())),
             "changes": [change.to_dict() for change in self.changes],
             "changes_left_off": self.changes_left_off,
+            "shadow": {name: dict(sorted(c.items())) for name, c in sorted(self.shadow.items())},
             "unreadable_records": list(self.unreadable_records),
             "complete": self.stopped is None,
             "stopped": self.stopped,
@@ -152,6 +160,9 @@ def text_lines(report: ReplayReport, escape: Callable[[str], str]) -> list[str]:
         for row in rows:
             cells = [escape(row[i]).ljust(widths[i]) for i in range(6)]
             lines.append("  ".join([*cells, escape(row[6])]))
+    for name, counts in sorted(report.shadow.items()):
+        said = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in sorted(counts.items()))
+        lines.append(escape(f"shadow hook {name}: {said}"))
     if report.changes_left_off:
         lines.append(f"… {report.changes_left_off} more changes not listed (--max-changes)")
     for entry in report.unreadable_records:
