@@ -22,11 +22,11 @@ from hookgate.chain import (
     ChainSettings,
     HookReply,
     Reply,
-    _unconditional_run,
     drive_sync,
     run_chain,
     stops_blocking_batch,
 )
+from hookgate.compiled_hook import HookList
 from hookgate.events import get_event
 from hookgate.outcome import HookError, Outcome, TraceRow
 from hookgate.registry import CompiledHook
@@ -82,9 +82,8 @@ def _drive_now(
     *,
     abstentions: str,
 ) -> tuple[Outcome, list[list[str]]]:
-    """:func:`_drive` through drive_sync, with the hook list's unconditional run already known (as
-    from the second event on), so that a list that is one unconditional run takes its shortcut."""
-    _unconditional_run(hooks, chain_settings)
+    """:func:`_drive` through drive_sync, where a list that is one unconditional run takes its
+    shortcut."""
     batches: list[list[str]] = []
 
     def execute(calls: Any, _payload: Any, _deadline: Any) -> list[Reply]:
@@ -281,9 +280,11 @@ def _comparable(records: list[ExecutionRecord], outcome: Outcome) -> Any:
 
 
 def _unconditional_runs_off(engine: Engine) -> None:
-    """Make every hook list of this engine a general admission from its first hook."""
-    hooks = engine.source.resolve("pre_tool_use", None, None)
-    engine.runner.chain_settings.unconditional_runs[id(hooks)] = (hooks, (len(hooks), ()))
+    """Make the hook list the chain receives for EXEC a general admission from its first
+    hook (its kept unconditional run says so)."""
+    hooks = engine.source.select(get_event("pre_tool_use"), EXEC)  # type: ignore[attr-defined]
+    assert isinstance(hooks, HookList)
+    hooks.unconditional_run = (len(hooks), ())
 
 
 def test_fire_sync_audit_records_are_those_of_the_general_admission() -> None:

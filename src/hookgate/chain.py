@@ -48,6 +48,7 @@ from dataclasses import dataclass, field
 from time import perf_counter
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from hookgate.compiled_hook import HookList
 from hookgate.events import (
     ABORT,
     BLOCK,
@@ -71,7 +72,7 @@ from hookgate.outcome import (
 from hookgate.replay.outcall import OUTCALL_TYPES
 
 if TYPE_CHECKING:
-    from hookgate.registry import CompiledHook
+    from hookgate.compiled_hook import CompiledHook
     from hookgate.safeguards import BreakerBoard
 
 __all__ = [
@@ -149,11 +150,6 @@ class ChainSettings:
     dry_run: bool = False
     #: An approver is configured: ``ask``/``defer`` wait for a person instead of blocking.
     approvals: bool = False
-    #: Unconditional runs of the hook lists seen, by ``id`` (the list is kept to tell a reused
-    #: id).
-    unconditional_runs: dict[int, tuple[Sequence[CompiledHook], UnconditionalRun]] = field(
-        default_factory=dict
-    )
     #: The breaker entries the chain reads (none in a dry run). Hooks that never faulted
     #: have none: one dict miss per hook.
     faulted: Mapping[str, Any] = field(init=False)
@@ -175,10 +171,13 @@ def run_chain(
     with no breaker entry at all has its one batch known before the chain's state is made:
     when every hook abstains, the replies are the trace and that state is never needed."""
     deadline = None
-    if spec.blocking and not settings.faulted and "depth" not in payload:
-        cached = settings.unconditional_runs.get(id(hooks))
-        if cached is not None and cached[0] is hooks and cached[1][0] == 0 and hooks:
-            run_calls = cached[1][1]
+    if spec.blocking and hooks and not settings.faulted and "depth" not in payload:
+        # _unconditional_run, inline for a list that keeps its run: this is once per event.
+        run = hooks.unconditional_run if isinstance(hooks, HookList) else None
+        if run is None:
+            run = _unconditional_run(hooks)
+        if run[0] == 0:
+            run_calls = run[1]
             deadline = settings.clock() + settings.chain_budget_s
             replies = yield (run_calls, payload, deadline)
             # _all_abstained, inline: this is once per event on the common path.
@@ -216,27 +215,26 @@ def drive_sync(chain: ChainGen, run_batch: Execute) -> Outcome:
         return done.value  # type: ignore[no-any-return]
 
 
-def _unconditional_run(hooks: Sequence[CompiledHook], settings: ChainSettings) -> UnconditionalRun:
-    """Where the run of unconditional hooks at the end of ``hooks`` starts, and its calls (made on a
-    miss of ``settings.unconditional_runs``, which ``_Chain`` looks up itself, and kept there).
+def _unconditional_run(hooks: Sequence[CompiledHook]) -> UnconditionalRun:
+    """Where the run of unconditional hooks at the end of ``hooks`` starts, and its calls.
 
     An unconditional hook (:attr:`CompiledHook.unconditional`: enabled, no matcher, no
     ``if_expr``, no required approval, no long wait) is admitted whatever the payload, so the
-    calls of a run of them are made once per hook list (kept per tuple of hooks, which the
-    registry caches) instead of once per event; the driver (an abstention) or the fold makes
-    their trace rows.
-    Blocking chains only: that is where the caller waits.
+    calls of a run of them are made once per hook list (kept on it:
+    :attr:`HookList.unconditional_run`) instead of once per event; the driver (an abstention)
+    or the fold makes their trace rows. Blocking chains only: that is where the caller waits.
     """
-    cache = settings.unconditional_runs
+    if isinstance(hooks, HookList):
+        kept: UnconditionalRun | None = hooks.unconditional_run
+        if kept is not None:
+            return kept
     start = count = len(hooks)
     while start and hooks[start - 1].unconditional:
         start -= 1
     calls = tuple((hooks[p], hooks[p].timeout_s, None, p, p + 1) for p in range(start, count))
     run = (start, calls)
-    if isinstance(hooks, tuple):  # a list could change under the same id
-        if len(cache) > 1024:
-            cache.clear()
-        cache[id(hooks)] = (hooks, run)
+    if isinstance(hooks, HookList):
+        hooks.unconditional_run = run
     return run
 
 
@@ -313,12 +311,7 @@ class _Chain:
             self.deadline: float | None = (
                 deadline if deadline is not None else settings.clock() + settings.chain_budget_s
             )
-            cached = settings.unconditional_runs.get(id(hooks))
-            if cached is not None and cached[0] is hooks:
-                self.unconditional_from, self.unconditional_calls = cached[1]
-            else:
-                run = _unconditional_run(hooks, settings)
-                self.unconditional_from, self.unconditional_calls = run
+            self.unconditional_from, self.unconditional_calls = _unconditional_run(hooks)
         else:
             self.deadline = None
             self.unconditional_from, self.unconditional_calls = len(hooks), ()

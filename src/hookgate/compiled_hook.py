@@ -4,13 +4,13 @@ index (which the registry builds) both name it without importing each other."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from hookgate.definition import HookDefinition
     from hookgate.matching import CelFilter, Matcher
 
-__all__ = ["CompiledHook"]
+__all__ = ["CompiledHook", "HookList"]
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -31,3 +31,21 @@ class CompiledHook:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "when_matched", self)
+
+
+class HookList(tuple["CompiledHook", ...]):
+    """Hooks in chain order as a source hands them out, and keeps them until its hooks change:
+    a tuple that also carries what is worked out once per list, so that no cache is keyed by
+    ``id()`` (a tuple subclass cannot have ``__slots__``: each list has a ``__dict__``).
+
+    A source's resolved lists get a :attr:`matcher_index`, its selections (what the chain
+    receives) an :attr:`unconditional_run` and a :attr:`plan`. A plain tuple or list from
+    another source works the same, with nothing kept."""
+
+    #: :class:`hookgate.matcher_index.MatcherIndex` over this list (made on first selection).
+    matcher_index: Any = None
+    #: :data:`hookgate.chain.UnconditionalRun` of this list (made on first chain).
+    unconditional_run: Any = None
+    #: :class:`hookgate.execution.runner.KeptPlan`: how the last runner that ran this list
+    #: runs its batches.
+    plan: Any = None

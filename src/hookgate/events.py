@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
 from hookgate.errors import HookgateError
@@ -136,6 +136,13 @@ class EventSpec:
     check_input: Callable[[Any], str | None] | None = None
     #: Puts a fired payload in canonical form (short runtime-event kind names).
     prepare: Callable[[Mapping[str, Any]], Mapping[str, Any]] | None = None
+    #: Blocking under every name it is fired as: every caller waits (:meth:`waits`) and the
+    #: chain runs as this spec (:meth:`run_as`), which the engine then need not ask.
+    always_blocking: bool = field(init=False)
+
+    def __post_init__(self) -> None:
+        always = self.blocking and not self.blocking_names and not self.blocks_when_awaited
+        object.__setattr__(self, "always_blocking", always)
 
     @property
     def all_fields(self) -> tuple[str, ...]:

@@ -17,6 +17,8 @@ from __future__ import annotations
 from collections.abc import Hashable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
+from hookgate.compiled_hook import HookList
+
 if TYPE_CHECKING:
     from hookgate.compiled_hook import CompiledHook
     from hookgate.events import EventSpec
@@ -56,7 +58,8 @@ def _lengths(table: dict[str, list[int]]) -> tuple[int, ...]:
 
 
 class MatcherIndex:
-    """Lookup tables over one sorted hook list, made once per list."""
+    """Lookup tables over one sorted hook list, made once per list (kept on it:
+    :attr:`HookList.matcher_index`)."""
 
     __slots__ = (
         "_always",
@@ -103,11 +106,11 @@ class MatcherIndex:
         self._suffixes, self._suffix_lengths = suffixes, _lengths(suffixes)
         self._contained = tuple(contained)
         self._searched = tuple(searched)
-        #: One tuple per distinct selection: every subject that selects the same hooks gets
-        #: the same tuple, so what the engine keeps per hook list is made once.
-        self._selected: dict[tuple[int, ...], tuple[CompiledHook, ...]] = {}
+        #: One list per distinct selection: every subject that selects the same hooks gets
+        #: the same :class:`HookList`, so what the engine keeps on a hook list is made once.
+        self._selected: dict[tuple[int, ...], HookList] = {}
 
-    def select(self, subject: str) -> tuple[CompiledHook, ...]:
+    def select(self, subject: str) -> HookList:
         """The hooks whose matcher accepts ``subject``, in list order, as matched."""
         positions = set(self._always)
         found = self._exact.get(subject)
@@ -135,7 +138,7 @@ class MatcherIndex:
         selected = self._selected.get(key)
         if selected is None:
             hooks = self.hooks
-            selected = tuple(hooks[position].when_matched for position in key)
+            selected = HookList(hooks[position].when_matched for position in key)
             if len(self._selected) >= MAX_SELECTIONS:
                 self._selected.clear()
             self._selected[key] = selected
@@ -146,25 +149,24 @@ class Selections:
     """A hook source's selections: per (event, tenant, agent, subject), bounded. A source
     replaces its ``Selections`` whole when its hooks change."""
 
-    __slots__ = ("_indexes", "selected")
+    __slots__ = ("selected",)
 
     def __init__(self) -> None:
         #: Read directly on the hot path: ``selected.get(key)``.
-        self.selected: dict[Hashable, tuple[CompiledHook, ...]] = {}
-        self._indexes: dict[int, MatcherIndex] = {}
+        self.selected: dict[Hashable, HookList] = {}
 
     def select(
-        self, key: tuple[str, Any, Any, str], hooks: tuple[CompiledHook, ...], subject: str
-    ) -> tuple[CompiledHook, ...]:
+        self, key: tuple[str, Any, Any, str], hooks: Sequence[CompiledHook], subject: str
+    ) -> HookList:
         """Select from ``hooks`` (the scoped, sorted list of ``key``'s event) and keep it."""
         if not hooks:
-            return hooks
-        index = self._indexes.get(id(hooks))
-        if index is None or index.hooks is not hooks:
+            return hooks if isinstance(hooks, HookList) else HookList()
+        if isinstance(hooks, HookList):
+            index: MatcherIndex | None = hooks.matcher_index
+            if index is None:
+                index = hooks.matcher_index = MatcherIndex(hooks)
+        else:  # a source whose lists are plain tuples: nothing to keep the index on
             index = MatcherIndex(hooks)
-            if len(self._indexes) >= MAX_SELECTIONS:
-                self._indexes.clear()
-            self._indexes[id(hooks)] = index
         selected = index.select(subject)
         if keep_for(self.selected, *key):
             self.selected[key] = selected
@@ -180,10 +182,10 @@ class SelectingSource:
 
     def resolve(
         self, event: str, tenant_id: str | None, agent_id: str | None
-    ) -> tuple[CompiledHook, ...]:
+    ) -> Sequence[CompiledHook]:
         raise NotImplementedError
 
-    def select(self, spec: EventSpec, data: Mapping[str, Any]) -> tuple[CompiledHook, ...]:
+    def select(self, spec: EventSpec, data: Mapping[str, Any]) -> HookList:
         """The hooks that run for one event: :meth:`resolve`'s list for its tenant and agent,
         less those whose matcher rejects its match field (the tool name for tool events; a
         value that is not a string is tested as ``""``), each as
@@ -203,7 +205,7 @@ class SelectingSource:
             hooks = self._select_again(key)
         return hooks
 
-    def _select_again(self, key: tuple[str, Any, Any, Any]) -> tuple[CompiledHook, ...]:
+    def _select_again(self, key: tuple[str, Any, Any, Any]) -> HookList:
         """A selection not kept (yet): made from :meth:`resolve`'s list and kept."""
         event, tenant_id, agent_id, subject = key
         if subject.__class__ is not str:

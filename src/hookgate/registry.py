@@ -13,7 +13,7 @@ import threading
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
-from hookgate.compiled_hook import CompiledHook
+from hookgate.compiled_hook import CompiledHook, HookList
 from hookgate.definition import HookDefinition
 from hookgate.events import LONG_WAIT_ABOVE_S, EventSpec
 from hookgate.matcher_index import SelectingSource, Selections, keep_for
@@ -97,7 +97,7 @@ class MatchingSource(HookSource, Protocol):
     """A source that also applies the matchers (both sources of hookgate do; the engine tests
     ``isinstance`` once, and leaves the matchers of another source to the chain)."""
 
-    def select(self, spec: EventSpec, data: Mapping[str, Any]) -> tuple[CompiledHook, ...]:
+    def select(self, spec: EventSpec, data: Mapping[str, Any]) -> Sequence[CompiledHook]:
         """The hooks :meth:`resolve` gives for the event's tenant and agent whose matcher
         accepts its match field, each as :attr:`CompiledHook.when_matched`
         (:class:`hookgate.matcher_index.SelectingSource`)."""
@@ -110,7 +110,7 @@ class HookRegistry(SelectingSource):
     def __init__(self, definitions: Iterable[HookDefinition] = ()) -> None:
         self._lock = threading.Lock()
         self._hooks: dict[str, CompiledHook] = {}
-        self._cache: dict[tuple[str, str | None, str | None], tuple[CompiledHook, ...]] = {}
+        self._cache: dict[tuple[str, str | None, str | None], HookList] = {}
         self._events: frozenset[str] = frozenset()
         self._selections = Selections()
         self._sequence = itertools.count(1)
@@ -148,15 +148,13 @@ class HookRegistry(SelectingSource):
     def has_event(self, event: str) -> bool:
         return event in self._events
 
-    def resolve(
-        self, event: str, tenant_id: str | None, agent_id: str | None
-    ) -> tuple[CompiledHook, ...]:
+    def resolve(self, event: str, tenant_id: str | None, agent_id: str | None) -> HookList:
         key = (event, tenant_id, agent_id)
         cached = self._cache.get(key)
         if cached is not None:
             return cached
         with self._lock:
-            hooks = tuple(
+            hooks = HookList(
                 sorted(
                     (
                         c

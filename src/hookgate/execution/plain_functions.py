@@ -11,6 +11,7 @@ import contextvars
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
+from time import monotonic, perf_counter
 from typing import Any, Final
 
 from hookgate.chain import Call, HookReply, Reply
@@ -115,19 +116,22 @@ def call_in_order(
     An abstention is the common answer: an unconditional run's hook (a call with no trace row)
     replies with its final :class:`~hookgate.outcome.TraceRow`, which the fold keeps
     as it is; every other reply is a :class:`~hookgate.chain.HookReply`."""
-    perf = time.perf_counter
+    perf = perf_counter
     # One perf_counter reading per call: the end of one call is the start of the next, and
     # the deadline is moved to perf_counter's time (``due``) to be checked against it. A
     # clock other than the monotonic one (a test's fake clock) is read before each call.
     started = perf()
-    other_clock = deadline is not None and clock is not time.monotonic
+    other_clock = deadline is not None and clock is not monotonic
     if deadline is None:
         due = math.inf
     elif _SAME_CLOCK and not other_clock:
         due = deadline  # a clock read is worth skipping: ~45 ns, as much as two calls
     else:
         due = started + (deadline - clock())
-    for index, (hook, timeout_s, row, _, _) in enumerate(calls):
+    # Counted by hand: an enumerate costs more than the loop around one call.
+    index = -1
+    for hook, timeout_s, row, _, _ in calls:
+        index += 1
         if other_clock:
             due = started + (deadline - clock())  # type: ignore[operator]
         if started + timeout_s > due:

@@ -24,9 +24,10 @@ from hookgate.chain import (
     run_chain,
     stops_blocking_batch,
 )
+from hookgate.compiled_hook import HookList
 from hookgate.execution.coroutines import run_with_deadline
 from hookgate.execution.drivers import LoopThread, drive_async
-from hookgate.execution.plain_functions import run_in_place
+from hookgate.execution.plain_functions import call_in_order, run_in_place
 from hookgate.execution.workers import WorkerPool
 from hookgate.handlers import Handler, Invocation, Services, handler_class
 from hookgate.hook_event import HookEvent
@@ -42,12 +43,12 @@ from hookgate.state.binding import (
 )
 
 if TYPE_CHECKING:
+    from hookgate.compiled_hook import CompiledHook
     from hookgate.definition import HookDefinition
     from hookgate.events import EventSpec
-    from hookgate.registry import CompiledHook
     from hookgate.settings import Settings
 
-__all__ = ["HookRunner", "PlainPlan"]
+__all__ = ["HookRunner", "KeptPlan", "PlainPlan"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +64,18 @@ class PlainPlan:
     isolated: frozenset[CompiledHook]
     #: Runs a batch for a caller that waits in its own thread (made once per plan).
     run_batch: Execute
+
+
+@dataclass(frozen=True, slots=True)
+class KeptPlan:
+    """A hook list's plan as its last runner made it (:attr:`HookList.plan`): good for that
+    runner's host-code rule, the event and the edition it was made for."""
+
+    #: The runner's :attr:`HookRunner.plans_made_under`, replaced when its host-code rule is.
+    rule: object
+    event: str
+    edition: str
+    plan: PlainPlan | None
 
 
 class HookRunner:
@@ -96,8 +109,9 @@ class HookRunner:
         self.handlers: dict[str, Handler] = {}
         self._host_code_policy = HostCodePolicy()
         self._refusals: dict[tuple[str, int, bool, str], str | None] = {}
-        #: The plan of each hook list seen, by ``id`` (the list is kept to tell a reused id).
-        self._plans: dict[int, tuple[Sequence[CompiledHook], str, str, PlainPlan | None]] = {}
+        #: What a plan kept on a hook list (:class:`KeptPlan`) was made under: a new object
+        #: whenever the host-code rule changes, so that every kept plan is made again.
+        self.plans_made_under = object()
         self._loop_thread: LoopThread | None = None
 
     @property
@@ -108,7 +122,7 @@ class HookRunner:
     def host_code_policy(self, policy: HostCodePolicy) -> None:
         self._host_code_policy = policy
         self._refusals.clear()
-        self._plans.clear()
+        self.plans_made_under = object()
 
     def handler(self, handler_type: str) -> Handler:
         handler = self.handlers.get(handler_type)
@@ -198,20 +212,21 @@ class HookRunner:
     def plan(self, hooks: Sequence[CompiledHook], event: str) -> PlainPlan | None:
         """How ``hooks`` run without the event loop, or ``None`` when one of them needs it
         (or is refused: the loop's path reports that). Made once per hook list and edition
-        (the host-code rule depends on it, and a server may switch it)."""
+        (the host-code rule depends on it, and a server may switch it), kept on the list
+        (:attr:`HookList.plan`; a list from another source is planned every time)."""
         edition = self.settings.edition
-        cached = self._plans.get(id(hooks))
+        if not isinstance(hooks, HookList):
+            return self._make_plan(hooks, event)
+        kept: KeptPlan | None = hooks.plan
         if (
-            cached is not None
-            and cached[0] is hooks
-            and cached[1] == event
-            and cached[2] == edition
+            kept is not None
+            and kept.rule is self.plans_made_under
+            and kept.event == event
+            and kept.edition == edition
         ):
-            return cached[3]
+            return kept.plan
         plan = self._make_plan(hooks, event)
-        if len(self._plans) > 1024:
-            self._plans.clear()
-        self._plans[id(hooks)] = (hooks, event, edition, plan)
+        hooks.plan = KeptPlan(self.plans_made_under, event, edition, plan)
         return plan
 
     def _make_plan(self, hooks: Sequence[CompiledHook], event: str) -> PlainPlan | None:
@@ -248,7 +263,11 @@ class HookRunner:
             def in_place(
                 calls: Sequence[Call], payload: Mapping[str, Any], deadline: float | None
             ) -> list[Reply]:
-                return run_in_place(calls, functions, HookEvent(event, payload), deadline, clock)
+                # run_in_place, one call less: this is once per batch.
+                replies: list[Reply] = []
+                view = HookEvent(event, payload)
+                call_in_order(calls, functions, view, deadline, clock, replies, None)
+                return replies
 
             return in_place
 

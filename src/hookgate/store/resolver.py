@@ -22,6 +22,7 @@ import contextlib
 from collections.abc import Sequence
 from typing import Final
 
+from hookgate.compiled_hook import HookList
 from hookgate.log import log_event
 from hookgate.matcher_index import SelectingSource, Selections, keep_for
 from hookgate.registry import CompiledHook, applies_to, compile_hook
@@ -49,7 +50,7 @@ class StoreHookSource(SelectingSource):
         # Enabled hooks by event, then by id: what a change edits.
         self._events: dict[str, dict[str, CompiledHook]] = {}
         self._by_event: dict[str, tuple[CompiledHook, ...]] = {}
-        self._cache: dict[_Key, tuple[CompiledHook, ...]] = {}
+        self._cache: dict[_Key, HookList] = {}
         self._selections = Selections()
         self._pending: dict[int, HookChange] = {}
         self._wanted = -1
@@ -63,15 +64,15 @@ class StoreHookSource(SelectingSource):
     def has_event(self, event: str) -> bool:
         return event in self._by_event
 
-    def resolve(
-        self, event: str, tenant_id: str | None, agent_id: str | None
-    ) -> tuple[CompiledHook, ...]:
+    def resolve(self, event: str, tenant_id: str | None, agent_id: str | None) -> HookList:
         key = (event, tenant_id, agent_id)
         cache = self._cache
         hooks = cache.get(key)
         if hooks is None:
             candidates = self._by_event.get(event, _NO_HOOKS)
-            hooks = tuple(c for c in candidates if applies_to(c.definition, tenant_id, agent_id))
+            hooks = HookList(
+                c for c in candidates if applies_to(c.definition, tenant_id, agent_id)
+            )
             if keep_for(cache, tenant_id, agent_id):  # agents pick their ids: bounded
                 cache[key] = hooks
         return hooks
