@@ -38,8 +38,9 @@ class HookList(tuple["CompiledHook", ...]):
     a tuple that also carries what is worked out once per list, so that no cache is keyed by
     ``id()`` (a tuple subclass cannot have ``__slots__``: each list has a ``__dict__``).
 
-    A source's resolved lists get a :attr:`matcher_index`, its selections (what the chain
-    receives) an :attr:`unconditional_run` and a :attr:`plan`. A plain tuple or list from
+    A source's resolved lists get a :attr:`matcher_index`, its selections a
+    :attr:`shadow_split`, and the lists the chain receives an :attr:`unconditional_run` and a
+    :attr:`plan`. A plain tuple or list from
     another source works the same, with nothing kept."""
 
     #: :class:`hookgate.matcher_index.MatcherIndex` over this list (made on first selection).
@@ -49,3 +50,8 @@ class HookList(tuple["CompiledHook", ...]):
     #: :class:`hookgate.execution.runner.KeptPlan`: how the last runner that ran this list
     #: runs its batches.
     plan: Any = None
+    #: This selection's enforce hooks and shadow hooks (:func:`hookgate.shadow.split_shadow`).
+    shadow_split: Any = None
+    #: :class:`hookgate.handlers.rule.history.HistoryPlan` of a resolved ``pre_tool_use``
+    #: list: the tool calls its rule hooks look back at.
+    history_plan: Any = None

@@ -16,10 +16,11 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from time import perf_counter
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from hookgate.audit import AuditSink, ExecutionRecord, new_dispatch_id
 from hookgate.chain import ChainSettings
+from hookgate.compiled_hook import HookList
 from hookgate.definition import DefinitionError, HookDefinition, Problem
 from hookgate.engine_audit import (
     INPUT_GUARD_ID,
@@ -51,7 +52,7 @@ from hookgate.registry import (
 )
 from hookgate.safeguards import BreakerBoard
 from hookgate.settings import Settings
-from hookgate.shadow import ShadowChains, ShadowSplit, merge_rows
+from hookgate.shadow import ShadowChains, merge_rows, split_shadow
 
 if TYPE_CHECKING:
     from hookgate.approvals import Approver
@@ -63,6 +64,16 @@ __all__ = ["INPUT_GUARD_ID", "Engine", "EngineStats"]
 F = TypeVar("F", bound=Callable[..., Any])
 #: Events whose admitted calls the session history of rule hooks may record.
 _HISTORY_EVENTS = frozenset({"pre_tool_use", "post_tool_use"})
+
+
+class _EveryType:
+    """The handler types of a source that does not list them: it may hold any."""
+
+    def __contains__(self, handler_type: object) -> bool:
+        return True
+
+
+_EVERY_TYPE: Final = _EveryType()
 _NO_STAMPS: tuple[Stamp, ...] = ()
 
 
@@ -116,7 +127,7 @@ class EngineStats:
 #: for), and the session history to record once it is admitted (rule hooks look back). A
 #: plain tuple, unpacked at once by name: a record class costs ~1.9k instructions more per
 #: event to build (bench/bench_core.py, 1 hook: ~5 % of fire_sync).
-_Resolved = tuple[EventSpec, Mapping[str, Any], Sequence[CompiledHook], bool, tuple[Stamp, ...]]
+_Resolved = tuple[EventSpec, Mapping[str, Any], Sequence[CompiledHook], bool, "tuple[Stamp, ...]"]
 
 
 class Engine:
@@ -193,7 +204,7 @@ class Engine:
         #: The worker threads of isolated plain functions (``isolate: thread``).
         self.threads = self.runner.pool
         #: A selection's enforce hooks and its shadow hooks (:mod:`hookgate.shadow`).
-        self._split = ShadowSplit()
+        self._split = split_shadow
         self._shadow: HookRunner | None = None
         self.stats = EngineStats(threads=self.threads, background=self._background)
         self._event_ids = itertools.count(1)
@@ -399,7 +410,9 @@ class Engine:
                 await self._keep_history(stamps, None)
             return self._queue(spec, data, selected, self._background.submit)
         started = perf_counter()
-        hooks, shadow = self._split(selected)
+        # split_shadow, inline for a list that keeps its split: this is once per event.
+        split = selected.shadow_split if isinstance(selected, HookList) else None
+        hooks, shadow = split if split is not None else self._split(selected)
         outcome = await self.runner.run(spec, data, hooks)
         if shadow:
             await self._run_shadow(spec, data, shadow, outcome)
@@ -440,7 +453,9 @@ class Engine:
 
             return self._queue(spec, data, selected, submit)
         started = perf_counter()
-        hooks, shadow = self._split(selected)
+        # split_shadow, inline for a list that keeps its split: this is once per event.
+        split = selected.shadow_split if isinstance(selected, HookList) else None
+        hooks, shadow = split if split is not None else self._split(selected)
         outcome = self.runner.run_sync(spec, data, hooks)
         if shadow:
             self.runner.loop_thread().run(self._run_shadow(spec, data, shadow, outcome))
@@ -468,8 +483,16 @@ class Engine:
         if data is None:
             data = {}
         self.stats.fired += 1
-        watched = spec.name in _HISTORY_EVENTS and self.source.has_event("pre_tool_use")
-        if not watched and not self.source.has_event(spec.name):
+        source = self.source
+        has_hooks = source.has_event(spec.name)
+        # Rule hooks look back at a session history of tool calls: recorded only while the
+        # source holds a rule hook (a source that does not list its types may hold one).
+        watched = (
+            spec.name in _HISTORY_EVENTS
+            and "rule" in getattr(source, "handler_types", _EVERY_TYPE)
+            and (has_hooks if spec.name == "pre_tool_use" else source.has_event("pre_tool_use"))
+        )
+        if not watched and not has_hooks:
             depth = data.get("depth")
             if depth is None or (type(depth) is int and depth <= self.settings.max_depth):
                 return Outcome() if self.audit is None else self._unmatched(spec, data)
@@ -478,7 +501,7 @@ class Engine:
         problem = payload_problem(data)
         if problem is not None:  # before any matcher: the input limits hold for the event
             return self.refuse_input(event, data, problem, wait=wait)
-        hooks = self._select(spec, data) if self.source.has_event(spec.name) else ()
+        hooks = self._select(spec, data) if has_hooks else ()
         stamps = self._stamps(spec.name, data) if watched else _NO_STAMPS
         if not hooks and self._shallow(data):
             if stamps:

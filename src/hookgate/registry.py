@@ -112,6 +112,9 @@ class HookRegistry(SelectingSource):
         self._hooks: dict[str, CompiledHook] = {}
         self._cache: dict[tuple[str, str | None, str | None], HookList] = {}
         self._events: frozenset[str] = frozenset()
+        #: The handler types of the hooks held (the engine records rule history only while a
+        #: ``rule`` hook is among them).
+        self.handler_types: frozenset[str] = frozenset()
         self._selections = Selections()
         self._sequence = itertools.count(1)
         for definition in definitions:
@@ -172,5 +175,6 @@ class HookRegistry(SelectingSource):
     def _changed(self) -> None:
         self._cache = {}
         self._events = frozenset(c.definition.event for c in self._hooks.values())
+        self.handler_types = frozenset(c.definition.handler_type for c in self._hooks.values())
         # Last: a selection made from here on resolves through the new cache.
         self._selections = Selections()

@@ -1,6 +1,6 @@
 """Shadow mode: hooks that run and are recorded, and never decide.
 
-A hook with ``mode: shadow`` is taken out of its event's chain (:class:`ShadowSplit`): the
+A hook with ``mode: shadow`` is taken out of its event's chain (:func:`split_shadow`): the
 chain the agent's answer comes from runs the enforce hooks only, so nothing a shadow hook
 does (an answer, a rewrite, a failure, a hang, the chain budget it spends) can reach the
 outcome. Each shadow hook then runs alone, as a one-hook chain under the same rules (its
@@ -20,12 +20,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Final
 
+from hookgate.compiled_hook import HookList
 from hookgate.outcome import Outcome, TraceRow
 
 if TYPE_CHECKING:
     from hookgate.compiled_hook import CompiledHook
 
-__all__ = ["NO_SHADOW", "ShadowChains", "ShadowSplit", "merge_rows", "shadow_row"]
+__all__ = ["NO_SHADOW", "ShadowChains", "merge_rows", "shadow_row", "split_shadow"]
 
 #: Each shadow hook as the one-hook chain it runs as.
 ShadowChains = tuple[tuple["CompiledHook"], ...]
@@ -35,36 +36,25 @@ _DECISIONS: Final = frozenset({"allow", "block", "ask", "respond", "abort"})
 _FAILURES: Final = frozenset({"error", "timeout"})
 
 
-class ShadowSplit:
-    """Splits a selection into its enforce hooks and its shadow hooks, once per selection.
+def split_shadow(hooks: Sequence[CompiledHook]) -> tuple[Sequence[CompiledHook], ShadowChains]:
+    """A selection's enforce hooks and its shadow hooks, worked out once per hook list.
 
     The enforce part of a selection with no shadow hook is the selection itself, and a
-    selection's parts are kept (by identity, like the chain's own caches), so the chain and
-    the runner see the same tuple on every event and keep their per-list plans.
+    selection's parts are kept on it (:attr:`HookList.shadow_split`), so the chain and the
+    runner see the same list on every event and keep their per-list plans on it.
     """
-
-    __slots__ = ("_cache",)
-
-    def __init__(self) -> None:
-        self._cache: dict[
-            int, tuple[Sequence[CompiledHook], Sequence[CompiledHook], ShadowChains]
-        ] = {}
-
-    def __call__(
-        self, hooks: Sequence[CompiledHook]
-    ) -> tuple[Sequence[CompiledHook], ShadowChains]:
-        cached = self._cache.get(id(hooks))
-        if cached is not None and cached[0] is hooks:
-            return cached[1], cached[2]
-        shadow = tuple((hook,) for hook in hooks if hook.definition.mode == "shadow")
-        enforce: Sequence[CompiledHook] = hooks
-        if shadow:
-            enforce = tuple(hook for hook in hooks if hook.definition.mode != "shadow")
-        if isinstance(hooks, tuple):  # a list could change under the same id
-            if len(self._cache) > 1024:
-                self._cache.clear()
-            self._cache[id(hooks)] = (hooks, enforce, shadow)
-        return enforce, shadow
+    if isinstance(hooks, HookList):
+        kept: tuple[Sequence[CompiledHook], ShadowChains] | None = hooks.shadow_split
+        if kept is not None:
+            return kept
+    shadow = tuple((hook,) for hook in hooks if hook.definition.mode == "shadow")
+    enforce: Sequence[CompiledHook] = hooks
+    if shadow:
+        enforce = HookList(hook for hook in hooks if hook.definition.mode != "shadow")
+    split = (enforce, shadow)
+    if isinstance(hooks, HookList):
+        hooks.shadow_split = split
+    return split
 
 
 def shadow_row(outcome: Outcome) -> TraceRow | None:

@@ -50,6 +50,9 @@ class StoreHookSource(SelectingSource):
         # Enabled hooks by event, then by id: what a change edits.
         self._events: dict[str, dict[str, CompiledHook]] = {}
         self._by_event: dict[str, tuple[CompiledHook, ...]] = {}
+        #: The handler types of the hooks served (the engine records rule history only while
+        #: a ``rule`` hook is among them).
+        self.handler_types: frozenset[str] = frozenset()
         self._cache: dict[_Key, HookList] = {}
         self._selections = Selections()
         self._pending: dict[int, HookChange] = {}
@@ -126,7 +129,9 @@ class StoreHookSource(SelectingSource):
             events.setdefault(record.definition.event, {})[record.id] = self._compiled(record)
         self._events = events
         # Swap whole objects: a resolve() running meanwhile sees the old or the new set.
-        self._by_event = {event: _ordered(hooks) for event, hooks in events.items()}
+        by_event = {event: _ordered(hooks) for event, hooks in events.items()}
+        self.handler_types = _handler_types(by_event)  # first: a new rule hook is seen at once
+        self._by_event = by_event
         self._cache = {}
         self._selections = Selections()
         self.version = max(self.version, version)
@@ -164,6 +169,7 @@ class StoreHookSource(SelectingSource):
                 self._events.pop(event, None)
                 by_event.pop(event, None)
         # Swapped whole: a resolve() running meanwhile sees the old or the new lists.
+        self.handler_types = _handler_types(by_event)  # first: a new rule hook is seen at once
         self._by_event = by_event
         self._cache = {}
         self._selections = Selections()
@@ -242,6 +248,10 @@ class StoreHookSource(SelectingSource):
                     await self.refresh()
             except Exception as exc:  # keep serving the last snapshot; try again next tick
                 log_event("hookgate.store.reload_failed", error=str(exc))
+
+
+def _handler_types(by_event: dict[str, tuple[CompiledHook, ...]]) -> frozenset[str]:
+    return frozenset(h.definition.handler_type for hooks in by_event.values() for h in hooks)
 
 
 def _ordered(hooks: dict[str, CompiledHook]) -> tuple[CompiledHook, ...]:

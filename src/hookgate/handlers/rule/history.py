@@ -9,7 +9,8 @@ time under (tenant, kind, per, session or agent id, pattern). Only those pattern
 and nothing when no rule hook looks back, so an engine without rules pays one set lookup.
 
 The patterns come from the ``pre_tool_use`` rule hooks the event's tenant and agent resolve
-to (the hooks that judge tool calls); the plan is made once per resolved hook list.
+to (the hooks that judge tool calls); the plan is made once per resolved hook list and kept
+on it (:attr:`HookList.history_plan`).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
+from hookgate.compiled_hook import HookList
 from hookgate.handlers.rule import judge
 from hookgate.handlers.rule.handler import clock_of
 from hookgate.log import log_event
@@ -65,7 +67,6 @@ class SessionHistory:
 
     def __init__(self, engine: RuleHost) -> None:
         self.engine = engine
-        self._plans: dict[tuple[CompiledHook, ...], HistoryPlan] = {}
 
     def stamps(self, event: str, data: Mapping[str, Any]) -> tuple[Stamp, ...]:
         """What to record for this event once it is admitted (usually nothing)."""
@@ -79,7 +80,7 @@ class SessionHistory:
         if not isinstance(tool, str):
             return _NO_STAMPS
         hooks = source.resolve(_RULE_EVENT, data.get("tenant_id"), data.get("agent_id"))
-        plan = self._plans.get(tuple(hooks))
+        plan: HistoryPlan | None = hooks.history_plan if isinstance(hooks, HookList) else None
         if plan is None:
             plan = self._plan(hooks)
         if not plan.watches:
@@ -115,9 +116,8 @@ class SessionHistory:
                 if held is None or held.ttl_s < watch.ttl_s:
                     merged[key] = watch
         plan = HistoryPlan(tuple(merged.values())) if merged else _EMPTY
-        if len(self._plans) > 1024:
-            self._plans.clear()
-        self._plans[tuple(hooks)] = plan
+        if isinstance(hooks, HookList):
+            hooks.history_plan = plan
         return plan
 
     # -- writing -------------------------------------------------------------------------------
