@@ -29,7 +29,7 @@ from typing import Any, ClassVar
 from hookgate.audit import redact, truncate
 from hookgate.chain import Call, ChainSettings, HookReply, Reply, drive_sync, run_chain
 from hookgate.definition import HookDefinition
-from hookgate.engine import Engine, _Resolved
+from hookgate.engine import Engine
 from hookgate.events import get_event
 from hookgate.execution.drivers import drive_async
 from hookgate.handlers import Capabilities, Handler, Invocation, Services
@@ -206,16 +206,16 @@ class Replayer:
         recordings.current = recorded.answers
         recordings.missing = []
         resolved = engine._resolve(recorded.event, recorded.payload, {}, blocking)
-        if not isinstance(resolved, _Resolved):
+        if isinstance(resolved, Outcome):
             return Verdict(resolved.decision, _text(resolved.reason))  # no hook to run
-        spec, data, stamps = resolved.spec, resolved.data, resolved.stamps
-        if resolved.queued and stamps:
+        spec, data, selected, queued, stamps = resolved
+        if queued and stamps:
             await engine._keep_history(stamps, None)  # kept before the chain, as live
-        hooks, shadow = engine._split(resolved.hooks)
+        hooks, shadow = engine._split(selected)
         outcome = await self._run(spec, data, hooks) if hooks else Outcome()
         if shadow:
             await engine._run_shadow(spec, data, shadow, outcome)
-        if stamps and not resolved.queued and outcome.decision != "block":
+        if stamps and not queued and outcome.decision != "block":
             await engine._keep_history(stamps, outcome if spec.blocking else None)
         would = tuple(
             (row.hook.definition.name, row.decision)
