@@ -309,86 +309,14 @@ class ClaudeAnswer:
 def claude_answer(event: str, outcome: Outcome, tool_response: Any = None) -> ClaudeAnswer:
     """Claude Code's JSON for ``outcome`` on Claude Code event ``event`` (exit code 0);
     ``tool_response``: the output a ``PostToolUse`` block withholds (its shape is kept)."""
-    out: dict[str, Any] = {}
-    specific: dict[str, Any] = {"hookEventName": event}
+    answer = _Answer(event, outcome, tool_response, {}, {"hookEventName": event})
+    write = _EVENT_ANSWERS.get(event)
+    if write is None and event in _DECISION_BLOCK:
+        write = _decision_block
+    if write is not None:
+        write(answer)
+    out, specific = answer.out, answer.specific
     context = "\n\n".join(outcome.additional_context)
-    recorded_blocks = [
-        entry.details.get("reason") or f"blocked by hook {entry.name or entry.hook_id!r}"
-        for entry in outcome.trace
-        if entry.decision == "block" and not outcome.blocked
-    ]
-    approval = _approval_status(outcome)
-    if event == "PreToolUse":
-        if outcome.blocked:
-            specific["permissionDecision"] = _requested(outcome) or (
-                "ask" if approval == "pending" and _pending_asks() else "deny"
-            )
-            specific["permissionDecisionReason"] = outcome.reason or "blocked by hookgate"
-        elif approval == "approved":
-            # A person approved this call in hookgate (panel, API or CLI): grant it, with
-            # the input they may have edited.
-            specific["permissionDecision"] = "allow"
-            specific["permissionDecisionReason"] = outcome.reason or "approved"
-            if outcome.updated_input is not None:
-                specific["updatedInput"] = outcome.updated_input
-        elif outcome.result is not None:
-            # Claude Code cannot take a synthetic tool result: the tool is denied and the
-            # result handed to the model as the reason.
-            specific["permissionDecision"] = "deny"
-            specific["permissionDecisionReason"] = _as_text(outcome.result)
-        elif outcome.updated_input is not None:
-            # A rewrite is not a permission grant: Claude Code applies updatedInput without a
-            # decision and still runs its own permission checks on the rewritten call.
-            specific["updatedInput"] = outcome.updated_input
-            if outcome.explicitly_allowed:
-                specific["permissionDecision"] = "allow"
-                specific["permissionDecisionReason"] = "allowed by hookgate"
-    elif event == "PermissionRequest":
-        if outcome.blocked:
-            specific["decision"] = {"behavior": "deny", "message": outcome.reason or "denied"}
-        elif outcome.explicitly_allowed or approval == "approved":
-            specific["decision"] = {"behavior": "allow"}
-            if approval == "approved" and outcome.updated_input is not None:
-                specific["decision"]["updatedInput"] = outcome.updated_input
-    elif event == "UserPromptSubmit":
-        if outcome.blocked:
-            out["decision"] = "block"
-            out["reason"] = outcome.reason or "blocked by hookgate"
-        elif outcome.updated_input is not None:
-            # Claude Code cannot take a rewritten prompt; sending the original instead
-            # would drop what the hook did, so the prompt is stopped and the rewrite shown.
-            from hookgate.handlers.subprocess.runner import shorten
-
-            out["decision"] = "block"
-            out["reason"] = (
-                "a hook rewrote this prompt, which Claude Code cannot apply; rewritten prompt: "
-                + shorten(_as_text(outcome.updated_input), 2000)
-            )
-    elif event in _DECISION_BLOCK:
-        if outcome.blocked or recorded_blocks:
-            out["decision"] = "block"
-            out["reason"] = outcome.reason or "\n".join(recorded_blocks)
-        if event == "PostToolUse" and outcome.updated_input is not None:
-            specific["updatedToolOutput"] = outcome.updated_input
-        elif event == "PostToolUse" and "decision" in out:
-            # decision: block alone shows Claude the reason *beside* the output: a block
-            # withholds the output itself (issue 24: an injected output never reaches it).
-            from hookgate.tool_output import withheld_like, withheld_text
-
-            specific["updatedToolOutput"] = withheld_like(tool_response,
-                                                          withheld_text(out["reason"]))
-    elif event == "PreModelSwitch":
-        if outcome.blocked:
-            specific["permissionDecision"] = "deny"
-            specific["permissionDecisionReason"] = outcome.reason or "blocked by hookgate"
-    elif event in ("Elicitation", "ElicitationResult"):
-        if outcome.blocked:
-            specific["action"] = "decline"
-        elif event == "ElicitationResult" and isinstance(outcome.updated_input, Mapping):
-            specific["action"] = "accept"
-            specific["content"] = dict(outcome.updated_input)
-    elif event == "MessageDisplay" and isinstance(outcome.updated_input, str):
-        specific["displayContent"] = outcome.updated_input
     if context and event in _TAKES_CONTEXT:
         specific["additionalContext"] = context
     if outcome.abort is not None or not outcome.continue_:
@@ -397,6 +325,136 @@ def claude_answer(event: str, outcome: Outcome, tool_response: Any = None) -> Cl
     if len(specific) > 1:
         out["hookSpecificOutput"] = specific
     return ClaudeAnswer(exit_code=0, stdout=out or None, outcome=outcome)
+
+
+@dataclass(slots=True)
+class _Answer:
+    """One answer being written: the event's own part goes to ``out`` (top-level keys) and
+    ``specific`` (``hookSpecificOutput``), by one function per event."""
+
+    event: str
+    outcome: Outcome
+    #: The output a ``PostToolUse`` block withholds.
+    tool_response: Any
+    out: dict[str, Any]
+    specific: dict[str, Any]
+
+
+def _pre_tool_use(answer: _Answer) -> None:
+    outcome, specific = answer.outcome, answer.specific
+    approval = _approval_status(outcome)
+    if outcome.blocked:
+        specific["permissionDecision"] = _requested(outcome) or (
+            "ask" if approval == "pending" and _pending_asks() else "deny"
+        )
+        specific["permissionDecisionReason"] = outcome.reason or "blocked by hookgate"
+    elif approval == "approved":
+        # A person approved this call in hookgate (panel, API or CLI): grant it, with the
+        # input they may have edited.
+        specific["permissionDecision"] = "allow"
+        specific["permissionDecisionReason"] = outcome.reason or "approved"
+        if outcome.updated_input is not None:
+            specific["updatedInput"] = outcome.updated_input
+    elif outcome.result is not None:
+        # Claude Code cannot take a synthetic tool result: the tool is denied and the result
+        # handed to the model as the reason.
+        specific["permissionDecision"] = "deny"
+        specific["permissionDecisionReason"] = _as_text(outcome.result)
+    elif outcome.updated_input is not None:
+        # A rewrite is not a permission grant: Claude Code applies updatedInput without a
+        # decision and still runs its own permission checks on the rewritten call.
+        specific["updatedInput"] = outcome.updated_input
+        if outcome.explicitly_allowed:
+            specific["permissionDecision"] = "allow"
+            specific["permissionDecisionReason"] = "allowed by hookgate"
+
+
+def _permission_request(answer: _Answer) -> None:
+    outcome = answer.outcome
+    approval = _approval_status(outcome)
+    if outcome.blocked:
+        answer.specific["decision"] = {"behavior": "deny", "message": outcome.reason or "denied"}
+    elif outcome.explicitly_allowed or approval == "approved":
+        decision: dict[str, Any] = {"behavior": "allow"}
+        if approval == "approved" and outcome.updated_input is not None:
+            decision["updatedInput"] = outcome.updated_input
+        answer.specific["decision"] = decision
+
+
+def _user_prompt_submit(answer: _Answer) -> None:
+    outcome, out = answer.outcome, answer.out
+    if outcome.blocked:
+        out["decision"] = "block"
+        out["reason"] = outcome.reason or "blocked by hookgate"
+    elif outcome.updated_input is not None:
+        # Claude Code cannot take a rewritten prompt; sending the original instead would
+        # drop what the hook did, so the prompt is stopped and the rewrite shown.
+        from hookgate.handlers.subprocess.runner import shorten
+
+        out["decision"] = "block"
+        out["reason"] = (
+            "a hook rewrote this prompt, which Claude Code cannot apply; rewritten prompt: "
+            + shorten(_as_text(outcome.updated_input), 2000)
+        )
+
+
+def _decision_block(answer: _Answer) -> None:
+    """The events that take ``decision: block`` (:data:`_DECISION_BLOCK`)."""
+    outcome, out = answer.outcome, answer.out
+    recorded_blocks = [
+        entry.details.get("reason") or f"blocked by hook {entry.name or entry.hook_id!r}"
+        for entry in outcome.trace
+        if entry.decision == "block" and not outcome.blocked
+    ]
+    if outcome.blocked or recorded_blocks:
+        out["decision"] = "block"
+        out["reason"] = outcome.reason or "\n".join(recorded_blocks)
+    if answer.event != "PostToolUse":
+        return
+    if outcome.updated_input is not None:
+        answer.specific["updatedToolOutput"] = outcome.updated_input
+    elif "decision" in out:
+        # decision: block alone shows Claude the reason *beside* the output: a block
+        # withholds the output itself (issue 24: an injected output never reaches it).
+        from hookgate.tool_output import withheld_like, withheld_text
+
+        answer.specific["updatedToolOutput"] = withheld_like(
+            answer.tool_response, withheld_text(out["reason"])
+        )
+
+
+def _pre_model_switch(answer: _Answer) -> None:
+    outcome = answer.outcome
+    if outcome.blocked:
+        answer.specific["permissionDecision"] = "deny"
+        answer.specific["permissionDecisionReason"] = outcome.reason or "blocked by hookgate"
+
+
+def _elicitation(answer: _Answer) -> None:
+    outcome = answer.outcome
+    if outcome.blocked:
+        answer.specific["action"] = "decline"
+    elif answer.event == "ElicitationResult" and isinstance(outcome.updated_input, Mapping):
+        answer.specific["action"] = "accept"
+        answer.specific["content"] = dict(outcome.updated_input)
+
+
+def _message_display(answer: _Answer) -> None:
+    if isinstance(answer.outcome.updated_input, str):
+        answer.specific["displayContent"] = answer.outcome.updated_input
+
+
+#: The event's own part of an answer, by Claude Code event (the events of
+#: :data:`_DECISION_BLOCK` not named here: :func:`_decision_block`).
+_EVENT_ANSWERS: Final[Mapping[str, Callable[[_Answer], None]]] = {
+    "PreToolUse": _pre_tool_use,
+    "PermissionRequest": _permission_request,
+    "UserPromptSubmit": _user_prompt_submit,
+    "PreModelSwitch": _pre_model_switch,
+    "Elicitation": _elicitation,
+    "ElicitationResult": _elicitation,
+    "MessageDisplay": _message_display,
+}
 
 
 def _approval_status(outcome: Outcome) -> str | None:
