@@ -22,7 +22,8 @@ the action (never exit 1, never exit 2 with an empty stderr).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 from hookgate.integrations.agent_reply import BridgeReply, block_reason
@@ -73,64 +74,112 @@ def _text(value: Any) -> str:
 
 def codex_answer(event: str, outcome: Outcome, *, stop_blocks_so_far: int = 0) -> BridgeReply:
     """Codex's JSON for ``outcome`` on Codex event ``event``."""
-    reason = outcome.reason or "blocked by hookgate"
-    context = "\n\n".join(outcome.additional_context)
-    stopped = outcome.abort is not None or not outcome.continue_
-    notes: list[str] = []
-    out: dict[str, Any] = {}
-    specific: dict[str, Any] = {"hookEventName": event}
-    if event == "PreToolUse":
-        if outcome.blocked or stopped:
-            specific["permissionDecision"] = "deny"
-            specific["permissionDecisionReason"] = reason
-        elif outcome.result is not None:
-            # Codex takes no synthetic result: the call is denied, the result is the reason.
-            specific["permissionDecision"] = "deny"
-            specific["permissionDecisionReason"] = _text(outcome.result)
-        elif outcome.updated_input is not None:
-            specific["permissionDecision"] = "allow"
-            specific["updatedInput"] = outcome.updated_input
-        if context:
-            notes.append("Codex takes no context on PreToolUse: " + context)
-    elif event == "PostToolUse":
-        withheld = block_reason(outcome)
-        if withheld is not None or stopped:
-            out["decision"] = "block"
-            out["reason"] = withheld or reason
-        elif outcome.updated_input is not None:
-            # A rewritten output (a redaction): Codex shows the model the block's reason
-            # instead of the output, so the rewrite goes there.
-            out["decision"] = "block"
-            out["reason"] = _text(outcome.updated_input)
-        if context:
-            specific["additionalContext"] = context
-    elif event == "UserPromptSubmit":
-        if outcome.blocked or stopped:
-            out["decision"] = "block"
-            out["reason"] = reason
-        elif outcome.updated_input is not None:
-            out["decision"] = "block"
-            out["reason"] = ("a hook rewrote this prompt, which Codex cannot apply: "
-                             + _text(outcome.updated_input)[:2000])
-        elif context:
-            specific["additionalContext"] = context
-    elif event == "Stop":
-        if block_reason(outcome) is not None:
-            reason = block_reason(outcome) or reason
-            if stop_blocks_so_far < STOP_RETRIES:
-                out["decision"] = "block"
-                out["reason"] = reason
-            else:
-                notes.append(f"Stop blocked {stop_blocks_so_far} times in a row in this "
-                             f"session; letting the agent stop ({reason})")
-    elif event == "SessionStart":
-        if context:
-            specific["additionalContext"] = context
+    answer = _Answer(
+        event,
+        outcome,
+        outcome.reason or "blocked by hookgate",
+        "\n\n".join(outcome.additional_context),
+        outcome.abort is not None or not outcome.continue_,
+        stop_blocks_so_far,
+    )
+    write = _EVENT_ANSWERS.get(event)
+    if write is not None:
+        write(answer)
     elif outcome.blocked:
-        notes.append(f"{event} cannot be stopped in Codex: {reason}")
-    if len(specific) > 1:
-        out["hookSpecificOutput"] = specific
-    return BridgeReply(stdout=out or None, stderr="; ".join(notes))
+        answer.notes.append(f"{event} cannot be stopped in Codex: {answer.reason}")
+    out, specific = answer.out, answer.specific
+    if specific:
+        out["hookSpecificOutput"] = {"hookEventName": event, **specific}
+    return BridgeReply(stdout=out or None, stderr="; ".join(answer.notes))
+
+
+@dataclass(slots=True)
+class _Answer:
+    """One answer being written by its event's function: top-level keys in ``out``, the
+    ``hookSpecificOutput`` keys in ``specific``, what Codex cannot take in ``notes``."""
+
+    event: str
+    outcome: Outcome
+    reason: str
+    context: str
+    #: The outcome stops the agent (an abort, ``continue: false``).
+    stopped: bool
+    stop_blocks_so_far: int
+    out: dict[str, Any] = field(default_factory=dict)
+    specific: dict[str, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+
+def _pre_tool_use(answer: _Answer) -> None:
+    outcome, specific = answer.outcome, answer.specific
+    if outcome.blocked or answer.stopped:
+        specific["permissionDecision"] = "deny"
+        specific["permissionDecisionReason"] = answer.reason
+    elif outcome.result is not None:
+        # Codex takes no synthetic result: the call is denied, the result is the reason.
+        specific["permissionDecision"] = "deny"
+        specific["permissionDecisionReason"] = _text(outcome.result)
+    elif outcome.updated_input is not None:
+        specific["permissionDecision"] = "allow"
+        specific["updatedInput"] = outcome.updated_input
+    if answer.context:
+        answer.notes.append("Codex takes no context on PreToolUse: " + answer.context)
+
+
+def _post_tool_use(answer: _Answer) -> None:
+    outcome, out = answer.outcome, answer.out
+    withheld = block_reason(outcome)
+    if withheld is not None or answer.stopped:
+        out["decision"] = "block"
+        out["reason"] = withheld or answer.reason
+    elif outcome.updated_input is not None:
+        # A rewritten output (a redaction): Codex shows the model the block's reason instead
+        # of the output, so the rewrite goes there.
+        out["decision"] = "block"
+        out["reason"] = _text(outcome.updated_input)
+    if answer.context:
+        answer.specific["additionalContext"] = answer.context
+
+
+def _user_prompt_submit(answer: _Answer) -> None:
+    outcome, out = answer.outcome, answer.out
+    if outcome.blocked or answer.stopped:
+        out["decision"] = "block"
+        out["reason"] = answer.reason
+    elif outcome.updated_input is not None:
+        out["decision"] = "block"
+        out["reason"] = ("a hook rewrote this prompt, which Codex cannot apply: "
+                         + _text(outcome.updated_input)[:2000])
+    elif answer.context:
+        answer.specific["additionalContext"] = answer.context
+
+
+def _stop(answer: _Answer) -> None:
+    withheld = block_reason(answer.outcome)
+    if withheld is None:
+        return
+    reason = withheld or answer.reason
+    if answer.stop_blocks_so_far < STOP_RETRIES:
+        answer.out["decision"] = "block"
+        answer.out["reason"] = reason
+    else:
+        answer.notes.append(f"Stop blocked {answer.stop_blocks_so_far} times in a row in this "
+                            f"session; letting the agent stop ({reason})")
+
+
+def _session_start(answer: _Answer) -> None:
+    if answer.context:
+        answer.specific["additionalContext"] = answer.context
+
+
+#: The event's own part of an answer, by Codex event (any other: a block is only noted).
+_EVENT_ANSWERS: Final[Mapping[str, Callable[[_Answer], None]]] = {
+    "PreToolUse": _pre_tool_use,
+    "PostToolUse": _post_tool_use,
+    "UserPromptSubmit": _user_prompt_submit,
+    "Stop": _stop,
+    "SessionStart": _session_start,
+}
 
 
 def failure_answer(event: str | None, message: str) -> BridgeReply:
