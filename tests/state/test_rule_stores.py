@@ -92,12 +92,12 @@ async def test_concurrent_admits_never_overshoot_the_limit(
     key = counter()
     answers = await asyncio.gather(*(
         (first if n % 2 else second).admit(key, 7, 60.0) for n in range(40)))
-    admitted = sorted(answer.count for answer in answers if answer.admitted)
+    admitted = sorted(answer.calls for answer in answers if answer.admitted)
     assert admitted == [1, 2, 3, 4, 5, 6, 7]  # each slot taken once, no lost update
-    assert all(answer.count == 7 for answer in answers if not answer.admitted)
+    assert all(answer.calls == 7 for answer in answers if not answer.admitted)
     assert await first.peek(key) == 7 and await second.peek(key) == 7
     # Another tenant, same parts: a counter of its own.
-    assert (await second.admit(counter(tenant="t2"), 7, 60.0)).count == 1
+    assert (await second.admit(counter(tenant="t2"), 7, 60.0)).calls == 1
 
 
 async def test_a_counter_starts_again_once_expired(
@@ -113,7 +113,7 @@ async def test_a_counter_starts_again_once_expired(
     else:
         await wait_until_async(lambda: _gone(first, key), "the Redis counter expired", 10)
     assert await first.peek(key) == 0
-    assert (await second.admit(key, 1, ttl)).count == 1
+    assert (await second.admit(key, 1, ttl)).calls == 1
 
 
 async def _gone(store: RuleStateStore, key: RuleKey) -> bool:

@@ -19,29 +19,26 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import NamedTuple, Protocol, runtime_checkable
 
 __all__ = ["Admission", "RuleKey", "RuleStateStore", "Stamp", "hashed_name"]
 
 
-@dataclass(frozen=True, slots=True)
-class RuleKey:
-    """One counter or stamp. ``parts`` name it within the tenant (kind, hook id or pattern,
-    ``per``, the session or agent id, the window); a JSON list keeps them apart whatever
-    characters an agent puts in its session id."""
+class RuleKey(NamedTuple):
+    """One counter or stamp. ``parts`` name it within the tenant (kind, the rule's identity
+    or pattern, ``per``, the session or agent id, the window); a JSON list keeps them apart
+    whatever characters an agent puts in its session id. (A NamedTuple: made per event.)"""
 
     tenant_id: str
     parts: tuple[str | int, ...]
 
 
-@dataclass(frozen=True, slots=True)
-class Admission:
-    """What :meth:`RuleStateStore.admit` decided: ``count`` is the new count when admitted,
+class Admission(NamedTuple):
+    """What :meth:`RuleStateStore.admit` decided: ``calls`` is the new count when admitted,
     the count that filled the limit when not."""
 
     admitted: bool
-    count: int
+    calls: int
 
 
 class Stamp(NamedTuple):

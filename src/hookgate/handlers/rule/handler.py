@@ -27,7 +27,7 @@ from hookgate.state.binding import store_for
 from hookgate.state.rules import Admission, RuleStateStore
 from hookgate.state.stores import MemoryStateStore
 
-__all__ = ["RuleHandler", "clock_of", "rule_store"]
+__all__ = ["RuleHandler", "clock_of", "keeps_rules", "rule_store"]
 
 
 def clock_of(store: object) -> Callable[[], float]:
@@ -37,13 +37,25 @@ def clock_of(store: object) -> Callable[[], float]:
     return clock if callable(clock) else time.time
 
 
+#: Whether a store class keeps rule state (a protocol check is slow: once per class).
+_KEEPS_RULES: dict[type, bool] = {}
+
+
+def keeps_rules(store: object) -> bool:
+    kind = type(store)
+    known = _KEEPS_RULES.get(kind)
+    if known is None:
+        known = _KEEPS_RULES[kind] = isinstance(store, RuleStateStore)
+    return known
+
+
 def rule_store(services: Services) -> RuleStateStore:
     """The engine's hook state store, which must keep rule state (every hookgate store
     does; a store of the embedding program's own may not)."""
     store = store_for(services)
-    if not isinstance(store, RuleStateStore):
+    if not keeps_rules(store):
         raise HookError(f"the hook state store {type(store).__name__} keeps no rule state")
-    return store
+    return store  # type: ignore[return-value]
 
 
 class RuleHandler(Handler):
@@ -91,14 +103,14 @@ class RuleHandler(Handler):
     def _judge_now(
         self, rule: judge.CompiledRule, store: MemoryStateStore, event: HookEvent
     ) -> HookResult | None:
-        payload = event  # the event view is the payload's mapping
+        payload = event.payload
         refused = judge.missing_subject(rule, payload)
         if refused is not None:
             return refused
         now = store.clock()
         if rule.needs:
-            stamps = store.recall_now(judge.history_keys(rule, payload))
-            verdict = judge.history_verdict(rule, payload, stamps, now)
+            keys = judge.history_keys(rule, payload)
+            verdict = judge.history_verdict(rule, payload, keys, store.recall_now(keys), now)
             if verdict is not None:
                 return verdict
         if rule.config.limit is None:
@@ -119,8 +131,9 @@ class RuleHandler(Handler):
         now = clock_of(store)()
         try:
             if rule.needs:
-                stamps = await store.recall(judge.history_keys(rule, payload))
-                verdict = judge.history_verdict(rule, payload, stamps, now)
+                keys = judge.history_keys(rule, payload)
+                stamps = await store.recall(keys)
+                verdict = judge.history_verdict(rule, payload, keys, stamps, now)
                 if verdict is not None:
                     return verdict
             if rule.config.limit is None:

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from hookgate.compiled_hook import HookList
 from hookgate.handlers.rule import judge
-from hookgate.handlers.rule.handler import clock_of
+from hookgate.handlers.rule.handler import clock_of, keeps_rules
 from hookgate.log import log_event
 from hookgate.outcome import HookError, Outcome
 from hookgate.state.binding import store_for
@@ -124,7 +124,7 @@ class SessionHistory:
 
     def _store(self) -> RuleStateStore | None:
         store = store_for(self.engine.services)
-        return store if isinstance(store, RuleStateStore) else None
+        return store if keeps_rules(store) else None  # type: ignore[return-value]
 
     async def keep(self, stamps: Sequence[Stamp], outcome: Outcome | None) -> None:
         """Record ``stamps`` for an event that was not blocked. A ``pre_tool_use`` whose
@@ -141,7 +141,7 @@ class SessionHistory:
 
     def keep_now(self, stamps: Sequence[Stamp], outcome: Outcome | None) -> bool:
         """:meth:`keep` without an event loop; False when the store needs one."""
-        store = self._store()
+        store = store_for(self.engine.services)
         if not isinstance(store, MemoryStateStore):
             return False
         try:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
@@ -78,6 +78,8 @@ class CompiledRule:
     needs: tuple[Needs, ...]
     #: What the engine records for this rule.
     watches: tuple[Watch, ...]
+    #: Every ``per`` the rule counts by (its event must carry each id).
+    pers: tuple[str, ...]
 
 
 def rule_identity(hook: HookDefinition, model: RuleConfig) -> str:
@@ -113,7 +115,9 @@ def compile_rule(hook: HookDefinition) -> CompiledRule:
         for pattern in need.patterns
     )
     name = hook.name or hook.id
-    return CompiledRule(name, rule_identity(hook, model), model, tuple(needs), watches)
+    pers = [need.per for need in needs] + ([model.limit.per] if model.limit else [])
+    return CompiledRule(name, rule_identity(hook, model), model, tuple(needs), watches,
+                        tuple(dict.fromkeys(pers)))
 
 
 def subject_of(per: str, payload: Mapping[str, Any]) -> str | None:
@@ -140,11 +144,8 @@ def _block(rule: CompiledRule, reason: str, **details: Any) -> HookResult:
 def missing_subject(rule: CompiledRule, payload: Mapping[str, Any]) -> HookResult | None:
     """A block when the event lacks an id the rule counts per: the rule cannot be kept, and
     an agent must not slip past it by leaving its session id out."""
-    pers = [need.per for need in rule.needs]
-    if rule.config.limit is not None:
-        pers.append(rule.config.limit.per)
-    for per in pers:
-        if subject_of(per, payload) is None:
+    for per in rule.pers:
+        if per != "tenant" and payload.get(_SUBJECT_FIELD[per]) in (None, ""):
             return _block(rule, f"the event has no {_NAMED[per]}, so the rule cannot be kept")
     return None
 
@@ -160,16 +161,20 @@ def history_keys(rule: CompiledRule, payload: Mapping[str, Any]) -> list[RuleKey
 
 
 def history_verdict(
-    rule: CompiledRule, payload: Mapping[str, Any], stamps: Mapping[RuleKey, float], now: float
+    rule: CompiledRule,
+    payload: Mapping[str, Any],
+    keys: Sequence[RuleKey],
+    stamps: Mapping[RuleKey, float],
+    now: float,
 ) -> HookResult | None:
-    """A block when a history check fails, else ``None``."""
-    tenant = tenant_of(payload)
+    """A block when a history check fails, else ``None``; ``keys`` are
+    :func:`history_keys`'s, in its order."""
     tool = payload.get("tool_name") or "this call"
+    place = iter(keys)
     for need in rule.needs:
-        subject = subject_of(need.per, payload) or ""
         times = []
-        for pattern in need.patterns:
-            at = stamps.get(stamp_key(tenant, need.kind, need.per, subject, pattern))
+        for _pattern in need.patterns:
+            at = stamps.get(next(place))
             if at is not None and need.within_s is not None and now - at > need.within_s:
                 at = None  # older than the rule looks back
             times.append(at)
@@ -214,16 +219,18 @@ def limit_key(rule: CompiledRule, payload: Mapping[str, Any], now: float
     return key, ends_in
 
 
-def limit_verdict(rule: CompiledRule, admission: Admission, ends_in: float) -> HookResult:
-    """The limit's answer: a block naming the count when full; else the count, as details."""
+def limit_verdict(rule: CompiledRule, admission: Admission, ends_in: float
+                  ) -> HookResult | None:
+    """A block naming the count when the limit is full; else ``None``: an admitted call
+    abstains (the chain's cheapest answer: a rule costs an event little more than its
+    counter)."""
+    if admission.admitted:
+        return None
     limit = rule.config.limit
     assert limit is not None
-    if not admission.admitted:
-        return _block(
-            rule,
-            f"{admission.count} of {limit.count} calls per {limit.per} in {limit.window_s:g} s "
-            f"used; the window ends in {ends_in:.0f} s",
-            count=admission.count, limit=limit.count,
-        )
-    return HookResult(details={"rule": rule.name, "count": admission.count,
-                               "limit": limit.count})
+    return _block(
+        rule,
+        f"{admission.calls} of {limit.count} calls per {limit.per} in {limit.window_s:g} s "
+        f"used; the window ends in {ends_in:.0f} s",
+        count=admission.calls, limit=limit.count,
+    )
