@@ -264,3 +264,15 @@ def test_a_rule_runs_no_host_code_so_every_edition_offers_it() -> None:
     for edition in ("lite", "standard"):
         assert offered("rule", edition)
         assert handler_problems("rule", config, edition=edition, filtered=True) == []
+
+
+def test_a_shadow_rule_counts_and_says_what_it_would_have_blocked() -> None:
+    hook = rule("cap", "^x$", limit={"count": 1, "window_s": 60})
+    engine = engine_with({**hook, "mode": "shadow"})
+    try:
+        outcomes = [call(engine, "x") for _ in range(2)]
+        assert [o.decision for o in outcomes] == ["allow", "allow"]
+        assert [row.decision for o in outcomes for row in o.shadow] == ["abstain", "would_block"]
+        assert "1 of 1" in outcomes[1].shadow[0].details["reason"]
+    finally:
+        engine.close()
