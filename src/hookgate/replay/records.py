@@ -24,9 +24,10 @@ class Unreadable(Exception):
     """A record replay cannot use; the message says why (never its content)."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class RecordedDispatch:
-    """One dispatch as replay needs it."""
+    """One dispatch as replay needs it (made once per record: not frozen, which costs a
+    ``object.__setattr__`` per field). Treat as read-only."""
 
     id: str
     tenant_id: str
@@ -42,6 +43,9 @@ class RecordedDispatch:
     blocking: bool | None
     #: Recorded replies of the hooks that called out, by hook name (in chain order).
     answers: Mapping[str, Sequence[Mapping[str, Any]]]
+
+
+_NO_ANSWERS: Mapping[str, Sequence[Mapping[str, Any]]] = {}
 
 
 def before_decision(row: DispatchRow) -> str:
@@ -64,23 +68,25 @@ def open_recorded(row: DispatchRow, keyring: Keyring | None) -> RecordedDispatch
         raise Unreadable(f"the sealed input does not open: {exc}") from None
     except ValueError:  # orjson.JSONDecodeError
         raise Unreadable("the sealed content is not JSON") from None
-    if not isinstance(detail, Mapping):
+    # orjson makes dicts: exact type checks (an ABC check costs a µs per record).
+    if detail.__class__ is not dict:
         raise Unreadable("the sealed content is not an object")
     payload = detail.get("payload")
-    if not isinstance(payload, Mapping):
+    if payload.__class__ is not dict:
         raise Unreadable("no input was kept with it")
     blocking = detail.get("blocking")
+    answers = detail.get("answers")
     return RecordedDispatch(
-        id=row.id,
-        tenant_id=row.tenant_id,
-        event=row.event,
-        tool_name=row.tool_name,
-        before=before_decision(row),
-        before_reason=row.reason,
-        created_at=row.created_at,
-        payload=payload,
-        blocking=blocking if isinstance(blocking, bool) else None,
-        answers=_answers(detail.get("answers")),
+        row.id,
+        row.tenant_id,
+        row.event,
+        row.tool_name,
+        "ask" if row.approval_id else row.decision,
+        row.reason,
+        row.created_at,
+        payload,
+        blocking if blocking.__class__ is bool else None,
+        _answers(answers) if answers else _NO_ANSWERS,
     )
 
 

@@ -24,9 +24,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
-from hookgate.audit import redact, truncate
 from hookgate.chain import Call, ChainSettings, HookReply, Reply, drive_sync, run_chain
 from hookgate.definition import HookDefinition
 from hookgate.engine import Engine
@@ -46,10 +45,10 @@ from hookgate.state.stores import MemoryStateStore
 __all__ = ["RecordedHandler", "Replayer", "Verdict"]
 
 
-@dataclass(frozen=True, slots=True)
-class Verdict:
+class Verdict(NamedTuple):
     """What the candidate decides for one recorded input: ``allow``, ``block``, ``ask``
-    (a person would be asked) or ``unknown`` (a hook could not be replayed), and why; and
+    (a person would be asked) or ``unknown`` (a hook could not be replayed), and why (as the
+    hooks said it: the report redacts what it shows); and
     what each shadow hook would have done (``(name, would_block)``, …)."""
 
     decision: str
@@ -127,17 +126,15 @@ class RecordedHandler(Handler):
         return self._answer(call.hook)
 
 
-def _restore_timeouts(replies: Sequence[Reply]) -> list[Reply]:
-    fixed: list[Reply] = []
-    for reply in replies:
-        if reply.__class__ is HookReply and isinstance(reply[1], _RecordedTimeout):
-            reply = HookReply(None, None, True, reply[1].ms)
-        fixed.append(reply)
-    return fixed
-
-
-def _text(value: str | None) -> str | None:
-    return truncate(redact(value)) if value else None
+def _restore_timeouts(replies: Sequence[Reply]) -> Sequence[Reply]:
+    """The replies with each recorded timeout a timeout again (the list as it is when there
+    is none: the common case)."""
+    for index, reply in enumerate(replies):
+        if reply.__class__ is HookReply and reply[1].__class__ is _RecordedTimeout:
+            fixed = list(replies)
+            fixed[index] = HookReply(None, None, True, reply[1].ms)
+            return _restore_timeouts(fixed)
+    return replies
 
 
 class Replayer:
@@ -207,7 +204,7 @@ class Replayer:
         recordings.missing = []
         resolved = engine._resolve(recorded.event, recorded.payload, {}, blocking)
         if isinstance(resolved, Outcome):
-            return Verdict(resolved.decision, _text(resolved.reason))  # no hook to run
+            return Verdict(resolved.decision, resolved.reason)  # no hook to run
         spec, data, selected, queued, stamps = resolved
         if queued and stamps:
             await engine._keep_history(stamps, None)  # kept before the chain, as live
@@ -225,14 +222,14 @@ class Replayer:
         if recordings.missing:
             why = "; ".join(recordings.missing)
             hint = "" if self.live else " (replay with --live to call it)"
-            return Verdict("unknown", _text(f"not replayed: {why}{hint}"), would)
+            return Verdict("unknown", f"not replayed: {why}{hint}", would)
         pending = outcome.pending_approval
         if pending is not None:
             named = pending.reason or f"hook {pending.definition.name!r} asks"
-            return Verdict("ask", _text(named), would)
+            return Verdict("ask", named, would)
         if not spec.blocking:
             return Verdict("allow", None, would)  # a non-blocking chain never decides
-        return Verdict(outcome.decision, _text(outcome.reason), would)
+        return Verdict(outcome.decision, outcome.reason, would)
 
     async def _run(self, spec: Any, data: Mapping[str, Any], hooks: Sequence[Any]) -> Outcome:
         runner, settings = self._runner, self._chain_settings

@@ -53,10 +53,14 @@ class Change:
 
 
 def _reason(recorded: RecordedDispatch, verdict: Verdict) -> str | None:
+    """Why it changed, redacted and cut as the dispatch API shows a reason (only for the
+    changes listed: most replayed dispatches never need it)."""
     if verdict.decision in ("block", "ask", "unknown") or verdict.reason:
-        return verdict.reason
-    before = f": {recorded.before_reason}" if recorded.before_reason else ""
-    return truncate(redact(f"no hook {recorded.before}s it now (before{before})"))
+        text = verdict.reason
+    else:
+        before = f": {recorded.before_reason}" if recorded.before_reason else ""
+        text = f"no hook {recorded.before}s it now (before{before})"
+    return truncate(redact(text)) if text else None
 
 
 @dataclass(slots=True)

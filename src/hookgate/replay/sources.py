@@ -2,8 +2,10 @@
 export file.
 
 The replay export (``GET /api/v1/dispatches/export?format=jsonl``, admins) is JSON lines, one
-record each: the readable columns as the dispatch API shows them (``created_at`` in Unix
-seconds), plus ``sealed_detail``, the sealed input and outcall answers exactly as stored
+record each, oldest first: the readable columns replay reads (``id``, ``tenant_id``,
+``event``, ``event_id``, ``tool_name``, ``agent_id``, ``session_id``, ``decision``,
+``reason``, ``duration_ms``, ``approval_id``, ``refused``, ``created_at`` in Unix seconds),
+plus ``sealed_detail``, the sealed input and outcall answers exactly as stored
 (base64 of the AES-256-GCM blob, bound to the dispatch id). No input is in the file in plain
 text: replaying it needs the gateway's key. The readable columns are not sealed, so replay
 trusts only what the seal holds: a record whose tenant differs from its sealed input's is
@@ -53,7 +55,6 @@ def export_line(row: DispatchRow) -> bytes:
         "decision": row.decision,
         "reason": row.reason,
         "duration_ms": row.duration_ms,
-        "hooks": [dict(hook) for hook in row.hooks],
         "approval_id": row.approval_id,
         "refused": row.refused,
         "created_at": row.created_at,
@@ -89,7 +90,6 @@ def _row(data: Any) -> DispatchRow:
             detail = base64.b64decode(sealed, validate=True)
         except (binascii.Error, ValueError):
             raise ValueError("sealed_detail is not base64") from None
-    hooks = data.get("hooks")
     return DispatchRow(
         id=dispatch_id,
         tenant_id=tenant,
@@ -102,7 +102,6 @@ def _row(data: Any) -> DispatchRow:
         agent_id=_text(data, "agent_id"),
         session_id=_text(data, "session_id"),
         reason=_text(data, "reason"),
-        hooks=hooks if isinstance(hooks, list) else [],
         approval_id=_text(data, "approval_id"),
         refused=_text(data, "refused"),
         detail=detail,

@@ -122,6 +122,34 @@ def dispatch_from_row(row: Row) -> DispatchRow:
     )
 
 
+#: What replay reads of a record, read positionally (no JSON column is parsed).
+_REPLAY_COLUMNS: Final = (
+    "seq, id, tenant_id, event, event_id, decision, duration_ms, created_at, tool_name, "
+    "agent_id, session_id, reason, approval_id, refused, detail"
+)
+
+
+def _replay_row(row: Sequence[Any]) -> DispatchRow:
+    detail = row[14]
+    return DispatchRow(
+        id=row[1],
+        tenant_id=row[2],
+        event=row[3],
+        event_id=row[4],
+        decision=row[5],
+        duration_ms=row[6],
+        created_at=row[7],
+        tool_name=row[8],
+        agent_id=row[9],
+        session_id=row[10],
+        reason=row[11],
+        approval_id=row[12],
+        refused=row[13],
+        detail=bytes(detail) if detail is not None else None,
+        seq=row[0],
+    )
+
+
 def _dispatch_filters(caller: Caller, query: DispatchQuery) -> tuple[list[str], list[Any]]:
     """The WHERE terms (and their arguments) of a dispatch query, scoped to the caller."""
     where: list[str] = []
@@ -264,18 +292,20 @@ class DispatchTable(SqlBackend):
         self, caller: Caller, query: DispatchQuery, after_seq: int = 0
     ) -> tuple[DispatchRow, ...]:
         """Up to ``query.limit`` records after ``after_seq``, oldest first (replay reads a
-        window in the order it was written); filtered and scoped like :meth:`query_dispatches`."""
+        window in the order it was written); filtered and scoped like :meth:`query_dispatches`.
+        Only the columns replay reads: ``hooks`` and ``approval`` are left empty."""
         where, args = _dispatch_filters(caller, query)
         where.append("seq > ?")
         args.append(int(after_seq))
         limit = max(1, min(int(query.limit), REPLAY_PAGE))
         async with self._read() as sql:
-            rows = await sql.fetch(
-                f"SELECT seq, {DISPATCH_COLUMNS} FROM dispatch_records "
+            rows = await self._chain_page(
+                sql,
+                f"SELECT {_REPLAY_COLUMNS} FROM dispatch_records "
                 f"WHERE {' AND '.join(where)} ORDER BY seq LIMIT {limit}",
                 *args,
             )
-        return tuple(dispatch_from_row(row) for row in rows)
+        return tuple(_replay_row(row) for row in rows)
 
     async def count_dispatches(self, caller: Caller, query: DispatchQuery) -> int:
         """How many records the filters select (the cursor and limit are ignored)."""
