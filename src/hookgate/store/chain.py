@@ -1,42 +1,65 @@
-"""The audit hash chain: each tenant's dispatch records, linked by SHA-256.
+"""The audit hash chain: each tenant's dispatch records, and each record's hook rows, linked
+by SHA-256.
 
-A record's place in its tenant's chain is ``chain_seq`` (1, 2, … in write order). Its hash is
+A record's place in its tenant's chain is ``chain_seq`` (1, 2, … in write order). Records
+written since schema 17 are hashed in one step over their stored form:
 
-    record_hash = SHA-256(prev_hash ":" chain_seq ":" SHA-256(canonical content))
+    record_hash = SHA-256(prev_hash ":" chain_seq ":" content detail)
 
-where the canonical content is the record's stored columns (:data:`CHAIN_COLUMNS`, JSON
-columns parsed and written back with sorted keys, the sealed ``detail`` as its SHA-256) and
+where ``content`` is a JSON array of the record's stored columns (:data:`CHAIN_COLUMNS`, the
+JSON columns as their stored text: PostgreSQL keeps them as ``json``, which keeps the text
+written, not ``jsonb``, which rewrites it; ``detail`` as its length), then its
+``hook_rows``, and ``detail`` (the sealed bytes) follows the array (its length in the array
+keeps the split unambiguous). ``hook_rows`` names the record's hook rows
+(``hook_executions`` with its ``dispatch_id``) in write order (``seq``), each with the digest
+of its stored columns (:func:`hook_row_digest`), so altering, removing, adding or reordering a
+hook row changes what the record's hash covers. Records written under schemas 11 to 16 have no
+``hook_rows`` (NULL) and keep their first form (:func:`legacy_record_hash`: the content
+parsed and re-encoded with sorted keys, its own digest, then the link).
+
 ``prev_hash`` is the previous record's hash (:data:`GENESIS` before the first). A head row per
 tenant checkpoints the last place and hash, and the base the chain starts from (place 0 and
 :data:`GENESIS`, or the last record retention deleted).
 
+A column added to :data:`CHAIN_COLUMNS` (or to the hook rows' columns) after schema 17 must
+be NULL in the rows written before it: past the schema-17 columns a NULL is left out of the
+hash (a set one is hashed with its name), so older records keep their hashes.
+
 :class:`ChainWalker` checks one tenant's chain in order and stops at the first record that
-was altered (its content no longer gives its hash), removed (a place is missing, or the head
-names more than there is) or reordered (places out of write order, or a link that does not
-follow). The walk is linear in the number of records and keeps nothing but the last link.
+was altered (its content no longer gives its hash, or a hook row no longer gives its digest),
+removed (a place or a hook row is missing, or the head names more than there is) or
+reordered (places out of write order, a link that does not follow, a hook row moved). The
+walk is linear in the number of records and keeps nothing but the last link.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
 import orjson
 
 __all__ = [
+    "CHAIN_BASE",
     "CHAIN_COLUMNS",
     "GENESIS",
+    "HOOK_ROW_BASE",
     "ChainBreak",
     "ChainEntry",
     "ChainHead",
     "ChainReport",
     "ChainWalker",
     "TenantChain",
+    "chain_content",
     "content_digest",
+    "hook_row_digest",
+    "hook_rows_text",
+    "legacy_record_hash",
     "link_hash",
+    "record_hash",
 ]
 
 #: The hash "before" the first record of a chain.
@@ -49,11 +72,20 @@ CHAIN_COLUMNS: Final = (
     "input_summary, trace_id, detail, created_at"
 )
 _NAMES: Final = tuple(name.strip() for name in CHAIN_COLUMNS.split(","))
+#: How many of :data:`CHAIN_COLUMNS` schema 17 had: every one is hashed; later ones only
+#: when set (see the module's text).
+CHAIN_BASE: Final = 21
+_LEGACY: Final = _NAMES[:CHAIN_BASE]
 _HOOKS: Final = _NAMES.index("hooks")
 _APPROVAL: Final = _NAMES.index("approval")
 _DETAIL: Final = _NAMES.index("detail")
+#: How many of the hook rows' chained columns schema 17 had (see hook_row_digest).
+HOOK_ROW_BASE: Final = 22
 
 BreakKind = Literal["altered", "removed", "reordered"]
+
+_sha256 = hashlib.sha256
+_dumps = orjson.dumps
 
 
 def _parsed(value: Any) -> Any:
@@ -67,28 +99,88 @@ def _parsed(value: Any) -> Any:
     return value
 
 
-def _dump(items: list[Any]) -> bytes:
+def _dump(items: list[Any], option: int | None = None) -> bytes:
     try:
-        return orjson.dumps(items, option=orjson.OPT_SORT_KEYS)
+        return _dumps(items, option=option)
     except TypeError:  # integers past 64 bits: the standard library writes them
         return json.dumps(items, sort_keys=True, separators=(",", ":")).encode()
 
 
 def content_digest(values: Sequence[Any]) -> bytes:
-    """SHA-256 of a record's canonical content; ``values`` in :data:`CHAIN_COLUMNS` order."""
-    items = list(values)
+    """Schema 11's content digest (records without ``hook_rows``): SHA-256 of the record's
+    first 21 columns, JSON parsed and re-encoded with sorted keys, ``detail`` as its hex
+    SHA-256."""
+    items = list(values[:CHAIN_BASE])
     items[_HOOKS] = _parsed(items[_HOOKS])
     if items[_APPROVAL] is not None:
         items[_APPROVAL] = _parsed(items[_APPROVAL])
     detail = items[_DETAIL]
     if detail is not None:
         items[_DETAIL] = hashlib.sha256(bytes(detail)).hexdigest()
-    return hashlib.sha256(_dump(items)).digest()
+    return hashlib.sha256(_dump(items, orjson.OPT_SORT_KEYS)).digest()
 
 
 def link_hash(prev_hash: str, chain_seq: int, digest: bytes) -> str:
-    """A record's hash: its content digest bound to its place and the previous hash."""
+    """Schema 11's link: a content digest bound to its place and the previous hash."""
     return hashlib.sha256(b"%s:%d:%s" % (prev_hash.encode(), chain_seq, digest)).hexdigest()
+
+
+def legacy_record_hash(prev_hash: str, chain_seq: int, values: Sequence[Any]) -> str:
+    """The hash of a record written under schemas 11 to 16."""
+    return link_hash(prev_hash, chain_seq, content_digest(values))
+
+
+def _extras(names: Sequence[str], values: Sequence[Any], base: int) -> list[Any]:
+    # Columns added after schema 17: set ones only, each with its name.
+    extra: list[Any] = []
+    for index in range(base, len(values)):
+        if values[index] is not None:
+            extra += (names[index], values[index])
+    return extra
+
+
+def chain_content(values: Sequence[Any], hook_rows: str) -> bytes:
+    """What a record's hash covers after its place (``values`` in :data:`CHAIN_COLUMNS`
+    order, JSON columns as their stored text): one JSON array, then ``detail``."""
+    items = list(values)
+    detail = items[_DETAIL]
+    if detail is not None:
+        detail = bytes(detail)
+        items[_DETAIL] = len(detail)
+    if len(items) > CHAIN_BASE:
+        items[CHAIN_BASE:] = _extras(_NAMES, values, CHAIN_BASE)
+    items.append(hook_rows)
+    body = _dump(items)
+    return body + detail if detail is not None else body
+
+
+def record_hash(prev_hash: str, chain_seq: int, content: bytes) -> str:
+    """A record's hash (schema 17 on): its content bound to its place and the previous hash."""
+    return _sha256(b"%s:%d:%s" % (prev_hash.encode(), chain_seq, content)).hexdigest()
+
+
+def hook_row_digest(values: Sequence[Any], names: Sequence[str], detail_index: int) -> str:
+    """The digest of one hook row as stored: its chained columns (``names``; ``error_detail``
+    at ``detail_index``, hashed after the array). Its place among its record's rows is
+    where :func:`hook_rows_text` lists it."""
+    items = list(values)
+    detail = values[detail_index]
+    if detail is not None:
+        detail = bytes(detail)
+        items[detail_index] = len(detail)
+    if len(values) > HOOK_ROW_BASE:
+        items[HOOK_ROW_BASE:] = _extras(names, values, HOOK_ROW_BASE)
+    body = _dump(items)
+    return _sha256(body + detail if detail is not None else body).hexdigest()
+
+
+def hook_rows_text(rows: Sequence[tuple[str, str]]) -> str:
+    """A record's ``hook_rows``: ``id=digest`` per hook row in write order, ``;`` between."""
+    return ";".join(f"{row_id}={digest}" for row_id, digest in rows)
+
+
+def _hook_map(text: str) -> dict[str, str]:
+    return dict(part.split("=", 1) for part in text.split(";") if "=" in part) if text else {}
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,6 +215,8 @@ class ChainEntry:
     #: The table's insertion order (``dispatch_records.seq``); 0 for a gap.
     write_seq: int = 0
     values: Sequence[Any] | None = None
+    #: The record's stored ``hook_rows`` (None: written before schema 17, or a gap).
+    hook_rows: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,6 +248,8 @@ class TenantChain:
     problem: ChainBreak | None = None
     #: Records written before the chain existed (schema 11), outside it.
     unchained: int = 0
+    #: Hook rows whose digests were checked (those of records written since schema 17).
+    hook_rows: int = 0
 
     @property
     def intact(self) -> bool:
@@ -165,6 +261,7 @@ class TenantChain:
             "intact": self.intact,
             "records": self.records,
             "unchained": self.unchained,
+            "hook_rows": self.hook_rows,
             "head": self.head.to_dict() if self.head else None,
             "problem": self.problem.to_dict() if self.problem else None,
         }
@@ -198,13 +295,74 @@ class ChainWalker:
     def __init__(self, head: ChainHead) -> None:
         self.head = head
         self.records = 0
+        self.hook_rows = 0
         self.problem: ChainBreak | None = None
         self._seq = head.base_seq
         self._hash = head.base_hash
         self._write_seq = 0
         self._last_id: str | None = None
 
-    def feed(self, entry: ChainEntry) -> bool:
+    def walk(self, rows: Sequence[Sequence[Any]], found: Mapping[str, str]) -> bool:
+        """Check a page of records in place order, without gaps: each row is ``seq,
+        chain_seq, prev_hash, record_hash, hook_rows`` then :data:`CHAIN_COLUMNS`; ``found``
+        maps a record's id to its hook rows as they are now (:func:`hook_rows_text`).
+        False once the chain is broken (stop walking)."""
+        if self.problem is not None:
+            return False
+        place, prev, write_seq = self._seq, self._hash, self._write_seq
+        prev_bytes = prev.encode()
+        sha, content = _sha256, chain_content
+        checked = hooks = 0
+        last_id = self._last_id
+        for row in rows:
+            stored_hooks = row[4]
+            if (
+                stored_hooks is None  # an older record: its own form, through feed_record
+                or row[1] != place + 1
+                or row[2] != prev
+                or row[0] <= write_seq
+                or found.get(row[5], "") != stored_hooks
+            ):
+                self._seq, self._hash, self._write_seq, self._last_id = (
+                    place, prev, write_seq, last_id
+                )
+                self.records += checked
+                self.hook_rows += hooks
+                checked = hooks = 0
+                if not self.feed_record(
+                    row[1], row[2], row[3], row[5], row[0], row[5:], stored_hooks, found
+                ):
+                    return False
+                place, prev, write_seq, last_id = (
+                    self._seq, self._hash, self._write_seq, self._last_id
+                )
+                prev_bytes = prev.encode()
+                continue
+            place += 1
+            now = sha(b"%s:%d:%s" % (prev_bytes, place, content(row[5:], stored_hooks)))
+            current = now.hexdigest()
+            if current != row[3]:
+                self._seq, self._hash, self._write_seq, self._last_id = (
+                    place - 1, prev, write_seq, last_id
+                )
+                self.records += checked
+                self.hook_rows += hooks
+                return self._break(
+                    place,
+                    row[5],
+                    "altered",
+                    f"{_name(place, row[5])}: its content no longer gives its stored hash",
+                )
+            if stored_hooks:
+                hooks += stored_hooks.count(";") + 1
+            checked += 1
+            prev, prev_bytes, write_seq, last_id = current, current.encode(), row[0], row[5]
+        self._seq, self._hash, self._write_seq, self._last_id = place, prev, write_seq, last_id
+        self.records += checked
+        self.hook_rows += hooks
+        return True
+
+    def feed(self, entry: ChainEntry, found: Mapping[str, str] | None = None) -> bool:
         """Check the next entry; False once the chain is broken (stop feeding)."""
         return self.feed_record(
             entry.chain_seq,
@@ -213,18 +371,22 @@ class ChainWalker:
             entry.record_id,
             entry.write_seq,
             entry.values,
+            entry.hook_rows,
+            found or {},
         )
 
     def feed_record(
         self,
         place: int,
         prev_hash: str | None,
-        record_hash: str | None,
+        stored_hash: str | None,
         record_id: str | None,
         write_seq: int,
         values: Sequence[Any] | None,
+        hook_rows: str | None = None,
+        found: Mapping[str, str] | None = None,
     ) -> bool:
-        """:meth:`feed` without building a :class:`ChainEntry` (the verify loop's path)."""
+        """:meth:`feed` without building a :class:`ChainEntry`."""
         if self.problem is not None:
             return False
         if place != self._seq + 1:
@@ -247,19 +409,61 @@ class ChainWalker:
                     f"{_name(place, record_id)} was written before {self._last_id} but sits "
                     "after it in the chain",
                 )
-            if record_hash != link_hash(prev_hash, place, content_digest(values)):
+            expected = (
+                legacy_record_hash(prev_hash, place, values)
+                if hook_rows is None
+                else record_hash(prev_hash, place, chain_content(values, hook_rows))
+            )
+            if stored_hash != expected:
                 return self._break(
                     place,
                     record_id,
                     "altered",
                     f"{_name(place, record_id)}: its content no longer gives its stored hash",
                 )
+            if hook_rows is not None:
+                now = (found or {}).get(str(record_id), "")
+                if now != hook_rows:
+                    return self._hook_break(place, str(record_id), hook_rows, now)
+                self.hook_rows += len(_hook_map(hook_rows))
             self.records += 1
             self._write_seq = write_seq
             self._last_id = record_id
         self._seq = place
-        self._hash = record_hash or ""
+        self._hash = stored_hash or ""
         return True
+
+    def _hook_break(self, place: int, record_id: str, stored: str, now: str) -> bool:
+        """Name the first hook row of a record that is not as its record says."""
+        record = f"record {record_id} (place {place})"
+        expected, present = _hook_map(stored), _hook_map(now)
+        for row_id, digest in expected.items():
+            if row_id not in present:
+                return self._break(
+                    place, record_id, "removed", f"hook row {row_id} of {record} is missing"
+                )
+            if present[row_id] != digest:
+                return self._break(
+                    place,
+                    record_id,
+                    "altered",
+                    f"hook row {row_id} of {record}: its content no longer gives its digest",
+                )
+        for row_id in present:
+            if row_id not in expected:
+                return self._break(
+                    place,
+                    record_id,
+                    "altered",
+                    f"hook row {row_id} claims {record}, which does not list it: a row "
+                    "was added or moved from another record",
+                )
+        return self._break(
+            place,
+            record_id,
+            "reordered",
+            f"the hook rows of {record} are not in the order they were written",
+        )
 
     def _out_of_place(self, place: int, record_id: str | None) -> bool:
         name = _name(place, record_id)

@@ -27,7 +27,6 @@ import orjson
 from hookgate.log import log_event
 from hookgate.store.approvals import ApprovalRow
 from hookgate.store.base import DispatchRow, ExecutionRow, HookChange, StoreError
-from hookgate.store.chain import content_digest
 from hookgate.store.listen import LISTEN_APPLICATION, Notifications
 from hookgate.store.migrations import load_migrations
 from hookgate.store.sql import SqlStore
@@ -131,9 +130,9 @@ _DISPATCH_TYPES: Final = (
     "text[]",  # reason
     "float8[]",  # duration_ms
     "int4[]",  # matched
-    "jsonb[]",  # hooks
+    "json[]",  # hooks
     "text[]",  # approval_id
-    "jsonb[]",  # approval
+    "json[]",  # approval
     "text[]",  # refused
     "int8[]",  # input_size
     "text[]",  # input_hash
@@ -141,6 +140,7 @@ _DISPATCH_TYPES: Final = (
     "text[]",  # trace_id
     "bytea[]",  # detail
     "float8[]",  # created_at
+    "text[]",  # hook_rows
     "int8[]",  # chain_seq
     "text[]",  # prev_hash
     "text[]",  # record_hash
@@ -457,11 +457,10 @@ class PostgresStore(SqlStore):
         if self._audit_pool is None:
             raise StoreError("the store is not open")
         params = [dispatch_params(row) for row in rows]
-        digests = [content_digest(p) for p in params]
         # One transaction: the tenants' heads stay locked (FOR UPDATE, through the upsert)
         # from reading the last link to committing the records that extend it.
         async with self._audit_pool.acquire() as conn, conn.transaction():
-            linked = await self._link(_Connection(conn), params, digests)
+            linked = await self._link(_Connection(conn), params)
             if not linked:
                 return 0
             columns = list(zip(*linked, strict=True))

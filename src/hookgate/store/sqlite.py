@@ -28,10 +28,12 @@ import aiosqlite
 
 from hookgate.log import log_event
 from hookgate.store.base import ExecutionRow, StoreError
+from hookgate.store.chain import ChainHead, TenantChain
 from hookgate.store.location import SQLITE_FILE_NAME
 from hookgate.store.migrations import load_migrations, split_statements
 from hookgate.store.sql import SqlStore
 from hookgate.store.sql.base import Row
+from hookgate.store.sql.dispatches import walk_tenant_here
 from hookgate.store.sql.executions import EXECUTION_COLUMNS, execution_params
 
 __all__ = ["SqliteStore"]
@@ -317,17 +319,23 @@ class SqliteStore(SqlStore):
             raise StoreError("the store is not open")
         yield _Connection(self._reader)
 
-    async def _chain_page(self, sql: Any, query: str, *args: Any) -> Sequence[Sequence[Any]]:
-        # The chain check reads plain tuples on a read-only connection of its own, in a
-        # thread: the shared reader builds a dict per row, which costs more than the hashing.
-        return await asyncio.to_thread(self._tuples, query, args)
+    async def _verify_tenant(self, sql: Any, head: ChainHead) -> TenantChain:
+        # The walk reads plain tuples on a read-only connection of its own, in one thread:
+        # the shared reader builds a dict per row, which costs more than the hashing.
+        return await asyncio.to_thread(self._walk_tenant, head)
 
-    def _tuples(self, query: str, args: Sequence[Any]) -> list[tuple[Any, ...]]:
+    def _walk_tenant(self, head: ChainHead) -> TenantChain:
         conn = sqlite3.connect(
             f"file:{self.path}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_MS / 1000
         )
         try:
-            return conn.execute(query, tuple(args)).fetchall()
+            # One read transaction: every page sees the same state of the file.
+            conn.execute("BEGIN")
+
+            def fetch(query: str, *args: Any) -> list[tuple[Any, ...]]:
+                return conn.execute(query, args).fetchall()
+
+            return walk_tenant_here(fetch, head)
         finally:
             conn.close()
 

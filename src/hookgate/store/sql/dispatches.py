@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -26,24 +26,36 @@ from hookgate.store.chain import (
     ChainReport,
     ChainWalker,
     TenantChain,
-    content_digest,
-    link_hash,
+    chain_content,
+    hook_row_digest,
+    hook_rows_text,
+    record_hash,
 )
 from hookgate.store.sql.base import Row, Sql, SqlBackend, loads, to_json
-from hookgate.store.sql.executions import MAX_PAGE, decode_cursor, encode_cursor
+from hookgate.store.sql.executions import (
+    HOOK_ROW_COLUMNS,
+    HOOK_ROW_DETAIL,
+    HOOK_ROW_NAMES,
+    MAX_PAGE,
+    decode_cursor,
+    encode_cursor,
+)
 
 __all__ = [
     "DISPATCH_COLUMNS",
     "LINK_COLUMNS",
     "DispatchTable",
+    "Fetch",
     "dispatch_from_row",
     "dispatch_params",
+    "found_hook_rows",
+    "walk_tenant_here",
 ]
 
 # The hash chain covers exactly these columns (hookgate.store.chain): one list for both.
 DISPATCH_COLUMNS: Final = CHAIN_COLUMNS
-#: A record's links in its tenant's chain, written after the content columns.
-LINK_COLUMNS: Final = "chain_seq, prev_hash, record_hash"
+#: A record's hook rows and links in its tenant's chain, written after the content columns.
+LINK_COLUMNS: Final = "hook_rows, chain_seq, prev_hash, record_hash"
 DISPATCH_WIDTH: Final = len(DISPATCH_COLUMNS.split(",")) + len(LINK_COLUMNS.split(","))
 DISPATCH_INSERT: Final = (
     f"INSERT INTO dispatch_records ({DISPATCH_COLUMNS}, {LINK_COLUMNS}) VALUES "
@@ -62,6 +74,32 @@ _HEAD_MOVE: Final = (
 _ID_CHUNK: Final = 500
 #: Records read per query by replay.
 REPLAY_PAGE: Final = 2_000
+# One page of a chain being verified: its records (positional: seq, chain_seq, prev_hash,
+# record_hash, hook_rows, then the content columns), its gaps and its records' hook rows.
+# Records written after the head was read are for the next check.
+_PAGE_RECORDS: Final = (
+    f"SELECT seq, chain_seq, prev_hash, record_hash, hook_rows, {DISPATCH_COLUMNS} "
+    "FROM dispatch_records WHERE tenant_id = ? AND chain_seq > ? AND chain_seq <= ? "
+    "ORDER BY chain_seq LIMIT ?"
+)
+_PAGE_GAPS: Final = (
+    "SELECT chain_seq, prev_hash, record_hash FROM audit_chain_gaps "
+    "WHERE tenant_id = ? AND chain_seq > ? AND chain_seq <= ? ORDER BY chain_seq"
+)
+_UNCHAINED_COUNT: Final = (
+    "SELECT count(*) FROM dispatch_records WHERE tenant_id = ? AND chain_seq IS NULL"
+)
+#: A dispatch's hook rows as the chain hashes them: write order, then the columns.
+_HOOK_ROWS: Final = f"SELECT seq, {HOOK_ROW_COLUMNS} FROM hook_executions"
+_HOOK_ROW_ID: Final = 1 + HOOK_ROW_NAMES.index("id")
+_HOOK_ROW_OWNER: Final = 1 + HOOK_ROW_NAMES.index("dispatch_id")
+# Driven by the page's records (one index probe each), not by a set of their ids.
+_PAGE_HOOK_ROWS: Final = (
+    "SELECT h.seq, "
+    + ", ".join(f"h.{name}" for name in HOOK_ROW_NAMES)
+    + " FROM dispatch_records d JOIN hook_executions h ON h.dispatch_id = d.id "
+    "WHERE d.tenant_id = ? AND d.chain_seq > ? AND d.chain_seq <= ? AND d.hook_rows IS NOT NULL"
+)
 #: Records read per query while verifying.
 VERIFY_PAGE: Final = 5_000
 # Pages smaller than this are checked on the event loop (a thread hop costs more).
@@ -187,22 +225,34 @@ def _head(row: Row) -> ChainHead:
     )
 
 
-def _walk(walker: ChainWalker, rows: Sequence[Sequence[Any]], gaps: Sequence[Row]) -> None:
-    """Feed a page to the walker: ``rows`` positional (seq, chain_seq, prev_hash,
-    record_hash, then the content columns), merged with the page's gaps by place."""
-    feed = walker.feed_record
-    if not gaps:
-        for row in rows:
-            values = tuple(row)
-            if not feed(values[1], values[2], values[3], values[4], values[0], values[4:]):
-                return
+def found_hook_rows(rows: Sequence[Sequence[Any]]) -> dict[str, str]:
+    """Each dispatch's hook rows as they are now (:func:`~hookgate.store.chain.hook_rows_text`,
+    in write order), from rows of ``_HOOK_ROWS``."""
+    by_dispatch: dict[str, list[tuple[int, str, str]]] = {}
+    for row in rows:
+        digest = hook_row_digest(row[1:], HOOK_ROW_NAMES, HOOK_ROW_DETAIL)
+        by_dispatch.setdefault(row[_HOOK_ROW_OWNER], []).append(
+            (row[0], row[_HOOK_ROW_ID], digest)
+        )
+    return {
+        dispatch: hook_rows_text([(row_id, digest) for _, row_id, digest in sorted(found)])
+        for dispatch, found in by_dispatch.items()
+    }
+
+
+def _walk(walker: ChainWalker, page: _Page) -> None:
+    """Feed a page to the walker: records positional (seq, chain_seq, prev_hash,
+    record_hash, hook_rows, then the content columns), merged with the page's gaps by place."""
+    found = found_hook_rows(page.hook_rows)
+    if not page.gaps:
+        walker.walk(page.rows, found)
         return
-    entries = [ChainEntry(int(r[1]), r[2], r[3], r[4], int(r[0]), tuple(r)[4:]) for r in rows] + [
-        ChainEntry(int(g["chain_seq"]), g["prev_hash"], g["record_hash"]) for g in gaps
-    ]
+    entries = [
+        ChainEntry(int(r[1]), r[2], r[3], r[5], int(r[0]), tuple(r)[5:], r[4]) for r in page.rows
+    ] + [ChainEntry(int(g[0]), g[1], g[2]) for g in page.gaps]
     entries.sort(key=_place)
     for entry in entries:
-        if not walker.feed(entry):
+        if not walker.feed(entry, found):
             return
 
 
@@ -211,13 +261,51 @@ class _Page:
     """One page of a chain being verified: records (positional), gaps, and where it ends."""
 
     rows: Sequence[Sequence[Any]]
-    gaps: Sequence[Row]
+    gaps: Sequence[Sequence[Any]]
     full: bool
     upper: int
+    #: The hook rows of the page's records (``_HOOK_ROWS``'s columns).
+    hook_rows: Sequence[Sequence[Any]] = ()
 
 
 def _place(entry: ChainEntry) -> int:
     return entry.chain_seq
+
+
+#: A blocking query: SQL and arguments in, positional rows out.
+Fetch = Callable[..., Sequence[Sequence[Any]]]
+
+
+def walk_tenant_here(fetch: Fetch, head: ChainHead) -> TenantChain:
+    """Check one tenant's chain in the calling thread, page after page (SQLite's way: one
+    thread and its own connection for the whole walk, so neither a hop per page nor a
+    reader and a hasher taking the interpreter lock from each other at every row)."""
+    walker = ChainWalker(head)
+    after = head.base_seq
+    while True:
+        rows = fetch(_PAGE_RECORDS, head.tenant_id, after, head.seq, VERIFY_PAGE)
+        full = len(rows) == VERIFY_PAGE
+        upper = int(rows[-1][1]) if full else head.seq
+        gaps = fetch(_PAGE_GAPS, head.tenant_id, after, upper)
+        hook_rows = fetch(_PAGE_HOOK_ROWS, head.tenant_id, after, upper)
+        _walk(walker, _Page(rows, gaps, full, upper, hook_rows))
+        if walker.problem is not None or not full:
+            break
+        after = upper
+    walker.finish()
+    (unchained,) = fetch(_UNCHAINED_COUNT, head.tenant_id)[0]
+    return _verdict(head, walker, unchained)
+
+
+def _verdict(head: ChainHead, walker: ChainWalker, unchained: Any) -> TenantChain:
+    return TenantChain(
+        head.tenant_id,
+        walker.records,
+        head,
+        walker.problem,
+        int(unchained or 0),
+        walker.hook_rows,
+    )
 
 
 class DispatchTable(SqlBackend):
@@ -227,38 +315,55 @@ class DispatchTable(SqlBackend):
         if not rows:
             return 0
         params = [dispatch_params(r) for r in rows]
-        # Content digests before the transaction: the head lock is held only for the links.
-        digests = [content_digest(p) for p in params]
         async with self._write() as sql:
-            linked = await self._link(sql, params, digests)
+            linked = await self._link(sql, params)
             return await sql.executemany(DISPATCH_INSERT, linked)
 
-    async def _link(
-        self, sql: Sql, params: Sequence[tuple[Any, ...]], digests: Sequence[bytes]
-    ) -> list[tuple[Any, ...]]:
+    async def _link(self, sql: Sql, params: Sequence[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
         """Inside the batch's transaction: the new records (known ids dropped: a retried
-        batch) with their links appended, each tenant's head locked and moved on. Tenants
+        batch) with their hook rows and links appended, each tenant's head locked and moved
+        on. A record's hook rows were committed before it (the audit writer writes a batch's
+        execution rows first, and a dispatch's rows are queued before its record). Tenants
         are locked in sorted order, so two replicas' batches cannot deadlock."""
         known = await self._known_dispatch_ids(sql, [p[0] for p in params])
-        by_tenant: dict[str, list[int]] = {}
+        fresh: list[int] = []
         for index, values in enumerate(params):
-            if values[0] in known:
-                continue
-            known.add(values[0])
-            by_tenant.setdefault(values[1], []).append(index)
+            if values[0] not in known:
+                known.add(values[0])
+                fresh.append(index)
+        if not fresh:
+            return []
+        hooks = found_hook_rows(await self._hook_rows_of(sql, [params[i][0] for i in fresh]))
+        # Contents before the heads are locked: the lock is held only for the links.
+        contents: dict[str, list[tuple[int, str, bytes]]] = {}
+        for index in fresh:
+            values = params[index]
+            text = hooks.get(values[0], "")
+            contents.setdefault(values[1], []).append((index, text, chain_content(values, text)))
         linked: list[tuple[Any, ...]] = []
         now = time.time()
-        for tenant in sorted(by_tenant):
+        for tenant in sorted(contents):
             head = await sql.fetchrow(_HEAD_LOCK, tenant, GENESIS, GENESIS, now)
             assert head is not None
             place, previous = int(head["seq"]), str(head["hash"])
-            for index in by_tenant[tenant]:
+            for index, text, content in contents[tenant]:
                 place += 1
-                current = link_hash(previous, place, digests[index])
-                linked.append((*params[index], place, previous, current))
+                current = record_hash(previous, place, content)
+                linked.append((*params[index], text, place, previous, current))
                 previous = current
             await sql.execute(_HEAD_MOVE, place, previous, now, tenant)
         return linked
+
+    async def _hook_rows_of(self, sql: Sql, ids: Sequence[str]) -> list[tuple[Any, ...]]:
+        found: list[tuple[Any, ...]] = []
+        for start in range(0, len(ids), _ID_CHUNK):
+            chunk = ids[start : start + _ID_CHUNK]
+            rows = await sql.fetch(
+                f"{_HOOK_ROWS} WHERE dispatch_id IN ({', '.join('?' * len(chunk))})", *chunk
+            )
+            # Both backends' rows keep the selected order in values().
+            found += [tuple(row.values()) for row in rows]
+        return found
 
     async def _known_dispatch_ids(self, sql: Sql, ids: Sequence[str]) -> set[str]:
         known: set[str] = set()
@@ -358,6 +463,13 @@ class DispatchTable(SqlBackend):
 
     async def _prune_unmatched(self, sql: Sql, tenant: str, cutoff: float) -> int:
         where = "WHERE tenant_id = ? AND chain_seq IS NOT NULL AND created_at < ? AND matched = 0"
+        # A gap keeps only links: the record's hook rows (if any) go with it.
+        await sql.execute(
+            "DELETE FROM hook_executions WHERE dispatch_id IN "
+            f"(SELECT id FROM dispatch_records {where})",
+            tenant,
+            cutoff,
+        )
         await sql.execute(
             "INSERT INTO audit_chain_gaps (tenant_id, chain_seq, prev_hash, record_hash) "
             f"SELECT tenant_id, chain_seq, prev_hash, record_hash FROM dispatch_records {where}",
@@ -399,6 +511,14 @@ class DispatchTable(SqlBackend):
                 why="the last record of the prefix is missing",
             )
             return 0
+        # The records' hook rows go with them (retention of hook rows spares those of a
+        # record still kept: store.sql.executions.prune_executions).
+        await sql.execute(
+            "DELETE FROM hook_executions WHERE dispatch_id IN (SELECT id FROM dispatch_records "
+            "WHERE tenant_id = ? AND chain_seq <= ?)",
+            tenant,
+            end,
+        )
         deleted = await sql.execute(
             "DELETE FROM dispatch_records WHERE tenant_id = ? AND chain_seq <= ?", tenant, end
         )
@@ -481,28 +601,16 @@ class DispatchTable(SqlBackend):
 
     async def _verify_page(self, sql: Sql, head: ChainHead, after: int) -> _Page:
         rows = await self._chain_page(
-            sql,
-            f"SELECT seq, chain_seq, prev_hash, record_hash, {DISPATCH_COLUMNS} "
-            "FROM dispatch_records WHERE tenant_id = ? AND chain_seq > ? "
-            # Records written after the head was read are for the next check.
-            f"AND chain_seq <= ? ORDER BY chain_seq LIMIT {VERIFY_PAGE}",
-            head.tenant_id,
-            after,
-            head.seq,
+            sql, _PAGE_RECORDS, head.tenant_id, after, head.seq, VERIFY_PAGE
         )
         full = len(rows) == VERIFY_PAGE
         upper = int(rows[-1][1]) if full else head.seq
-        gaps = await sql.fetch(
-            "SELECT chain_seq, prev_hash, record_hash FROM audit_chain_gaps "
-            "WHERE tenant_id = ? AND chain_seq > ? AND chain_seq <= ? ORDER BY chain_seq",
-            head.tenant_id,
-            after,
-            upper,
-        )
-        return _Page(rows, gaps, full, upper)
+        gaps = await self._chain_page(sql, _PAGE_GAPS, head.tenant_id, after, upper)
+        hook_rows = await self._chain_page(sql, _PAGE_HOOK_ROWS, head.tenant_id, after, upper)
+        return _Page(rows, gaps, full, upper, hook_rows)
 
     async def _chain_page(self, sql: Sql, query: str, *args: Any) -> Sequence[Sequence[Any]]:
-        """Rows with positional access (asyncpg's records have it; SQLite overrides)."""
+        """Rows with positional access (asyncpg's records have it)."""
         return await sql.fetch(query, *args)  # type: ignore[return-value]
 
     async def _head_of(self, sql: Sql, tenant: str) -> ChainHead | None:
@@ -524,9 +632,9 @@ class DispatchTable(SqlBackend):
                     reading = asyncio.ensure_future(self._verify_page(sql, head, page.upper))
                 if len(page.rows) >= _WALK_INLINE_MAX:
                     # Hashing is CPU work: off the event loop, so a gateway keeps answering.
-                    await asyncio.to_thread(_walk, walker, page.rows, page.gaps)
+                    await asyncio.to_thread(_walk, walker, page)
                 else:
-                    _walk(walker, page.rows, page.gaps)
+                    _walk(walker, page)
                 if walker.problem is not None or not page.full:
                     break
         finally:
@@ -535,10 +643,4 @@ class DispatchTable(SqlBackend):
                 with contextlib.suppress(asyncio.CancelledError):
                     await reading
         walker.finish()
-        unchained = await sql.fetchval(
-            "SELECT count(*) FROM dispatch_records WHERE tenant_id = ? AND chain_seq IS NULL",
-            head.tenant_id,
-        )
-        return TenantChain(
-            head.tenant_id, walker.records, head, walker.problem, int(unchained or 0)
-        )
+        return _verdict(head, walker, await sql.fetchval(_UNCHAINED_COUNT, head.tenant_id))

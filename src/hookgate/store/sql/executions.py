@@ -24,6 +24,9 @@ from hookgate.store.sql.base import Row, SqlBackend, loads
 __all__ = [
     "EXECUTION_COLUMNS",
     "EXECUTION_INSERT",
+    "HOOK_ROW_COLUMNS",
+    "HOOK_ROW_DETAIL",
+    "HOOK_ROW_NAMES",
     "MAX_PAGE",
     "ExecutionTable",
     "decode_cursor",
@@ -33,12 +36,24 @@ __all__ = [
 ]
 
 MAX_PAGE: Final = 1000
+# Hook rows whose dispatch record covers them are deleted with it, not by age alone.
+_UNCHAINED: Final = (
+    " AND (dispatch_id IS NULL OR NOT EXISTS (SELECT 1 FROM dispatch_records d "
+    "WHERE d.id = hook_executions.dispatch_id AND d.hook_rows IS NOT NULL))"
+)
 EXECUTION_COLUMNS: Final = (
     "id, hook_id, hook_version, hook_name, handler_type, event, event_id, decision, "
     "duration_ms, tenant_id, agent_id, session_id, input_hash, dedup_key, error, "
     "error_detail, metadata, created_at, tool_name, input_summary, reason, hook_ref, "
     "dispatch_id"
 )
+#: The columns of a hook row its dispatch record's hash covers (hookgate.store.chain): all
+#: but hook_id, which the database sets NULL when the hook is deleted (hook_ref keeps the id).
+HOOK_ROW_NAMES: Final = tuple(
+    name.strip() for name in EXECUTION_COLUMNS.split(",") if name.strip() != "hook_id"
+)
+HOOK_ROW_COLUMNS: Final = ", ".join(HOOK_ROW_NAMES)
+HOOK_ROW_DETAIL: Final = HOOK_ROW_NAMES.index("error_detail")
 # A row for a hook deleted meanwhile gets hook_id NULL, like the rows the delete touched.
 EXECUTION_INSERT: Final = (
     f"INSERT INTO hook_executions ({EXECUTION_COLUMNS}) VALUES "
@@ -222,8 +237,10 @@ class ExecutionTable(SqlBackend):
         return execution_from_row(row)
 
     async def prune_executions(self, caller: Caller, older_than: float) -> int:
+        """Rows older than ``older_than``, but not those of a dispatch record still kept
+        whose hash covers them (they go with it: retention moves the chain's base)."""
         cutoff = float(older_than)
-        tenant = "" if caller.master else " AND tenant_id = ?"
+        where = ("" if caller.master else " AND tenant_id = ?") + _UNCHAINED
         scope: list[Any] = [] if caller.master else [caller.tenant_id]
         async with self._write() as sql:
             # Rows arrive in time order, so the oldest row young enough to keep bounds the
@@ -235,10 +252,10 @@ class ExecutionTable(SqlBackend):
             )
             if bound is None:
                 return await sql.execute(
-                    f"DELETE FROM hook_executions WHERE created_at < ?{tenant}", cutoff, *scope
+                    f"DELETE FROM hook_executions WHERE created_at < ?{where}", cutoff, *scope
                 )
             return await sql.execute(
-                f"DELETE FROM hook_executions WHERE seq < ? AND created_at < ?{tenant}",
+                f"DELETE FROM hook_executions WHERE seq < ? AND created_at < ?{where}",
                 int(bound),
                 cutoff,
                 *scope,
