@@ -265,3 +265,17 @@ def test_mode_defaults_to_enforce() -> None:
         "config": {"callable": deny_everything},
     })
     assert definition.mode == "enforce" and definition.to_dict()["mode"] == "enforce"
+
+
+async def test_a_shadow_hooks_reason_is_bounded() -> None:
+    from hookgate.shadow import SHADOW_REASON_CHARS
+
+    engine = Engine()
+
+    @engine.hook("pre_tool_use", mode="shadow")
+    def verbose(event: HookEvent) -> dict[str, Any]:
+        return {"decision": "block", "reason": "x" * 1_000_000}
+
+    (entry,) = (await engine.fire("pre_tool_use", RM)).shadow
+    assert len(entry.details["reason"]) == SHADOW_REASON_CHARS
+    await engine.aclose()

@@ -26,7 +26,14 @@ from hookgate.outcome import Outcome, TraceRow
 if TYPE_CHECKING:
     from hookgate.compiled_hook import CompiledHook
 
-__all__ = ["NO_SHADOW", "ShadowChains", "merge_rows", "shadow_row", "split_shadow"]
+__all__ = [
+    "NO_SHADOW",
+    "SHADOW_REASON_CHARS",
+    "ShadowChains",
+    "merge_rows",
+    "shadow_row",
+    "split_shadow",
+]
 
 #: Each shadow hook as the one-hook chain it runs as.
 ShadowChains = tuple[tuple["CompiledHook"], ...]
@@ -34,6 +41,10 @@ NO_SHADOW: Final[ShadowChains] = ()
 #: A hook's chain decisions that become ``would_<decision>`` in shadow mode.
 _DECISIONS: Final = frozenset({"allow", "block", "ask", "respond", "abort"})
 _FAILURES: Final = frozenset({"error", "timeout"})
+#: The longest reason a shadow row keeps: what it would have said, bounded wherever it goes
+#: (the trace the agent gets, the audit that redacts and seals it). An enforce hook's reason
+#: is the agent's answer; a shadow hook's is only a note.
+SHADOW_REASON_CHARS: Final = 1024
 
 
 def split_shadow(hooks: Sequence[CompiledHook]) -> tuple[Sequence[CompiledHook], ShadowChains]:
@@ -76,6 +87,9 @@ def shadow_row(outcome: Outcome) -> TraceRow | None:
         details = row.details = {}
     if row.decision == "would_block" and outcome.reason:
         details.setdefault("reason", outcome.reason)
+    reason = details.get("reason")
+    if isinstance(reason, str) and len(reason) > SHADOW_REASON_CHARS:
+        details["reason"] = reason[: SHADOW_REASON_CHARS - 1] + "…"
     if outcome.updated_input is not None:
         details["would_rewrite"] = True
     if outcome.additional_context:

@@ -86,6 +86,13 @@ class HooksApi:
     def delete_hook(self, hook_id: str) -> Any:
         return self._call("hooks.delete", {"hookId": hook_id})
 
+    def promote_hook(self, hook_id: str, *, expected_version: int | None = None) -> Any:
+        """A shadow hook starts to decide (``mode: enforce``); operators and admins."""
+        params: dict[str, Any] = {"hookId": hook_id}
+        if expected_version is not None:
+            params["expectedVersion"] = expected_version
+        return self._call("hooks.promote", params)
+
     def toggle_hook(self, hook_id: str, enabled: bool) -> Any:
         return self._call("hooks.toggle", {"hookId": hook_id, "enabled": enabled})
 

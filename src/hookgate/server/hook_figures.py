@@ -1,7 +1,8 @@
 """``hooks.figures`` (``GET /api/v1/hooks/figures``): per-hook figures for the hooks list.
 
 Computed from the audit's execution rows of the caller's tenant (master scope: every tenant,
-or ``tenantId``) over a window: fires, blocks and block rate, the 95th percentile of the
+or ``tenantId``) over a window: fires, blocks and block rate, would-blocks (a shadow hook's
+rows that say what it would have blocked), the 95th percentile of the
 duration, the last time the hook fired. The gateway reads at most :data:`MAX_ROWS` rows (the
 newest) so the work is bounded whatever the volume; ``sampled`` says when it stopped there.
 A viewer may read them, like the history they summarize.
@@ -37,6 +38,7 @@ class _Tally:
     hook_name: str | None
     durations: list[float] = field(default_factory=list)
     blocks: int = 0
+    would_blocks: int = 0
     last_fired: float = 0.0
 
 
@@ -54,6 +56,7 @@ def hook_figures(rows: Iterable[ExecutionTiming]) -> list[dict[str, Any]]:
         tally = tallies.setdefault(key, _Tally(row.hook_name))
         tally.durations.append(row.duration_ms)
         tally.blocks += row.decision == "block"
+        tally.would_blocks += row.decision == "would_block"
         tally.last_fired = max(tally.last_fired, row.created_at)
     ranked = sorted(tallies.items(), key=lambda kv: (-len(kv[1].durations), kv[1].hook_name or ""))
     return [
@@ -63,6 +66,7 @@ def hook_figures(rows: Iterable[ExecutionTiming]) -> list[dict[str, Any]]:
             "fires": len(tally.durations),
             "blocks": tally.blocks,
             "block_rate": tally.blocks / len(tally.durations),
+            "would_blocks": tally.would_blocks,
             "p95_ms": _p95(tally.durations),
             "last_fired": iso(tally.last_fired),
         }

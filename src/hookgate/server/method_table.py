@@ -35,6 +35,7 @@ from hookgate.server.methods import (
     hooks_get,
     hooks_history,
     hooks_list,
+    hooks_promote,
     hooks_simulate,
     hooks_test,
     hooks_toggle,
@@ -103,6 +104,12 @@ METHOD_LIST: Final = (
         "hooks.delete", "admin", schemas.HookIdParams, schemas.HookIdPayload, hooks_delete,
         "Delete a hook; its executions stay in the history.",
         ("DELETE", "/hooks/{hookId}"),
+    ),
+    _method(
+        "hooks.promote", "operator", schemas.PromoteParams, schemas.HookIdPayload,
+        hooks_promote,
+        "A shadow hook starts to decide (mode: enforce); operators and admins.",
+        ("POST", "/hooks/{hookId}/promote"),
     ),
     _method(
         "hooks.toggle", "admin", schemas.ToggleParams, schemas.TogglePayload, hooks_toggle,

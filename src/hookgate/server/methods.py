@@ -338,6 +338,32 @@ async def hooks_check(gateway: Gateway, who: Principal, p: schemas.HookIdParams)
     return {"hookId": definition.id, "warnings": warnings}
 
 
+async def hooks_promote(
+    gateway: Gateway, who: Principal, p: schemas.PromoteParams
+) -> dict[str, Any]:
+    """A shadow hook decides from now on (``mode: enforce``), and nothing else changes.
+    Open to operators: the code the hook runs is the code it already ran in shadow, so the
+    host-code rules of a change do not apply and who wrote it is kept; the tenant and
+    global-scope rules of an update do."""
+    current = await gateway.store.get_hook(who.caller, p.hook_id)
+    if current.definition.scope == "global" and not who.master:
+        raise ApiError("UNAUTHORIZED", MASTER_MESSAGE)
+    if current.definition.mode != "shadow":
+        raise ApiError("INVALID_REQUEST", f"hook {p.hook_id} is not in shadow mode")
+    record = await gateway.store.update_hook(
+        who.caller,
+        p.hook_id,
+        {"mode": "enforce"},
+        expected_version=p.expected_version,
+        edition=gateway.edition,
+        actor=who.actor,
+        keep_writer=True,
+    )
+    gateway.forget_hook(current.definition)
+    await gateway.hooks_changed()
+    return {"hookId": record.id, "version": record.version}
+
+
 async def hooks_toggle(gateway: Gateway, who: Principal, p: schemas.ToggleParams) -> dict[str, Any]:
     current = await gateway.store.get_hook(who.caller, p.hook_id)
     if current.definition.scope == "global" and not who.master:

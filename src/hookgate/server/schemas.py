@@ -104,6 +104,13 @@ class UpdateParams(_Params):
     expected_version: int | None = Field(default=None, alias="expectedVersion", ge=1)
 
 
+class PromoteParams(_Params):
+    """``hooks.promote``: a shadow hook starts to decide (``mode: enforce``)."""
+
+    hook_id: str = _HOOK_ID
+    expected_version: int | None = Field(default=None, alias="expectedVersion", ge=1)
+
+
 class ToggleParams(_Params):
     hook_id: str = _HOOK_ID
     enabled: bool
@@ -266,6 +273,8 @@ class Hook(_Open):
     #: What a builtin hook does (builtins only).
     description: str | None = None
     approval: ApprovalModel | None = None
+    #: ``shadow``: runs and is recorded as what it would have decided, never deciding.
+    mode: Literal["enforce", "shadow"] = "enforce"
     created_at: str | None = None
     updated_at: str | None = None
     #: Who created / last changed the hook: an API key's name and id prefix, "system" for
@@ -379,6 +388,8 @@ class HookFigures(BaseModel):
     fires: int
     blocks: int
     block_rate: float
+    #: A shadow hook's executions that would have blocked (``decision: would_block``).
+    would_blocks: int = 0
     p95_ms: float
     last_fired: str | None
 

@@ -560,11 +560,14 @@ class Store(Protocol):
         expected_version: int | None = None,
         edition: str = "lite",
         actor: str | None = None,
+        keep_writer: bool = False,
     ) -> HookRecord:
         """Merge ``patch`` into the hook, re-validate, bump the version (atomically, so two
         concurrent updates give two versions). Identity fields (id, tenant_id, source,
-        version) cannot be patched. Builtin hooks accept only ``enabled``. ``actor`` becomes
-        ``updated_by`` (None records that the changer is unknown)."""
+        version) cannot be patched. Builtin hooks accept only ``enabled`` and ``mode``.
+        ``actor`` becomes ``updated_by`` (None records that the changer is unknown).
+        ``keep_writer``: the patch changes no code (a promotion), so whether a master-scope
+        key wrote the hook stays as it was."""
         ...
 
     async def delete_hook(

@@ -358,6 +358,7 @@ class HookTable(SqlBackend):
         expected_version: int | None = None,
         edition: str = "lite",
         actor: str | None = None,
+        keep_writer: bool = False,
     ) -> HookRecord:
         now = time.time()
         try:
@@ -367,15 +368,15 @@ class HookTable(SqlBackend):
                 current_metadata = loads(row["metadata"] or "{}")
                 if expected_version is not None and current.version != expected_version:
                     raise VersionConflict(hook_id, expected_version, current.version)
+                writer = current.definition.written_by_master if keep_writer else caller.master
                 updated = replace(
-                    self._merge(current.definition, patch, edition),
-                    written_by_master=caller.master,
+                    self._merge(current.definition, patch, edition), written_by_master=writer
                 )
                 await sql.execute(_HOOK_UPDATE, *_update_params(updated, now, actor))
                 await _record_revision(sql, updated, "updated", now, actor)
                 await sql.execute(
                     "UPDATE agent_hooks SET metadata = ? WHERE id = ?",
-                    to_json({**current_metadata, MASTER_WRITTEN: caller.master}, "metadata"),
+                    to_json({**current_metadata, MASTER_WRITTEN: writer}, "metadata"),
                     hook_id,
                 )
                 breaker = current.breaker

@@ -50,6 +50,13 @@ export async function deleteHook(hookId) {
   return call("hooks.delete", { hookId });
 }
 
+/** A shadow hook starts to decide (operators and admins). */
+export async function promoteHook(hookId, expectedVersion = null) {
+  const params = { hookId };
+  if (expectedVersion) params.expectedVersion = expectedVersion;
+  return call("hooks.promote", params);
+}
+
 export async function toggleHook(hookId, enabled) {
   return call("hooks.toggle", { hookId, enabled });
 }

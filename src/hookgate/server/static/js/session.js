@@ -56,6 +56,8 @@ export function atLeast(role) {
 
 export const canTest = () => atLeast("operator");
 export const canWrite = () => atLeast("admin");
+/** Promoting a shadow hook (it starts to decide): operators and admins. */
+export const canPromote = () => atLeast("operator");
 export const canManageKeys = () => atLeast("admin");
 export const KEYS_ROLE_REASON = "Managing API keys needs the admin role";
 export const IMPORT_ROLE_REASON = "Importing hooks needs the admin role";

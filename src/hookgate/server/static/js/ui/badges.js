@@ -15,8 +15,15 @@ export function handlerBadge(type) {
   return h("span", { class: `badge badge-handler handler-${type}`, text: type });
 }
 
-const DECISION_LABELS = { allow: "allow", block: "block", ask: "ask", error: "error", timeout: "timeout" };
-const DECISION_TITLES = { ask: "A person was asked to approve" };
+const DECISION_LABELS = {
+  allow: "allow", block: "block", ask: "ask", error: "error", timeout: "timeout",
+  would_block: "would block", would_allow: "would allow", would_ask: "would ask",
+  would_respond: "would respond", would_abort: "would abort",
+};
+const DECISION_TITLES = {
+  ask: "A person was asked to approve",
+  would_block: "A shadow hook: enforced, it would have blocked; nothing was blocked",
+};
 
 export function decisionBadge(decision) {
   const value = decision || "none";
@@ -33,6 +40,14 @@ export function builtinBadge() {
     class: "badge badge-builtin",
     title: "Shipped with hookgate: read-only except the switch",
     text: "builtin",
+  });
+}
+
+export function shadowBadge() {
+  return h("span", {
+    class: "badge badge-shadow",
+    title: "Shadow mode: runs and is recorded as what it would have decided, never decides",
+    text: "shadow",
   });
 }
 

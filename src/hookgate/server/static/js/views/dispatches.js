@@ -8,7 +8,7 @@ import { session, viewedTenant } from "../session.js";
 import { allEvents } from "../catalogue.js";
 import { dispatchHref, hookHref } from "../router.js";
 import { formatDuration, isoTime, shortId } from "../format.js";
-import { decisionBadge } from "../ui/badges.js";
+import { decisionBadge, shadowBadge } from "../ui/badges.js";
 import { loadingState, errorState, emptyState } from "../ui/states.js";
 
 const PAGE_SIZE = 25;
@@ -194,12 +194,13 @@ function traceStep(step) {
   const name = step.hook_name || shortId(step.hook_id);
   return h(
     "li",
-    { class: "trace-step", dataset: { decision: step.decision || "none" } },
+    { class: "trace-step", dataset: { decision: step.decision || "none", mode: step.mode || "enforce" } },
     step.hook_id ? h("a", { href: hookHref(step.hook_id), text: name }) : h("span", { text: name }),
     " ",
     h("span", { class: "muted", text: `${step.handler_type || ""} v${step.hook_version ?? "?"}` }),
     " ",
     decisionBadge(step.decision),
+    step.mode === "shadow" ? [" ", shadowBadge()] : null,
     ` ${formatDuration(step.duration_ms)}`,
     step.reason ? [" — ", h("span", { class: "reason-text", text: step.reason })] : null,
     step.error ? [" — ", h("span", { class: "error-text", text: step.error })] : null,

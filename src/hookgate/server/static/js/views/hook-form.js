@@ -22,6 +22,7 @@ const DEFAULTS = {
   on_timeout: "block",
   on_error: "block",
   enabled: true,
+  mode: "enforce",
   config: {},
   agent_ids: [],
 };
@@ -126,6 +127,13 @@ function buildForm(hook, editing) {
     ["block", "allow"].map((v) => h("option", { value: v, text: v, selected: (hook.on_error || "block") === v })),
   );
   const enabledBox = h("input", { type: "checkbox", name: "enabled", checked: hook.enabled !== false });
+  const modeSelect = h(
+    "select",
+    { name: "mode" },
+    [["enforce", "enforce: it decides"], ["shadow", "shadow: recorded, never decides"]].map(([v, text]) =>
+      h("option", { value: v, text, selected: (hook.mode || "enforce") === v }),
+    ),
+  );
   // approval: a person decides every call the hook lets through (blocking events only).
   const approval = hook.approval || null;
   const approvalBox = h("input", { type: "checkbox", name: "approval.required", checked: Boolean(approval?.required) });
@@ -209,6 +217,7 @@ function buildForm(hook, editing) {
         field({ name: "on_timeout", label: "On timeout", control: onTimeout }),
         field({ name: "on_error", label: "On error", hint: "When the hook fails on a blocking event.", control: onError }),
         field({ name: "enabled", label: "Enabled", control: enabledBox }),
+        field({ name: "mode", label: "Mode", hint: "Shadow: runs and records what it would have decided; never blocks.", control: modeSelect }),
       ),
     ),
     h(
@@ -245,6 +254,7 @@ function buildForm(hook, editing) {
       on_timeout: onTimeout.value,
       on_error: onError.value,
       enabled: enabledBox.checked,
+      mode: modeSelect.value,
       config: subform.read(),
     };
     if (scope === "agent") data.agent_ids = splitList(agentIds.value);

@@ -2,10 +2,10 @@
 import { h, mount } from "../dom.js";
 import * as api from "../api.js";
 import { allEvents, HANDLER_TYPES } from "../catalogue.js";
-import { session, canWrite, canTest, whyNoTest, whyReadOnly, viewedTenant } from "../session.js";
+import { session, canWrite, canTest, canPromote, whyNoTest, whyReadOnly, viewedTenant } from "../session.js";
 import { exportButtons } from "./hook-files.js";
 import { hookHref, listHref, navigate } from "../router.js";
-import { eventBadge, handlerBadge, builtinBadge, breakerBadge, scopeLabel } from "../ui/badges.js";
+import { eventBadge, handlerBadge, builtinBadge, breakerBadge, scopeLabel, shadowBadge } from "../ui/badges.js";
 import { toggleSwitch } from "../ui/switch.js";
 import { loadingState, emptyState, errorState, describeError } from "../ui/states.js";
 import { toast } from "../ui/toast.js";
@@ -14,7 +14,7 @@ import { formatDuration, isoTime } from "../format.js";
 
 const FIGURES_WINDOW = "24h";
 
-const FILTERS = ["q", "event", "handler", "scope", "enabled"];
+const FILTERS = ["q", "event", "handler", "scope", "enabled", "mode"];
 
 export function matchesFilters(hook, filters) {
   if (filters.event && hook.event !== filters.event) return false;
@@ -22,6 +22,7 @@ export function matchesFilters(hook, filters) {
   if (filters.scope && hook.scope !== filters.scope) return false;
   if (filters.enabled === "on" && !hook.enabled) return false;
   if (filters.enabled === "off" && hook.enabled) return false;
+  if (filters.mode && (hook.mode || "enforce") !== filters.mode) return false;
   if (filters.q) {
     const needle = filters.q.toLowerCase();
     const haystack = [hook.name, hook.id, hook.event, hook.handler_type, hook.matcher, hook.if_expr]
@@ -103,7 +104,7 @@ export async function renderHookList(root, route, ctx) {
 function figuresNote(payload) {
   if (!payload) return "Figures are not available from this gateway.";
   const sampled = payload.sampled ? ` (the newest ${payload.rows} executions)` : "";
-  return `Fires, block rate, p95 duration and last fired: executions of the last ${payload.window}${sampled}.`;
+  return `Fires, block rate, would-blocks of shadow hooks, p95 duration and last fired: executions of the last ${payload.window}${sampled}.`;
 }
 
 function countText(shown, total, filtered) {
@@ -143,6 +144,7 @@ function filterBar(filters) {
     select("handler", "Handler", HANDLER_TYPES.map((t) => [t, t])),
     select("scope", "Scope", [["global", "global"], ["tenant", "tenant"], ["agent", "agent"]]),
     select("enabled", "Enabled", [["on", "Enabled"], ["off", "Disabled"]]),
+    select("mode", "Mode", [["enforce", "Enforce"], ["shadow", "Shadow"]]),
   );
   const apply = () => {
     const data = Object.fromEntries(new FormData(form));
@@ -172,7 +174,7 @@ function hookTable(hooks, byHook, reload) {
       h(
         "tr",
         {},
-        ["Hook", "Event", "Handler", "Scope", "Matcher", "Priority", "Fires", "Block rate", "p95", "Last fired", "Breaker", "Enabled", ""].map((t) =>
+        ["Hook", "Event", "Handler", "Scope", "Mode", "Matcher", "Priority", "Fires", "Block rate", "Would block", "p95", "Last fired", "Breaker", "Enabled", ""].map((t) =>
           h("th", { scope: "col", text: t }),
         ),
       ),
@@ -186,23 +188,37 @@ function hookRow(hook, figures, reload) {
   const toggleBlocked = whyReadOnly(hook, { toggle: true });
   const name = hook.name || `${hook.handler_type} hook ${String(hook.id).slice(0, 8)}`;
   const cell = (label, ...content) => h("td", { "data-label": label }, content);
+  const shadow = hook.mode === "shadow";
+  const rowClass = [hook.enabled ? "" : "is-disabled", shadow ? "is-shadow" : ""].filter(Boolean).join(" ");
   return h(
     "tr",
-    { dataset: { hookId: hook.id, hookName: hook.name || "" }, class: hook.enabled ? "" : "is-disabled" },
+    { dataset: { hookId: hook.id, hookName: hook.name || "", mode: hook.mode || "enforce" }, class: rowClass },
     h(
       "th",
       { scope: "row", class: "hook-name" },
       h("a", { href: hookHref(hook.id), text: name }),
       hook.source === "builtin" ? builtinBadge() : null,
+      shadow ? shadowBadge() : null,
       hook.description ? h("span", { class: "hook-description", text: hook.description }) : null,
     ),
     cell("Event", eventBadge(hook.event)),
     cell("Handler", handlerBadge(hook.handler_type)),
     cell("Scope", scopeLabel(hook), otherTenant(hook)),
+    cell("Mode", h("span", { class: `mode mode-${hook.mode || "enforce"}`, text: hook.mode || "enforce" })),
     cell("Matcher", hook.matcher ? h("code", { class: "matcher", text: hook.matcher }) : h("span", { class: "muted", text: "any" })),
     cell("Priority", String(hook.priority ?? 0)),
     cell("Fires", figures ? h("a", { href: `#/audit?hookId=${encodeURIComponent(hook.id)}`, title: "Open these executions in the Audit view", text: String(figures.fires) }) : "0"),
     cell("Block rate", figures ? `${Math.round(figures.block_rate * 100)} %` : "—"),
+    cell(
+      "Would block",
+      shadow
+        ? h("span", {
+            class: "would-blocks",
+            title: "Events this shadow hook would have blocked had it been enforced",
+            text: String(figures?.would_blocks ?? 0),
+          })
+        : "—",
+    ),
     cell("p95", figures ? formatDuration(figures.p95_ms) : "—"),
     cell("Last fired", figures ? h("time", { dateTime: figures.last_fired, text: isoTime(figures.last_fired) }) : "—"),
     cell("Breaker", breakerBadge(hook.breaker), hook.breaker?.last_fault && hook.breaker.state !== "closed"
@@ -230,6 +246,7 @@ function hookRow(hook, figures, reload) {
       "td",
       { class: "row-actions" },
       testLink(hook),
+      shadow ? promoteButton(hook, name, reload) : null,
       readOnly ? null : h("a", { class: "btn btn-small", href: hookHref(hook.id, "edit"), text: "Edit" }),
       readOnly
         ? null
@@ -258,6 +275,42 @@ function hookRow(hook, figures, reload) {
   );
 }
 
+
+/** A shadow hook's Promote button (operators and admins): from now on it decides. */
+function promoteButton(hook, name, reload) {
+  if (!canPromote()) return null; // viewers change nothing
+  const why = whyNoPromote(hook);
+  if (why) return h("button", { type: "button", class: "btn btn-small", text: "Promote", disabled: true, title: why, "aria-label": `Promote: ${why}` });
+  return h("button", {
+    type: "button",
+    class: "btn btn-small btn-promote",
+    text: "Promote",
+    title: "Enforce this hook: its answers start to decide",
+    onclick: async () => {
+      const ok = await confirmDialog({
+        title: `Enforce ${name}?`,
+        text: "From now on its answers decide: a block blocks, a rewrite rewrites.",
+        confirmLabel: "Promote",
+      });
+      if (!ok) return;
+      try {
+        await api.promoteHook(hook.id, hook.version);
+        toast(`${name} now enforces`, "ok");
+        reload();
+      } catch (err) {
+        toast(`Could not promote ${name}: ${describeError(err)}`, "error", 6000);
+      }
+    },
+  });
+}
+
+function whyNoPromote(hook) {
+  if (hook.scope === "global" && !session.isMaster) return "Global hooks need master scope";
+  if (!session.isMaster && hook.tenant_id && session.tenantId && hook.tenant_id !== session.tenantId) {
+    return "This hook belongs to another tenant";
+  }
+  return null;
+}
 
 /** The row's Test link; for a hook this key may not dry-run, a disabled button saying why. */
 function testLink(hook) {
