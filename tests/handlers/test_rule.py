@@ -276,3 +276,14 @@ def test_a_shadow_rule_counts_and_says_what_it_would_have_blocked() -> None:
         assert "1 of 1" in outcomes[1].shadow[0].details["reason"]
     finally:
         engine.close()
+
+
+def test_a_look_back_rule_off_pre_tool_use_fails_closed_instead_of_never_seeing_a_call() -> None:
+    hook = {**rule("prompt-taint", None, after={"tool": "^Read$"}), "event": "user_prompt_submit"}
+    engine = engine_with(hook)
+    try:
+        outcome = engine.fire_sync("user_prompt_submit", prompt="hi", session_id="s1")
+        assert outcome.decision == "block"
+        assert "pre_tool_use calls only" in str(outcome.reason)
+    finally:
+        engine.close()

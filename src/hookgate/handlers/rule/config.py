@@ -11,6 +11,7 @@ from hookgate.matching import FilterError, Matcher
 
 __all__ = [
     "DEFAULT_HISTORY_S",
+    "HISTORY_RULE_EVENT",
     "MAX_SEQUENCE",
     "MAX_WINDOW_S",
     "AfterRule",
@@ -27,6 +28,9 @@ MAX_WINDOW_S: Final = 30 * 86400.0
 DEFAULT_HISTORY_S: Final = 7 * 86400.0
 #: The most steps a ``sequence`` has.
 MAX_SEQUENCE: Final = 8
+#: The event whose rule hooks may look back (``after``, ``require``, ``sequence``): the
+#: engine keeps the session history for the tool patterns they name.
+HISTORY_RULE_EVENT: Final = "pre_tool_use"
 
 
 def _tool_pattern(pattern: str) -> str:

@@ -18,9 +18,10 @@ from typing import Any, ClassVar
 from pydantic import ValidationError
 
 from hookgate.definition import HookDefinition
+from hookgate.events import get_event
 from hookgate.handlers.base import Capabilities, Handler, Invocation, PlainFunction, Services
 from hookgate.handlers.rule import judge
-from hookgate.handlers.rule.config import config_problems
+from hookgate.handlers.rule.config import HISTORY_RULE_EVENT, config_problems
 from hookgate.hook_event import HookEvent
 from hookgate.outcome import HookError, HookResult, InfrastructureError
 from hookgate.state.binding import store_for
@@ -79,6 +80,13 @@ class RuleHandler(Handler):
                 rule = judge.compile_rule(hook)
             except ValidationError as exc:
                 raise HookError(f"invalid rule config: {exc.error_count()} problem(s)") from None
+            if rule.needs and get_event(hook.event).name != HISTORY_RULE_EVENT:
+                # The engine writes the history for pre_tool_use rules only: elsewhere an
+                # after-check would never see a call, so the hook fails (and blocks) instead.
+                raise HookError(
+                    "after, require and sequence judge pre_tool_use calls only (the session "
+                    f"history is kept for them); this rule hook is on {hook.event}"
+                )
             if len(self._rules) > 4096:
                 self._rules.clear()
             self._rules[key] = rule

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from hookgate.compiled_hook import HookList
 from hookgate.handlers.rule import judge
+from hookgate.handlers.rule.config import HISTORY_RULE_EVENT
 from hookgate.handlers.rule.handler import clock_of, keeps_rules
 from hookgate.log import log_event
 from hookgate.outcome import HookError, Outcome
@@ -38,7 +39,7 @@ __all__ = ["HISTORY_EVENTS", "HistoryPlan", "RuleHost", "SessionHistory"]
 
 #: The events whose calls are recorded, and the stamp kind each writes.
 HISTORY_EVENTS: Final = {"pre_tool_use": judge.SEEN, "post_tool_use": judge.SUCCEEDED}
-_RULE_EVENT: Final = "pre_tool_use"
+_RULE_EVENT: Final = HISTORY_RULE_EVENT
 _NO_STAMPS: Final[tuple[Stamp, ...]] = ()
 
 
