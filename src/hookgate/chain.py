@@ -173,7 +173,7 @@ def run_chain(
     deadline = None
     if spec.blocking and hooks and not settings.faulted and "depth" not in payload:
         # _unconditional_run, inline for a list that keeps its run: this is once per event.
-        run = hooks.unconditional_run if isinstance(hooks, HookList) else None
+        run = hooks.unconditional_run if type(hooks) is HookList else None
         if run is None:
             run = _unconditional_run(hooks)
         if run[0] == 0:
@@ -348,17 +348,7 @@ class _Chain:
         """
         index = self.index
         if index >= self.unconditional_from:
-            # An unconditional run (see _unconditional_run), up to the first hook with a
-            # breaker entry: that one is admitted below, in a batch of its own. The driver
-            # checks the deadline; when it stopped there, fold_blocking ends unconditional
-            # runs so that this admission reports the spent budget.
-            run_calls = self.unconditional_calls[index - self.unconditional_from :]
-            faulted = self.faulted
-            if faulted:
-                for at, call in enumerate(run_calls):
-                    if call[0].definition.id in faulted:
-                        run_calls = run_calls[:at]
-                        break
+            run_calls = self._unconditional_calls(index)
             if run_calls:
                 self.index = index + len(run_calls)
                 return run_calls
@@ -367,38 +357,18 @@ class _Chain:
         rows, blocking = self.rows, self.blocking
         watching = self.breakers is not None
         faulted = self.faulted
-        match_field = self.spec.match_field
         budgeted = self.deadline is not None  # (a long wait moves the deadline, never unsets it)
         batch: list[Call] = []
         while index < count:
             hook = hooks[index]
-            definition = hook.definition
-            watched = watching and definition.id in faulted
+            watched = watching and hook.definition.id in faulted
             if watched and blocking and batch:
                 break
             index += 1
             row = TraceRow(hook)
             rows.append(row)
-            if not definition.enabled:
-                row.skipped = "disabled"
-                continue
-            if hook.matcher is not None:
-                subject = self.current.get(match_field) if match_field else ""
-                matched = hook.matcher.matches(subject if isinstance(subject, str) else "")
-                _details(row)["matcher_matched"] = matched
-                if not matched:
-                    row.skipped = "matcher did not match"
-                    continue
-            timeout_s = hook.timeout_s
-            if hook.condition is not None:
-                left = self._filter(hook, row)
-                if left is None:
-                    if self.ended:
-                        return None
-                    continue
-                timeout_s = left
-            row.matched = True
-            if watched and not self._breaker_admits(hook, row):
+            timeout_s = self._judge(hook, row, watched)
+            if timeout_s is None:
                 if self.ended:
                     return None
                 continue
@@ -413,6 +383,46 @@ class _Chain:
                 break
         self.index = index
         return tuple(batch) if batch else None
+
+    def _unconditional_calls(self, index: int) -> tuple[Call, ...]:
+        """The calls of the unconditional run from ``index`` (see _unconditional_run), up to
+        the first hook with a breaker entry: that one is admitted by the general admission, in
+        a batch of its own. The driver checks the deadline; when it stopped there,
+        fold_blocking ends unconditional runs so that the admission reports the spent
+        budget."""
+        run_calls = self.unconditional_calls[index - self.unconditional_from :]
+        faulted = self.faulted
+        if faulted:
+            for at, call in enumerate(run_calls):
+                if call[0].definition.id in faulted:
+                    return run_calls[:at]
+        return run_calls
+
+    def _judge(self, hook: CompiledHook, row: TraceRow, watched: bool) -> float | None:
+        """Whether ``hook`` runs against the current payload: its timeout, or ``None`` when it
+        is skipped (``ended`` set when that ends the chain). ``watched``: it has a breaker
+        entry."""
+        if not hook.definition.enabled:
+            row.skipped = "disabled"
+            return None
+        if hook.matcher is not None:
+            match_field = self.spec.match_field
+            subject = self.current.get(match_field) if match_field else ""
+            matched = hook.matcher.matches(subject if isinstance(subject, str) else "")
+            _details(row)["matcher_matched"] = matched
+            if not matched:
+                row.skipped = "matcher did not match"
+                return None
+        timeout_s = hook.timeout_s
+        if hook.condition is not None:
+            left = self._filter(hook, row)
+            if left is None:
+                return None
+            timeout_s = left
+        row.matched = True
+        if watched and not self._breaker_admits(hook, row):
+            return None
+        return timeout_s
 
     def _filter(self, hook: CompiledHook, row: TraceRow) -> float | None:
         """Evaluate the hook's ``if_expr``: the time left of its timeout, or ``None`` to skip

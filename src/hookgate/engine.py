@@ -411,7 +411,7 @@ class Engine:
             return self._queue(spec, data, selected, self._background.submit)
         started = perf_counter()
         # split_shadow, inline for a list that keeps its split: this is once per event.
-        split = selected.shadow_split if isinstance(selected, HookList) else None
+        split = selected.shadow_split if type(selected) is HookList else None
         hooks, shadow = split if split is not None else self._split(selected)
         outcome = await self.runner.run(spec, data, hooks)
         if shadow:
@@ -454,7 +454,7 @@ class Engine:
             return self._queue(spec, data, selected, submit)
         started = perf_counter()
         # split_shadow, inline for a list that keeps its split: this is once per event.
-        split = selected.shadow_split if isinstance(selected, HookList) else None
+        split = selected.shadow_split if type(selected) is HookList else None
         hooks, shadow = split if split is not None else self._split(selected)
         outcome = self.runner.run_sync(spec, data, hooks)
         if shadow:

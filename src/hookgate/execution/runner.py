@@ -215,7 +215,7 @@ class HookRunner:
         (the host-code rule depends on it, and a server may switch it), kept on the list
         (:attr:`HookList.plan`; a list from another source is planned every time)."""
         edition = self.settings.edition
-        if not isinstance(hooks, HookList):
+        if type(hooks) is not HookList:
             return self._make_plan(hooks, event)
         kept: KeptPlan | None = hooks.plan
         if (

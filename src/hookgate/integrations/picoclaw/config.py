@@ -215,24 +215,9 @@ def _process_events(
     if not isinstance(intercept, list) or not all(isinstance(s, str) for s in intercept):
         problems.append(f"{where}.intercept: must be a list of stage names")
         intercept = []
-    families = []
-    for stage in intercept:
-        if stage and stage not in INTERCEPT_STAGES:
-            problems.append(
-                f"{where}.intercept: unknown stage {stage!r}; expected "
-                f"{', '.join(INTERCEPT_STAGES)}"
-            )
-        elif stage:
-            families.append(INTERCEPT_STAGES[stage])
+    families = _intercepted_families(where, intercept, problems)
     observe = entry.get("observe") or []
-    observing = False
-    if not isinstance(observe, list):
-        problems.append(f"{where}.observe: must be a list of event kinds")
-    else:
-        try:
-            observing = normalize_observe(observe) is not None
-        except ValueError as exc:
-            problems.append(f"{where}.observe: {exc}")
+    observing = _observing(where, observe, problems)
     if len(problems) == before and not families and not observing:
         problems.append(f"{where}: no hook modes enabled (set intercept and/or observe)")
     events = [event for family in ("llm", "tool", "approve") if family in families
@@ -249,6 +234,33 @@ def _process_events(
         if entry.get(key) is not None:
             config[key] = entry[key]
     return events, config
+
+
+def _intercepted_families(where: str, intercept: list[str], problems: list[str]) -> list[str]:
+    """The event families a process entry's ``intercept`` stages name (unknown ones are
+    problems)."""
+    families = []
+    for stage in intercept:
+        if stage and stage not in INTERCEPT_STAGES:
+            problems.append(
+                f"{where}.intercept: unknown stage {stage!r}; expected "
+                f"{', '.join(INTERCEPT_STAGES)}"
+            )
+        elif stage:
+            families.append(INTERCEPT_STAGES[stage])
+    return families
+
+
+def _observing(where: str, observe: Any, problems: list[str]) -> bool:
+    """Whether a process entry's ``observe`` list names runtime events to observe."""
+    if not isinstance(observe, list):
+        problems.append(f"{where}.observe: must be a list of event kinds")
+        return False
+    try:
+        return normalize_observe(observe) is not None
+    except ValueError as exc:
+        problems.append(f"{where}.observe: {exc}")
+        return False
 
 
 def _builtin_events(
@@ -296,19 +308,7 @@ def load_picoclaw(document: Any, *, edition: str, base_dir: Path) -> list[HookDe
     builtins = _entries(hooks, "builtins", _BUILTIN_KEYS, problems)
     processes = _entries(hooks, "processes", _PROCESS_KEYS, problems)
 
-    # hookgate sorts priority descending, PicoClaw ascending with builtins first: negate,
-    # and lift builtins above the highest process hook when their ranges overlap.
-    lift = 0
-    if builtins and processes:
-        highest_builtin = max(entry.get("priority", 0) for _, entry in builtins)
-        lowest_process = min(entry.get("priority", 0) for _, entry in processes)
-        lift = max(0, highest_builtin - lowest_process + 1)
-    ranked = sorted(
-        [("builtin", name, entry) for name, entry in builtins]
-        + [("process", name, entry) for name, entry in processes],
-        key=lambda item: (item[0] != "builtin", item[2].get("priority", 0), item[1]),
-    )
-
+    lift, ranked = _ranked(builtins, processes)
     raws: list[tuple[str, dict[str, Any]]] = []
     for order, (kind, name, entry) in enumerate(ranked, start=1):
         where = f"hooks.{kind}s.{name}" if kind == "builtin" else f"hooks.processes.{name}"
@@ -336,6 +336,31 @@ def load_picoclaw(document: Any, *, edition: str, base_dir: Path) -> list[HookDe
         raise ConfigError(problems)
     if not enabled:
         return []  # hooks.enabled: false mounts nothing (the entries were still checked)
+    return _validated(raws, edition)
+
+
+def _ranked(
+    builtins: list[tuple[str, Mapping[str, Any]]], processes: list[tuple[str, Mapping[str, Any]]]
+) -> tuple[int, list[tuple[str, str, Mapping[str, Any]]]]:
+    """The entries in PicoClaw's order (builtins first, then priority ascending) and how far
+    builtins' priorities are lifted: hookgate sorts priority descending, so priorities are
+    negated, and builtins lifted above the highest process hook when their ranges overlap."""
+    lift = 0
+    if builtins and processes:
+        highest_builtin = max(entry.get("priority", 0) for _, entry in builtins)
+        lowest_process = min(entry.get("priority", 0) for _, entry in processes)
+        lift = max(0, highest_builtin - lowest_process + 1)
+    ranked = sorted(
+        [("builtin", name, entry) for name, entry in builtins]
+        + [("process", name, entry) for name, entry in processes],
+        key=lambda item: (item[0] != "builtin", item[2].get("priority", 0), item[1]),
+    )
+    return lift, ranked
+
+
+def _validated(raws: list[tuple[str, dict[str, Any]]], edition: str) -> list[HookDefinition]:
+    """The definitions of the raw hooks; every problem of every hook in one ConfigError."""
+    problems: list[str] = []
     definitions = []
     for where, raw in raws:
         try:
