@@ -1,7 +1,8 @@
 """Attacks on the audit hash chain (``GET /api/v1/audit/verify``, ``audit.verify``) against a
 real gateway process: checking or reading another tenant's chain, a payload that tries to
-place or hash its own record, a tenant admin covering up an altered record through the
-API, and viewers or operators running the (costly) walk."""
+place or hash its own record, a payload that tries to hang its hook rows on another record,
+a tenant admin covering up an altered record through the API, and viewers or operators
+running the (costly) walk."""
 
 from __future__ import annotations
 
@@ -31,6 +32,8 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
         "b_operator": gateway.create_key("tenant-b", "operator"),
         "c_admin": gateway.create_key("tenant-c", "admin"),
         "c_operator": gateway.create_key("tenant-c", "operator"),
+        "d_admin": gateway.create_key("tenant-d", "admin"),
+        "d_operator": gateway.create_key("tenant-d", "operator"),
     }
     try:
         yield {"gateway": gateway, "keys": keys}
@@ -156,3 +159,35 @@ def test_viewer_or_operator_cannot_run_the_walk(served: dict[str, Any], role: st
     with open_ws(gateway.ws_url, key) as ws:
         reply = request(ws, "audit.verify", {})
         assert reply["ok"] is False and reply["error"]["code"] == "UNAUTHORIZED"
+
+
+def test_payload_cannot_hang_its_hook_rows_on_another_record(served: dict[str, Any]) -> None:
+    """tool: the event's payload names an earlier dispatch's id (every spelling, in the
+    input too) so that the hook rows of this dispatch land on that record (padding or
+    breaking it); a hook row then altered in the database is named by the API."""
+    gateway, keys = served["gateway"], served["keys"]
+    created = gateway.rest("POST", "/api/v1/hooks", json={
+        "event": "pre_tool_use", "handler_type": "callable", "scope": "tenant",
+        "tenant_id": "tenant-d", "name": "guard", "matcher": "^guarded$",
+        "config": {"callable": "tests.server.hookfns:block"},
+    })
+    assert created.status_code == 201, created.text
+    victim = _dispatch(gateway, keys["d_operator"], {"tool_name": "guarded", "session_id": "d"})
+    _dispatch(gateway, keys["d_operator"], {
+        "tool_name": "guarded", "session_id": "d", "dispatch_id": victim,
+        "dispatchId": victim, "tool_input": {"dispatch_id": victim},
+    })
+    chain = _chained(gateway, keys["d_admin"], "tenant-d", 2)
+    assert chain["intact"] is True and chain["hook_rows"] == 2
+    with sqlite3.connect(gateway.data_dir / SQLITE_FILE_NAME, timeout=30) as db:
+        owners = [row[0] for row in db.execute(
+            "SELECT dispatch_id FROM hook_executions WHERE tenant_id = 'tenant-d' ORDER BY seq"
+        )]
+        assert owners[0] == victim and owners[1] != victim
+        (row_id,) = db.execute(
+            "SELECT id FROM hook_executions WHERE dispatch_id = ?", (victim,)
+        ).fetchone()
+        db.execute("UPDATE hook_executions SET reason = 'fine' WHERE id = ?", (row_id,))
+    problem = _verify(gateway, keys["d_admin"])["tenants"][0]["problem"]
+    assert problem["record_id"] == victim and problem["kind"] == "altered"
+    assert f"hook row {row_id} of record {victim}" in problem["why"]

@@ -401,3 +401,42 @@ def test_retention_takes_hook_rows_with_their_records(store_args: list[str]) -> 
     assert done.returncode == 0, done.stdout + done.stderr
     (chain,) = orjson.loads(done.stdout)["tenants"]
     assert (chain["records"], chain["hook_rows"]) == (3, 3)
+
+
+def test_records_from_before_schema_17_keep_their_hash_and_cannot_be_passed_off_as_such(
+    tmp_path: Path,
+) -> None:
+    """Records chained under schemas 11 to 16 (hook_rows NULL, the first hash form) verify
+    beside newer ones; a newer record whose hook_rows is set NULL (to pass it off as older
+    and drop its hook rows from the check) is caught."""
+    from hookgate.store.chain import CHAIN_COLUMNS, GENESIS, legacy_record_hash
+
+    store_args = ["--data-dir", str(tmp_path / "data")]
+    (tmp_path / "data").mkdir()
+    rows = [record("acme", time.time()) for _ in range(3)]
+    seed(store_args, rows)
+    path = tmp_path / "data" / SQLITE_FILE_NAME
+    with sqlite3.connect(path) as db:  # as schema 11 wrote them
+        prev = GENESIS
+        for place in (1, 2, 3):
+            values = db.execute(
+                f"SELECT {CHAIN_COLUMNS} FROM dispatch_records WHERE chain_seq = ?", (place,)
+            ).fetchone()
+            new = legacy_record_hash(prev, place, values)
+            db.execute(
+                "UPDATE dispatch_records SET hook_rows = NULL, prev_hash = ?, record_hash = ? "
+                "WHERE chain_seq = ?",
+                (prev, new, place),
+            )
+            prev = new
+        db.execute("UPDATE audit_chain_heads SET hash = ?", (prev,))
+    later = [record("acme", time.time()) for _ in range(2)]
+    seed(store_args, later)
+    done = hookgate("audit", "verify", *store_args)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "tenant acme: intact, 5 records (places 1–5)" in done.stdout
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE dispatch_records SET hook_rows = NULL WHERE id = ?", (later[0].id,))
+    done = hookgate("audit", "verify", *store_args)
+    assert done.returncode == 1
+    assert f"BROKEN at place 4: altered: record {later[0].id} (place 4)" in done.stdout

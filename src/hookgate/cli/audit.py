@@ -1,4 +1,5 @@
-"""``hookgate audit verify|head``: check the dispatch records' hash chain, export its head.
+"""``hookgate audit verify|head``: check the dispatch records' hash chain (and the hook rows
+each record covers), export its head.
 
 ``verify`` exits 0 when every chain checked is intact and 1 naming, per broken tenant, the
 first record that was altered, removed or reordered. ``head`` prints each tenant's checkpoint
@@ -29,7 +30,8 @@ def register(main: click.Group) -> None:
 
 @click.group()
 def audit() -> None:
-    """Check the tamper-evident audit log (the dispatch records' hash chain)."""
+    """Check the tamper-evident audit log (the dispatch records' hash chain and their hook
+    rows)."""
 
 
 @audit.command()
@@ -96,7 +98,8 @@ def head(data_dir: str | None, database_url: str | None, tenant: str | None) -> 
 def _line(chain: TenantChain) -> str:
     head = chain.head
     reach = f"places {head.base_seq + 1}–{head.seq}" if head else "no head"
-    extra = f", {chain.unchained} from before the chain" if chain.unchained else ""
+    extra = f", {chain.hook_rows} hook rows" if chain.hook_rows else ""
+    extra += f", {chain.unchained} from before the chain" if chain.unchained else ""
     if chain.problem is None:
         return f"tenant {chain.tenant_id}: intact, {chain.records} records ({reach}){extra}"
     problem = chain.problem

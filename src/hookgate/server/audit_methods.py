@@ -2,8 +2,9 @@
 
 Admins only. A tenant admin checks its own tenant's chain; master scope checks every tenant's,
 or one named with ``tenantId``. The answer is what ``hookgate audit verify --format json``
-prints: ``intact``, the records checked, and per tenant its head and the first break (place,
-record, ``altered``/``removed``/``reordered`` and why).
+prints: ``intact``, the records checked, and per tenant its head, the hook rows its records
+cover and the first break (place, record, ``altered``/``removed``/``reordered`` and why: a
+record, or one of its hook rows, named).
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ class ChainVerdict(BaseModel):
     intact: bool
     records: int
     unchained: int
+    #: Hook rows checked: those of records written since schema 17 (each record covers its own).
+    hook_rows: int = 0
     #: ``{tenant_id, seq, hash, base_seq, base_hash}``.
     head: dict[str, Any] | None
     #: ``{chain_seq, record_id, kind, why}``: the first place that does not hold.

@@ -184,7 +184,8 @@ METHOD_LIST: Final = (
     _method(
         "audit.verify", "admin", AuditVerifyParams, AuditVerifyPayload, audit_verify,
         "Check the audit hash chain of the caller's tenant (master scope: every tenant, or "
-        "tenantId): intact, or per tenant the first record altered, removed or reordered.",
+        "tenantId): intact, or per tenant the first record (or hook row) altered, removed or "
+        "reordered.",
         ("GET", "/audit/verify"),
     ),
     _method(

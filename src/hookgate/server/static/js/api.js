@@ -131,6 +131,12 @@ export async function exportAudit(filters, format, apiKey) {
   return response.blob();
 }
 
+/** The audit chain check (admins): `{intact, records, elapsed_s, tenants: [{tenant_id, intact,
+ * records, hook_rows, unchained, head: {seq, hash, base_seq, base_hash}, problem}]}`. */
+export async function verifyAudit() {
+  return call("audit.verify", picked());
+}
+
 export async function chains({ agentId = null } = {}) {
   return (await call("hooks.chain", agentId ? { agentId, ...picked() } : picked())).events;
 }

@@ -12,6 +12,7 @@ import { renderHookDetail } from "./views/hook-detail.js";
 import { renderApprovals } from "./approvals/view.js";
 import { renderAudit } from "./views/audit.js";
 import { renderDispatches } from "./views/dispatches.js";
+import { renderChain } from "./views/chain.js";
 import { renderEvents } from "./views/events.js";
 import { renderKeys } from "./views/keys.js";
 import { renderImport } from "./views/hook-files.js";
@@ -192,6 +193,9 @@ function route() {
       break;
     case "dispatches":
       work = renderDispatches(main, current, ctx);
+      break;
+    case "chain":
+      work = renderChain(main, current, ctx);
       break;
     case "events":
       work = renderEvents(main, current, ctx);

@@ -1,5 +1,5 @@
 // Hash routes: #/hooks, #/hooks/new, #/hooks/<id>[/overview|/test|/history|/changes|/edit],
-// #/hooks/import, #/approvals[/<id>], #/audit, #/audit/dispatches[/<id>], #/events, #/keys.
+// #/hooks/import, #/approvals[/<id>], #/audit, #/audit/dispatches[/<id>], #/audit/chain, #/events, #/keys.
 
 const TABS = new Set(["overview", "test", "history", "changes"]);
 
@@ -11,6 +11,7 @@ export function parseRoute(hash = window.location.hash) {
     return { name: "list", query };
   }
   if (parts[0] === "audit" && parts.length === 1) return { name: "audit", query };
+  if (parts[0] === "audit" && parts[1] === "chain" && parts.length === 2) return { name: "chain", query };
   if (parts[0] === "audit" && parts[1] === "dispatches" && parts.length <= 3) return { name: "dispatches", id: parts[2] || null, query };
   if (parts[0] === "events" && parts.length === 1) return { name: "events", query };
   if (parts[0] === "keys" && parts.length === 1) return { name: "keys", query };

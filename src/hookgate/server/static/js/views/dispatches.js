@@ -4,7 +4,7 @@
 // whatever form the gateway sent them in.
 import { h, mount } from "../dom.js";
 import * as api from "../api.js";
-import { session, viewedTenant } from "../session.js";
+import { session, atLeast, viewedTenant } from "../session.js";
 import { allEvents } from "../catalogue.js";
 import { dispatchHref, hookHref } from "../router.js";
 import { formatDuration, isoTime, shortId } from "../format.js";
@@ -27,6 +27,8 @@ export function auditSwitch(current) {
     { class: "audit-switch", "aria-label": "Audit log by" },
     link("#/audit", "Hook executions", "executions"),
     link("#/audit/dispatches", "Dispatches", "dispatches"),
+    // The chain check is an admin's walk over every record: offered to admins only.
+    atLeast("admin") ? link("#/audit/chain", "Integrity", "chain") : null,
   );
 }
 
