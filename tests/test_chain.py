@@ -15,6 +15,7 @@ EXEC = {"tool_name": "exec", "tool_input": {"cmd": "ls"}}
 
 
 def test_priority_then_registration_order() -> None:
+    """Hooks run by priority, higher first; equal priorities in registration order."""
     calls: list[str] = []
     tester = HookTester()
     for name, priority in [("low", 1), ("high", 10), ("tie-a", 5), ("tie-b", 5), ("mid", 7)]:
@@ -26,6 +27,7 @@ def test_priority_then_registration_order() -> None:
 
 
 def test_tie_break_is_stable_across_runs_and_engines() -> None:
+    """The order of equal-priority hooks is the same in every run and every engine."""
     orders = []
     for _ in range(3):
         calls: list[str] = []
@@ -40,6 +42,7 @@ def test_tie_break_is_stable_across_runs_and_engines() -> None:
 
 
 def test_rewrite_is_seen_by_later_hooks_and_their_filters() -> None:
+    """A rewrite reaches later hooks and their if_expr; the caller's payload is untouched."""
     tester = HookTester()
     seen: list[Any] = []
     tester.hook("pre_tool_use", priority=3)(
@@ -55,6 +58,7 @@ def test_rewrite_is_seen_by_later_hooks_and_their_filters() -> None:
 
 
 def test_context_from_every_hook_is_kept_in_order() -> None:
+    """additional_context from every hook (string, list or HookResult) is kept in hook order."""
     tester = HookTester()
     tester.hook("user_prompt_submit", priority=2)(lambda e: {"additional_context": "first"})
     tester.hook("user_prompt_submit", priority=1)(
@@ -69,6 +73,7 @@ def test_context_from_every_hook_is_kept_in_order() -> None:
 
 
 def test_first_block_ends_the_chain() -> None:
+    """The first block ends a blocking chain: later hooks are not called."""
     called: list[str] = []
     tester = HookTester()
     tester.hook("pre_tool_use", priority=2, name="guard")(
@@ -82,6 +87,7 @@ def test_first_block_ends_the_chain() -> None:
 
 
 def test_continue_false_blocks() -> None:
+    """continue: false on a blocking event blocks and says so in the outcome."""
     tester = HookTester()
     tester.hook("pre_tool_use")(lambda e: {"continue": False, "reason": "stop here"})
     outcome = tester.fire("pre_tool_use", EXEC)
@@ -89,6 +95,7 @@ def test_continue_false_blocks() -> None:
 
 
 def test_synthetic_result_ends_the_chain_and_allows() -> None:
+    """A synthetic result ends the chain as an allow carrying that result."""
     called: list[str] = []
     tester = HookTester()
     tester.hook("pre_tool_use", priority=2)(lambda e: {"result": {"for_llm": "cached"}})
@@ -100,6 +107,7 @@ def test_synthetic_result_ends_the_chain_and_allows() -> None:
 
 @pytest.mark.parametrize("kind", ["turn", "hard"])
 def test_abort_ends_the_chain(kind: str) -> None:
+    """An abort (turn or hard) blocks; only a turn abort lets the agent loop continue."""
     tester = HookTester()
     tester.hook("before_llm")(lambda e: {"abort": kind, "reason": "budget"})
     outcome = tester.fire("before_llm", request={"model": "m"})
@@ -108,6 +116,7 @@ def test_abort_ends_the_chain(kind: str) -> None:
 
 
 def test_ask_without_approver_blocks() -> None:
+    """An ask with no approver configured blocks, with the hook's reason."""
     tester = HookTester()
     tester.hook("pre_tool_use", name="asker")(lambda e: {"decision": "ask", "reason": "sure?"})
     outcome = tester.fire("pre_tool_use", EXEC)
@@ -116,6 +125,7 @@ def test_ask_without_approver_blocks() -> None:
 
 
 def test_exception_fails_closed_with_cause_in_trace() -> None:
+    """A hook that raises blocks by default, naming the hook and the error."""
     tester = HookTester()
 
     @tester.hook("pre_tool_use", name="crashy")
@@ -130,6 +140,7 @@ def test_exception_fails_closed_with_cause_in_trace() -> None:
 
 
 def test_on_error_allow_lets_the_chain_continue() -> None:
+    """on_error: allow records the error and lets later hooks run."""
     tester = HookTester()
 
     @tester.hook("pre_tool_use", on_error="allow", priority=1)
@@ -154,6 +165,7 @@ def test_on_error_allow_lets_the_chain_continue() -> None:
     ],
 )
 def test_malformed_answers_block_even_with_on_error_allow(answer: Any) -> None:
+    """A malformed answer blocks whatever the hook's on_error says."""
     tester = HookTester()
     tester.hook("pre_tool_use", on_error="allow")(lambda e: answer)
     outcome = tester.fire("pre_tool_use", EXEC)
@@ -162,6 +174,7 @@ def test_malformed_answers_block_even_with_on_error_allow(answer: Any) -> None:
 
 
 def test_outcome_the_event_does_not_allow_is_malformed() -> None:
+    """An answer the event does not take (a result on user_prompt_submit) is malformed."""
     tester = HookTester()
     tester.hook("user_prompt_submit")(lambda e: {"result": "synthetic"})
     outcome = tester.fire("user_prompt_submit", prompt="hi")
@@ -170,6 +183,7 @@ def test_outcome_the_event_does_not_allow_is_malformed() -> None:
 
 
 async def test_timeout_follows_on_timeout() -> None:
+    """A hook past its timeout follows on_timeout: block by default, allow when set."""
     engine = Engine()
 
     never = asyncio.Event()  # only the timeout can end these hooks
@@ -221,6 +235,7 @@ async def test_chain_budget_caps_the_whole_chain() -> None:
 
 
 def test_budget_exhausted_before_a_hook_runs() -> None:
+    """A hook admitted after the chain budget is spent is not called, and the event blocks."""
     clock = FakeClock()
     engine = Engine(clock=clock)
     engine.hook("pre_tool_use", priority=1)(lambda e: clock.advance(11))
@@ -274,6 +289,7 @@ async def test_non_blocking_hooks_run_concurrently_and_cannot_block() -> None:
 
 
 def test_outcome_serialises_with_exactly_the_documented_keys() -> None:
+    """to_json has exactly the documented keys; a rejected matcher leaves no trace row."""
     tester = HookTester()
     tester.hook("pre_tool_use", matcher="^exec$", name="m")(lambda e: None)
     tester.hook("pre_tool_use", matcher="^other$", name="not-this-tool")(lambda e: None)
@@ -289,6 +305,7 @@ def test_outcome_serialises_with_exactly_the_documented_keys() -> None:
 
 
 def test_if_expr_error_skips_with_the_error_in_the_trace() -> None:
+    """An if_expr that cannot be evaluated skips the hook, with the error in its row."""
     tester = HookTester()
     tester.hook("pre_tool_use", if_expr="size(tool_input.path) > 3")(
         lambda e: {"decision": "block"}
@@ -300,6 +317,7 @@ def test_if_expr_error_skips_with_the_error_in_the_trace() -> None:
 
 
 def test_disabled_hook_is_skipped() -> None:
+    """A disabled hook is skipped, and its row says so."""
     tester = HookTester()
     tester.hook("pre_tool_use", enabled=False)(lambda e: {"decision": "block"})
     outcome = tester.fire("pre_tool_use", EXEC)

@@ -19,6 +19,7 @@ EXEC = {"tool_name": "exec", "tool_input": {"cmd": "ls"}}
 
 
 def test_abstaining_hooks_run_in_one_batch_in_priority_order() -> None:
+    """Hooks that abstain run in one batch, in priority order."""
     run = run_direct(
         "pre_tool_use",
         [
@@ -34,6 +35,7 @@ def test_abstaining_hooks_run_in_one_batch_in_priority_order() -> None:
 
 
 def test_a_rewrite_starts_a_new_batch_that_sees_it() -> None:
+    """A rewrite ends the batch; the next batch sees the rewritten input."""
     rewrite = {"updated_input": {"cmd": "ls -la"}}
     run = run_direct("pre_tool_use", [Scripted(rewrite, "first"), Scripted(None, "second")], EXEC)
     assert [names for names, _ in run.batches] == [["first", "second"], ["second"]]
@@ -44,6 +46,7 @@ def test_a_rewrite_starts_a_new_batch_that_sees_it() -> None:
 
 
 def test_the_first_block_ends_the_chain() -> None:
+    """Driven directly, the first block ends the chain and leaves one row."""
     run = run_direct(
         "pre_tool_use",
         [Scripted({"decision": "block", "reason": "no"}, "guard"), Scripted(None, "after")],
@@ -55,6 +58,7 @@ def test_the_first_block_ends_the_chain() -> None:
 
 
 def test_failure_policy_on_a_blocking_event() -> None:
+    """Errors follow on_error, timeouts on_timeout, and a malformed answer always blocks."""
     allowed = run_direct(
         "pre_tool_use",
         [Scripted(RuntimeError("boom"), "flaky", {"on_error": "allow"}), Scripted(None, "next")],
@@ -72,6 +76,7 @@ def test_failure_policy_on_a_blocking_event() -> None:
 
 
 def test_a_non_blocking_event_runs_every_hook_in_one_batch_and_enforces_nothing() -> None:
+    """A non-blocking event runs every hook in one batch and records, never enforces."""
     run = run_direct(
         "post_tool_use",
         [
@@ -130,6 +135,7 @@ def _summary(outcome: Any) -> dict[str, Any]:
 def test_sync_and_async_drivers_give_the_same_outcome(
     event: str, hooks: list[tuple[str, int, str]]
 ) -> None:
+    """fire_sync and await fire give the same outcome for the same hooks."""
     tester = HookTester()
     try:
         for n, (kind, priority, on_error) in enumerate(hooks):

@@ -211,6 +211,7 @@ def test_a_list_that_is_one_unconditional_run_gives_what_the_general_admission_g
 
 
 def test_an_answer_mid_run_starts_a_new_run_that_sees_it() -> None:
+    """An answer in the middle of an unconditional run starts a new run that sees it."""
     hooks = tuple(
         compile_scripted("pre_tool_use", [Scripted(name=f"h{n}") for n in range(4)])
     )
@@ -228,6 +229,7 @@ def test_an_answer_mid_run_starts_a_new_run_that_sees_it() -> None:
 
 
 def test_a_hook_with_a_breaker_entry_runs_in_a_batch_of_its_own() -> None:
+    """A hook with a breaker entry leaves the unconditional run: it runs in a batch of its own."""
     hooks = tuple(
         compile_scripted("pre_tool_use", [Scripted(name=f"h{n}") for n in range(3)])
     )
@@ -288,6 +290,7 @@ def _unconditional_runs_off(engine: Engine) -> None:
 
 
 def test_fire_sync_audit_records_are_those_of_the_general_admission() -> None:
+    """fire_sync's audit records are those of the general admission."""
     engine = Engine()
     try:
         engine.hook("pre_tool_use", name="quiet", priority=3)(lambda event: None)

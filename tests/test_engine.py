@@ -36,6 +36,7 @@ async def test_non_blocking_event_never_delays_the_caller() -> None:
 
 
 async def test_background_errors_are_isolated_and_audited() -> None:
+    """A failing background hook does not affect the others, and its error is audited."""
     audit = MemoryAudit()
     engine = Engine(audit=audit)
 
@@ -56,6 +57,7 @@ async def test_background_errors_are_isolated_and_audited() -> None:
 
 
 async def test_full_background_queue_drops_and_counts() -> None:
+    """A full background queue drops events and counts them."""
     engine = Engine(settings=Settings(background_queue_size=2, background_workers=1))
     release = asyncio.Event()
     picked_up = asyncio.Event()
@@ -80,6 +82,7 @@ async def test_full_background_queue_drops_and_counts() -> None:
 
 
 def test_fire_sync_runs_async_hooks_and_background_work() -> None:
+    """fire_sync runs coroutine hooks and queued background work on its loop thread."""
     engine = Engine()
     seen: list[str] = []
 
@@ -100,6 +103,7 @@ def test_fire_sync_runs_async_hooks_and_background_work() -> None:
 
 
 async def test_audit_records_every_execution_once() -> None:
+    """Every hook execution is audited once, a retried event id included."""
     audit = MemoryAudit()
     engine = Engine(audit=audit)
     engine.hook("pre_tool_use", name="allowing")(lambda e: {"decision": "allow"})
@@ -113,6 +117,7 @@ async def test_audit_records_every_execution_once() -> None:
 
 
 async def test_dry_run_writes_no_audit_and_spares_the_breaker() -> None:
+    """Engine.test runs the hook without an audit record or a breaker entry."""
     audit = MemoryAudit()
     engine = Engine(audit=audit)
     raw = {"event": "pre_tool_use", "handler_type": "callable", "scope": "tenant",
@@ -124,6 +129,7 @@ async def test_dry_run_writes_no_audit_and_spares_the_breaker() -> None:
 
 
 def test_callables_named_by_import_path(tmp_path: Path) -> None:
+    """Callables named by import path in a hooks file load and run, sync and async."""
     hooks = tmp_path / "hooks.yaml"
     hooks.write_text(
         "hooks:\n"
@@ -143,6 +149,7 @@ def test_callables_named_by_import_path(tmp_path: Path) -> None:
 
 
 def test_standard_edition_refuses_command_at_definition_and_dispatch() -> None:
+    """The standard edition refuses command hooks when defined and when dispatched."""
     engine = Engine(settings=Settings(edition="standard"))
     with pytest.raises(DefinitionError, match="standard edition"):
         engine.add({"event": "pre_tool_use", "handler_type": "command",
@@ -157,6 +164,7 @@ def test_standard_edition_refuses_command_at_definition_and_dispatch() -> None:
 
 
 async def test_scopes_select_hooks_per_tenant_and_agent() -> None:
+    """Global, tenant and agent scopes select hooks per tenant and agent."""
     engine = Engine()
     for name, scope, extra in [("global", "global", {}),
                                ("tenant-a", "tenant", {"tenant_id": "A"}),
@@ -174,6 +182,7 @@ async def test_scopes_select_hooks_per_tenant_and_agent() -> None:
 
 
 async def test_unknown_event_is_refused() -> None:
+    """Firing an unknown event name raises UnknownEventError."""
     from hookgate import UnknownEventError
 
     with pytest.raises(UnknownEventError):
@@ -181,6 +190,7 @@ async def test_unknown_event_is_refused() -> None:
 
 
 async def test_cancelling_the_caller_is_not_a_hook_timeout() -> None:
+    """Cancelling the caller cancels the fire; it is not reported as a hook timeout."""
     engine = Engine()
     started = asyncio.Event()
 
@@ -197,6 +207,7 @@ async def test_cancelling_the_caller_is_not_a_hook_timeout() -> None:
 
 
 async def test_a_hook_that_swallows_its_cancellation_still_times_out() -> None:
+    """A hook that swallows its cancellation still times out, and the caller's task stays clean."""
     engine = Engine()
 
     @engine.hook("pre_tool_use", timeout_ms=50, name="stubborn")
