@@ -82,3 +82,21 @@ def test_hookgate_claude_code_blocks_after_a_read_in_an_earlier_process(tmp_path
     reason = denied(claude_code(tmp_path, "WebFetch", "cc-1"))
     assert reason is not None and "no-exfil" in reason
     assert denied(claude_code(tmp_path, "WebFetch", "cc-2")) is None
+
+
+def test_concurrent_processes_never_overshoot_a_limit(tmp_path: Path) -> None:
+    """Claude Code runs the hooks of parallel tool calls at once: processes on one state file
+    take slots under the file's lock, so exactly the limit is admitted."""
+    (tmp_path / "hooks.yaml").write_text(HOOKS.replace("count: 2", "count: 3"))
+    event = json.dumps({"tool_name": "WebFetch", "session_id": "parallel"})
+    command = [*HOOKGATE, "fire", "pre_tool_use", "-c", str(tmp_path / "hooks.yaml"),
+               "--compact", "-i", event]
+    running = [subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True, cwd=REPO, env=environment(tmp_path))
+               for _ in range(8)]
+    decisions = []
+    for process in running:
+        out, err = process.communicate(timeout=120)
+        assert out, err
+        decisions.append(json.loads(out)["decision"])
+    assert sorted(decisions) == ["allow"] * 3 + ["block"] * 5

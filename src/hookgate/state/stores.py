@@ -4,16 +4,22 @@ the counters and stamps of rule hooks (:mod:`hookgate.state.rules`) beside the e
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
 from hookgate.state.model import ScopeKey, StateChange
 from hookgate.state.rules import Admission, RuleKey, Stamp
+
+try:
+    import fcntl
+except ImportError:  # not on Windows: one process per state file there
+    fcntl = None  # type: ignore[assignment]
 
 __all__ = ["FileStateStore", "MemoryStateStore", "StateStore"]
 
@@ -129,12 +135,36 @@ class MemoryStateStore:
 
 class FileStateStore(MemoryStateStore):
     """State kept in one JSON file: rewritten atomically after every change (temporary file,
-    fsync, rename), read back at start with expired entries dropped. Survives restarts."""
+    fsync, rename), read back at start with expired entries dropped. Survives restarts.
+
+    Several processes may share the file (every ``hookgate claude-code`` call is one, and
+    Claude Code runs the hooks of parallel tool calls at once): each change is made under an
+    exclusive lock on ``<file>.lock`` on the file as it is then, so a rule's counter never
+    loses a call to a concurrent process."""
 
     def __init__(self, path: str | Path, *, clock: Clock = time.time) -> None:
         super().__init__(clock=clock)
+        # Re-entrant: a change holds it while the memory store's own step takes it again.
+        self._lock = threading.RLock()  # type: ignore[assignment]
         self.path = Path(path)
         self._read()
+
+    @contextlib.contextmanager
+    def _exclusive(self) -> Iterator[None]:
+        """This process's lock and the file's, with the file read again (another process
+        may have changed it since)."""
+        with self._lock:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            handle = os.open(f"{self.path}.lock", os.O_CREAT | os.O_RDWR, 0o600)
+            try:
+                if fcntl is not None:
+                    fcntl.flock(handle, fcntl.LOCK_EX)
+                self._scopes = {}
+                self._rules = {}
+                self._read()
+                yield
+            finally:
+                os.close(handle)  # releases the file lock
 
     def _read(self) -> None:
         try:
@@ -202,9 +232,18 @@ class FileStateStore(MemoryStateStore):
         await asyncio.to_thread(self.apply_sync, changes)
 
     def apply_sync(self, changes: Sequence[StateChange]) -> None:
-        with self._lock:
+        with self._exclusive():
             self._apply_locked(changes, self.clock())
             self._write(self._document())
+
+    def admit_now(self, key: RuleKey, limit: int, ttl_s: float) -> Admission:
+        with self._exclusive():
+            return super().admit_now(key, limit, ttl_s)
+
+    def record_now(self, stamps: Sequence[Stamp]) -> None:
+        if stamps:
+            with self._exclusive():
+                super().record_now(stamps)
 
     def _rules_changed(self, now: float) -> None:
         # Called with the lock held, after every counter or stamp change: persist it.
