@@ -20,7 +20,7 @@ from pathlib import Path
 
 from bench.harness import Row, interleaved_medians_us
 from hookgate import Engine, Settings
-from hookgate.handlers.subprocess.sandbox import find_bwrap
+from hookgate.sandbox import find_bwrap
 
 PAYLOAD = {"tool_name": "exec", "tool_input": {"cmd": "ls -la /tmp"}, "session_id": "bench"}
 SCRIPT = """#!/bin/sh

@@ -20,8 +20,8 @@ from hookgate import Engine, Settings
 from hookgate.definition_model import validate_definition
 from hookgate.events import get_event
 from hookgate.handlers.base import Invocation, Services
-from hookgate.handlers.prompt.budget import MemoryBudgetStore
 from hookgate.handlers.prompt.handler import PromptHandler
+from hookgate.llm.budget import MemoryBudgetStore
 
 KEY_ENV = "HOOKGATE_BENCH_LLM_KEY"
 

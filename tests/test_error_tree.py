@@ -7,7 +7,7 @@ import inspect
 import pkgutil
 
 import hookgate
-from hookgate.handlers.prompt.budget import BudgetExhausted
+from hookgate.llm.budget import BudgetExhausted
 from hookgate.store import BudgetExceeded
 
 # Private control-flow signals never leave their module.

@@ -39,7 +39,7 @@ from hookgate.definition import (
     Problem,
 )
 from hookgate.events import EventSpec, UnknownEventError, get_event
-from hookgate.handlers import available_handler_types
+from hookgate.handlers import available_handler_types, is_handler_type
 from hookgate.handlers.checks import handler_problems
 from hookgate.matching import FilterError, compile_if_expr, compile_matcher
 
@@ -225,8 +225,9 @@ class DefinitionFields(BaseModel):
     @field_validator("handler_type")
     @classmethod
     def _known_handler_type(cls, name: str, info: ValidationInfo) -> str:
-        types = _context(info).get("known_handler_types") or available_handler_types()
-        if name not in types:
+        types = _context(info).get("known_handler_types")
+        if not (name in types if types else is_handler_type(name)):
+            types = types or available_handler_types()
             raise _problem(
                 "handler_type",
                 f"unknown handler type {name!r}; expected one of {', '.join(sorted(types))}",

@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
+from hookgate.handlers.base import edition_refusal
 from hookgate.settings import EDITIONS, LITE, STANDARD, Edition
 
 if TYPE_CHECKING:
@@ -63,16 +64,6 @@ def host_code_types() -> list[str]:
         except ImportError:
             continue
     return types
-
-
-def edition_refusal(edition: str, handler_type: str) -> str | None:
-    """Why ``edition`` refuses a host-code hook of ``handler_type`` (None: it does not)."""
-    if edition != STANDARD:
-        return None
-    return (
-        f"{handler_type} hooks run code on the gateway host and are not available on the "
-        "standard edition; use http or prompt"
-    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,10 +5,9 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Final, Literal
+from typing import Final, Literal
 
-if TYPE_CHECKING:
-    from hookgate.handlers.subprocess.sandbox import Sandbox
+from hookgate.sandbox import Sandbox, resolve_sandbox
 
 __all__ = [
     "EDITIONS",
@@ -70,7 +69,7 @@ class Settings:
     hook_threads_max_stuck: int = 64
     hook_threads_max_stuck_per_tenant: int = 8
     #: ``off``, ``auto`` or ``bwrap``: run hook programs under bubblewrap (see
-    #: :mod:`hookgate.handlers.subprocess.sandbox`); ``sandbox_hidden``: paths they must not see.
+    #: :mod:`hookgate.sandbox`); ``sandbox_hidden``: paths they must not see.
     hook_sandbox: str = "off"
     sandbox_hidden: tuple[str, ...] = ()
     #: Share of the dispatches no hook matched whose record the audit sink keeps (0 to 1;
@@ -80,9 +79,6 @@ class Settings:
 
     def sandbox(self) -> Sandbox:
         """The sandbox hook programs run in (cached per mode and hidden paths)."""
-        # Imported here: the sandbox belongs to the handlers package, which imports settings.
-        from hookgate.handlers.subprocess.sandbox import resolve_sandbox
-
         return resolve_sandbox(self.hook_sandbox, self.sandbox_hidden)
 
     @classmethod

@@ -11,7 +11,7 @@ from tests.support.llm_server import ScriptedLLM
 
 from hookgate import Engine, Settings
 from hookgate.handlers.base import Services
-from hookgate.handlers.prompt.budget import MemoryBudgetStore
+from hookgate.llm.budget import MemoryBudgetStore
 
 #: Settings whose SSRF allowlist admits the loopback test servers (and nothing else).
 LOOPBACK = Settings(ssrf_allowlist=("127.0.0.1/32",))

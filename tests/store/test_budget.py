@@ -10,7 +10,7 @@ import pytest
 from tests.store.conftest import StoreFactory
 from tests.support.budget_contract import BudgetStoreContract, MonthClock
 
-from hookgate.handlers.prompt.budget import BudgetStore
+from hookgate.llm.budget import BudgetStore
 from hookgate.store import BudgetExceeded, Caller, Forbidden, NotFound
 from hookgate.store.base import Store
 from hookgate.store.budget import SqlBudgetStore

@@ -1,4 +1,4 @@
-"""The behaviour every :class:`hookgate.handlers.prompt.budget.BudgetStore` must have, as
+"""The behaviour every :class:`hookgate.llm.budget.BudgetStore` must have, as
 reusable tests.
 
 A store's test module subclasses :class:`BudgetStoreContract` and provides a ``make_store``
@@ -19,7 +19,7 @@ from collections.abc import Callable
 from datetime import UTC, date, datetime
 from typing import Any
 
-from hookgate.handlers.prompt.budget import BudgetStore
+from hookgate.llm.budget import BudgetStore
 
 
 class MonthClock:

@@ -13,18 +13,19 @@ from typing import Any
 
 import click
 
+from hookgate.integration_registry import integrations
+
 __all__ = ["main"]
 
-# Modules that each add commands to ``main`` (a ``register(main)`` function each).
+# Modules that each add commands to ``main`` (a ``register(main)`` function each); the
+# integrations' own come from their records.
 COMMAND_MODULES: tuple[str, ...] = (
     "hookgate.cli.check",
     "hookgate.cli.fire",
     "hookgate.cli.demo",
     "hookgate.cli.events",
     "hookgate.cli.migrate",
-    "hookgate.integrations.claude_code.cli",
-    "hookgate.integrations.codex.cli",
-    "hookgate.integrations.gemini.cli",
+    *(module for record in integrations() for module in record.cli_commands),
     "hookgate.cli.serve",
     "hookgate.cli.keys",
     "hookgate.cli.db",
@@ -46,7 +47,9 @@ LIGHT_COMMANDS: dict[str, str] = {
 
 #: Commands that are an agent's hook: for them every failure, a usage error too, must answer
 #: "blocked" (exit 2), or the agent would go ahead.
-BRIDGE_COMMANDS: frozenset[str] = frozenset({"claude-code", "codex", "gemini"})
+BRIDGE_COMMANDS: frozenset[str] = frozenset(
+    name for record in integrations() for name in record.bridge_commands
+)
 
 
 class HookgateGroup(click.Group):

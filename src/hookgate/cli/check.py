@@ -53,7 +53,8 @@ def check(path: str, edition: str | None) -> None:
 
 
 def _missing_program(config: Mapping[str, Any]) -> str | None:
-    from hookgate.handlers.process.spec import missing_program, parse_spec
+    from hookgate.handlers.process.config import parse_spec
+    from hookgate.handlers.process.spec import missing_program
 
     try:
         return missing_program(parse_spec(config))

@@ -36,7 +36,7 @@ from hookgate.definition_model import validate_definition
 from hookgate.events import get_event
 from hookgate.host_code import EDITIONS, edition_refusal
 from hookgate.integrations.goclaw.config import extract_gates
-from hookgate.integrations.goclaw.gates import Gate, GateConfigError, parse_gates
+from hookgate.integrations.goclaw.gate_config import Gate, GateConfigError, parse_gates
 
 __all__ = ["convert_gates", "register"]
 

@@ -24,9 +24,9 @@ from typing import Any
 import click
 
 from hookgate.cli.store_options import location_options
-from hookgate.handlers.subprocess.sandbox import MODES, SandboxUnavailable
 from hookgate.host_code import EDITIONS
 from hookgate.log import log_event
+from hookgate.sandbox import MODES, SandboxUnavailable
 from hookgate.secrets.keyring import Keyring, SecretError
 from hookgate.settings import Settings
 from hookgate.store import Caller, StoreError, open_store

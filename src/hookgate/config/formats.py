@@ -1,13 +1,13 @@
 """The registry of hooks-file formats, and hookgate's native one.
 
 A format is a name, a ``detect(document) -> bool`` predicate and a ``load`` function.
-Formats are tried in registration order; the native format is last so that the more
-specific shapes of other systems win.
+Formats are tried in order: the integrations' (their records' ``config_formats``), those
+registered by hand, and the native format last, so that the more specific shapes of other
+systems win.
 """
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,15 +45,8 @@ class ConfigFormat:
     load: Loader
 
 
+#: Formats added by hand (:func:`register_format`), tried after the integrations' own.
 _formats: list[ConfigFormat] = []
-# Modules that register further formats when imported (PicoClaw, legacy quality gates,
-# Claude Code settings). Missing ones are skipped so the core works on its own.
-_PLUGIN_MODULES: tuple[str, ...] = (
-    "hookgate.integrations.picoclaw.config",
-    "hookgate.integrations.goclaw.config",
-    "hookgate.integrations.claude_code.settings_format",
-)
-_plugins_loaded = False
 
 
 def register_format(fmt: ConfigFormat) -> None:
@@ -61,24 +54,27 @@ def register_format(fmt: ConfigFormat) -> None:
     _formats.append(fmt)
 
 
-def _load_plugins() -> None:
-    global _plugins_loaded
-    if _plugins_loaded:
-        return
-    _plugins_loaded = True
-    for module in _PLUGIN_MODULES:
-        try:
-            importlib.import_module(module)
-        except ModuleNotFoundError as exc:
-            if exc.name != module:
-                raise
+def _registered_formats() -> list[ConfigFormat]:
+    """The integrations' formats (their records' ``config_formats``: PicoClaw, GoClaw's
+    quality gates, Claude Code settings), then those registered by hand."""
+    # Imported here: a plain hookgate file is never offered to the other formats.
+    from hookgate.integration_registry import integrations, resolve
+
+    found = []
+    for record in integrations():
+        for path in record.config_formats:
+            try:
+                found.append(resolve(path))
+            except ModuleNotFoundError as exc:  # the module is absent: the core works alone
+                if exc.name != path.partition(":")[0]:
+                    raise
+    return [*found, *_formats]
 
 
 def detect_format(document: Any) -> ConfigFormat:
     if _plainly_native(document):
         return NATIVE  # no other format claims it: skip importing them (CLI start-up time)
-    _load_plugins()
-    for fmt in (*_formats, NATIVE):
+    for fmt in (*_registered_formats(), NATIVE):
         if fmt.detect(document):
             return fmt
     raise ConfigError(

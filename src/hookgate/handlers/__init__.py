@@ -23,6 +23,7 @@ __all__ = [
     "Services",
     "available_handler_types",
     "handler_class",
+    "is_handler_type",
     "register_handler_type",
 ]
 
@@ -37,10 +38,19 @@ _BUILTIN: Final[dict[str, str]] = {
     "agent": "hookgate.handlers.prompt.agent:AgentHandler",
     # Declarative session rules (limits, taint, required earlier calls): no host code.
     "rule": "hookgate.handlers.rule.handler:RuleHandler",
-    # GoClaw legacy quality gates (loaded from gate files and other_config.quality_gates).
-    "quality_gate": "hookgate.integrations.goclaw.handler:QualityGateHandler",
 }
 _registered: dict[str, type[Handler] | str] = dict(_BUILTIN)
+
+
+def _add_integration_types() -> None:
+    """Add the integrations' handler types (their records' ``handler_types``: GoClaw's
+    ``quality_gate``); done on a lookup of a type that is not one of hookgate's own."""
+    # Imported here: an engine running hookgate's own types never reads the records.
+    from hookgate.integration_registry import integrations
+
+    for record in integrations():
+        for name, path in record.handler_types.items():
+            _registered.setdefault(name, path)
 
 
 def register_handler_type(name: str, cls: type[Handler] | str) -> None:
@@ -48,12 +58,23 @@ def register_handler_type(name: str, cls: type[Handler] | str) -> None:
     _registered[name] = cls
 
 
+def is_handler_type(name: str) -> bool:
+    """Is ``name`` a handler type (the integrations' records are read only when it is not
+    one of hookgate's own)?"""
+    if name not in _registered:
+        _add_integration_types()
+    return name in _registered
+
+
 def available_handler_types() -> list[str]:
+    _add_integration_types()
     return sorted(_registered)
 
 
 def handler_class(name: str) -> type[Handler]:
     """The class for ``name``; raise KeyError if unknown, ImportError if it cannot load."""
+    if name not in _registered:
+        _add_integration_types()
     target = _registered[name]
     if isinstance(target, str):
         module_name, _, attr = target.partition(":")

@@ -2,22 +2,23 @@
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Mapping
 from dataclasses import KW_ONLY, dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, Protocol
 
-from hookgate.settings import EDITIONS, Edition, Settings
+from hookgate.settings import EDITIONS, STANDARD, Edition, Settings
 
 if TYPE_CHECKING:
     # Types only: a handler that needs none of these never imports them.
     from hookgate.approvals import Approver
     from hookgate.definition import HookDefinition
     from hookgate.events import EventSpec
-    from hookgate.execution.workers import WorkerPool
-    from hookgate.handlers.prompt.budget import BudgetStore
+    from hookgate.handlers.config_model import HandlerConfig
     from hookgate.handlers.prompt.review import ReviewerRunner
     from hookgate.handlers.prompt.state import DecisionCache, TurnCounter
     from hookgate.hook_event import HookEvent
+    from hookgate.llm.budget import BudgetStore
     from hookgate.llm.providers import ProviderRegistry
     from hookgate.net.outbound import OutboundClient
     from hookgate.net.ssrf import Resolver
@@ -25,7 +26,23 @@ if TYPE_CHECKING:
     from hookgate.secrets.keyring import Keyring
     from hookgate.state.stores import StateStore
 
-__all__ = ["Capabilities", "Handler", "Invocation", "PlainFunction", "Services"]
+__all__ = [
+    "Capabilities",
+    "Handler",
+    "HookThreads",
+    "Invocation",
+    "PlainFunction",
+    "Services",
+    "edition_refusal",
+]
+
+
+class HookThreads(Protocol):
+    """The worker threads isolated plain-function hooks run on, named by their shape (the
+    engine's :class:`hookgate.execution.workers.WorkerPool`, which sits above the handlers)."""
+
+    async def call(self, fn: Callable[[Any], Any], arg: Any, tenant: str | None = None) -> Any:
+        """``fn(arg)`` on a worker; the caller's cancel abandons it at its deadline."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +65,17 @@ class Capabilities:
     model_credentials: bool = False
 
 
+def edition_refusal(edition: str, handler_type: str) -> str | None:
+    """Why ``edition`` refuses a host-code hook of ``handler_type`` (None: it does not): the
+    one edition rule of :attr:`Capabilities.host_code`."""
+    if edition != STANDARD:
+        return None
+    return (
+        f"{handler_type} hooks run code on the gateway host and are not available on the "
+        "standard edition; use http or prompt"
+    )
+
+
 @dataclass(slots=True)
 class Services:
     """Engine-wide things handlers share: settings and the collaborators other parts plug
@@ -61,7 +89,7 @@ class Services:
     #: Where a person decides a hook's ``ask``; without one an ``ask`` blocks.
     approver: Approver | None = None
     #: The worker threads of isolated plain-function hooks (the engine sets its own).
-    hook_threads: WorkerPool | None = None
+    hook_threads: HookThreads | None = None
     #: Hook state (``config.state``); default: a file store at ``$HOOKGATE_STATE_FILE``, else
     #: one in memory.
     hook_state: StateStore | None = None
@@ -118,6 +146,11 @@ class Handler:
 
     handler_type: ClassVar[str] = ""
     capabilities: ClassVar[Capabilities] = Capabilities()
+    #: The type's config model, ``"module:Class"`` (a
+    #: :class:`hookgate.handlers.config_model.HandlerConfig`): it checks a hook's ``config``
+    #: and describes it to the gateway's API and panel. Named, not imported: the model's
+    #: pydantic loads only when something is validated or documented.
+    config_model: ClassVar[str | None] = None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -133,9 +166,24 @@ class Handler:
         self.services = services
 
     @classmethod
+    def config_class(cls) -> type[HandlerConfig] | None:
+        """The class :attr:`config_model` names (``None``: the type has none)."""
+        if cls.config_model is None:
+            return None
+        module_name, _, name = cls.config_model.partition(":")
+        model: type[HandlerConfig] = getattr(importlib.import_module(module_name), name)
+        return model
+
+    @classmethod
     def validate_config(cls, config: Mapping[str, Any]) -> list[str]:
-        """Problems with a hook's ``config``, one message each; empty when valid."""
-        return []
+        """Problems with a hook's ``config``, one message each; empty when valid: its
+        config model's."""
+        model = cls.config_class()
+        if model is None:
+            return []
+        from hookgate.handlers.config_model import config_problems
+
+        return config_problems(model, cls.handler_type, config)
 
     @classmethod
     def runs_on_host(cls, config: Mapping[str, Any]) -> bool:

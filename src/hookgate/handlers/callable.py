@@ -82,23 +82,11 @@ def resolve_callable(target: Any) -> HookFunction:
 class CallableHandler(Handler):
     handler_type: ClassVar[str] = "callable"
     capabilities: ClassVar[Capabilities] = Capabilities(host_code=True, editions=(LITE,))
+    config_model: ClassVar[str] = "hookgate.handlers.callable_config:CallableConfig"
 
     def __init__(self, services: Any) -> None:
         super().__init__(services)
         self._functions: dict[tuple[str, int], tuple[HookFunction, bool]] = {}
-
-    @classmethod
-    def validate_config(cls, config: Mapping[str, Any]) -> list[str]:
-        if "callable" not in config:
-            return ["callable hooks need config.callable (a function or 'module:function')"]
-        problems = []
-        if config.get("isolate", "none") not in ISOLATION:
-            problems.append(f"isolate must be 'thread' or 'none', got {config['isolate']!r}")
-        try:
-            resolve_callable(config["callable"])
-        except ValueError as exc:
-            problems.append(str(exc))
-        return problems
 
     def _function(self, hook: HookDefinition) -> tuple[HookFunction, bool]:
         """The hook's function (resolved once per version), and whether it is async."""

@@ -9,15 +9,24 @@ the definition schema (:mod:`hookgate.definition_model`). The gateway and the pa
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 
-from hookgate.handlers import handler_class
-from hookgate.handlers.base import Handler
-from hookgate.host_code import edition_refusal
+from hookgate.handlers import available_handler_types, handler_class
+from hookgate.handlers.base import Handler, edition_refusal
 from hookgate.state.model import state_problems
 
-__all__ = ["calls_models", "edition_problem", "handler_problems", "offered"]
+if TYPE_CHECKING:
+    from hookgate.handlers.config_model import HandlerConfig
+
+__all__ = [
+    "calls_models",
+    "config_schemas",
+    "edition_problem",
+    "handler_config_models",
+    "handler_problems",
+    "offered",
+]
 
 
 def edition_problem(cls: type[Handler], edition: str, config: Mapping[str, Any]) -> str | None:
@@ -82,3 +91,25 @@ def calls_models(handler_type: str) -> bool:
         return handler_class(handler_type).capabilities.model_credentials
     except (KeyError, ImportError):
         return False
+
+
+def handler_config_models(types: Iterable[str] | None = None) -> dict[str, type[HandlerConfig]]:
+    """The config model of each handler type (``types``, else every one that loads), by
+    type; a type without one is left out."""
+    models: dict[str, type[HandlerConfig]] = {}
+    for name in available_handler_types() if types is None else types:
+        try:
+            model = handler_class(name).config_class()
+        except (KeyError, ImportError):
+            continue
+        if model is not None:
+            models[name] = model
+    return models
+
+
+def config_schemas(types: Iterable[str] | None = None) -> dict[str, Any]:
+    """Each handler type's config as JSON Schema, by type: what the panel builds the
+    type's form from (the gateway's ``connect`` and ``info``)."""
+    return {
+        name: model.model_json_schema() for name, model in handler_config_models(types).items()
+    }

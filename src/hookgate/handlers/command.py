@@ -28,10 +28,8 @@ blocks with stderr as the reason. Any other exit is an error (fail-closed on blo
 from __future__ import annotations
 
 import json
-import os
-import re
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, ClassVar, Final
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Protocol
 
 from hookgate.handlers.base import Capabilities, Handler, Invocation
 from hookgate.handlers.subprocess.output import failure_message, json_object
@@ -44,11 +42,14 @@ if TYPE_CHECKING:
     from hookgate.events import EventSpec
 
 __all__ = [
-    "FORMATS",
+    "NATIVE_FORMAT",
+    "CommandFormat",
     "STDERR_CAP",
     "STDOUT_CAP",
     "CommandHandler",
     "command_answer",
+    "command_formats",
+    "is_command_format",
     "command_input",
     "parse_goclaw_answer",
 ]
@@ -57,8 +58,9 @@ STDOUT_CAP: Final = 1024 * 1024
 STDERR_CAP: Final = 64 * 1024
 #: How much of stdout/stderr the trace (and ``hooks.test``) shows.
 DETAIL_CHARS: Final = 4096
-FORMATS: Final = ("goclaw", "claude_code")
-_ENV_NAME: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+#: The ``format`` of a command that speaks GoClaw's contract (the default); the others are
+#: the integrations' (their records' ``command_formats``).
+NATIVE_FORMAT: Final = "goclaw"
 _ANSWER_KEYS: Final = frozenset(
     {
         "decision",
@@ -78,28 +80,7 @@ _ANSWER_KEYS: Final = frozenset(
 class CommandHandler(Handler):
     handler_type: ClassVar[str] = "command"
     capabilities: ClassVar[Capabilities] = Capabilities(host_code=True, editions=(LITE,))
-
-    @classmethod
-    def validate_config(cls, config: Mapping[str, Any]) -> list[str]:
-        problems = []
-        command = config.get("command")
-        if not isinstance(command, str) or not command.strip():
-            problems.append("command hooks need config.command (a non-empty shell command)")
-        allowed = config.get("allowed_env_vars", [])
-        if not isinstance(allowed, list | tuple) or not all(
-            isinstance(name, str) and _ENV_NAME.fullmatch(name) for name in allowed
-        ):
-            problems.append("allowed_env_vars must be a list of environment variable names")
-        cwd = config.get("cwd")
-        if cwd is not None and (not isinstance(cwd, str) or not cwd):
-            problems.append("cwd must be a directory path")
-        fmt = config.get("format", "goclaw")
-        if fmt not in FORMATS:
-            problems.append(f"format must be one of {', '.join(FORMATS)}, got {fmt!r}")
-        unknown = sorted(set(config) - {"command", "allowed_env_vars", "cwd", "format", "state"})
-        if unknown:
-            problems.append(f"unknown command config key(s): {', '.join(unknown)}")
-        return problems
+    config_model: ClassVar[str] = "hookgate.handlers.command_config:CommandConfig"
 
     async def run(self, call: Invocation) -> HookResult | Mapping[str, Any] | None:
         stdin, env, cwd = command_input(call.hook, call.event, call.payload)
@@ -115,6 +96,61 @@ class CommandHandler(Handler):
         return command_answer(call.hook, call.event, code, stdout, stderr, stdout_len)
 
 
+class CommandFormat(Protocol):
+    """Another system's hook-script contract (a module of its integration): what the
+    command reads on stdin, and how its exit code and output answer."""
+
+    def command_document(
+        self, spec: EventSpec, payload: Mapping[str, Any], cwd: str | None
+    ) -> tuple[dict[str, Any], dict[str, str]]:
+        """The stdin document, and the environment variables the script expects."""
+        ...
+
+    def parse_command_answer(
+        self, spec: EventSpec, code: int, stdout: str, stderr: str, details: dict[str, Any]
+    ) -> HookResult:
+        """The script's exit code and output as a hookgate answer."""
+        ...
+
+
+def command_formats() -> list[str]:
+    """Every ``format`` a command hook may name: GoClaw's, then the integrations'."""
+    from hookgate.integration_registry import integrations
+
+    return [NATIVE_FORMAT, *(name for record in integrations() for name in record.command_formats)]
+
+
+def _command_format(name: object) -> CommandFormat | None:
+    """The integration's contract for ``name``; None for GoClaw's own. An integration named
+    like the format is asked first, so only its record is imported."""
+    if name is None or name == NATIVE_FORMAT:
+        return None
+    if not isinstance(name, str):
+        raise HookError(f"unknown command format {name!r}")
+    # Imported here: a command speaking GoClaw's contract never reads the records.
+    from hookgate.integration_registry import integration, integrations, resolve
+
+    try:
+        owner = integration(name)
+    except KeyError:
+        owner = None
+    records = (owner,) if owner is not None and name in owner.command_formats else integrations()
+    for record in records:
+        path = record.command_formats.get(name)
+        if path is not None:
+            return resolve(path)  # type: ignore[no-any-return]
+    raise HookError(f"unknown command format {name!r}")
+
+
+def is_command_format(name: object) -> bool:
+    """Is ``name`` a ``format`` a command hook may name?"""
+    try:
+        _command_format(name)
+    except HookError:
+        return False
+    return True
+
+
 def command_input(
     hook: HookDefinition, event: EventSpec, payload: Mapping[str, Any]
 ) -> tuple[bytes, dict[str, str], str | None]:
@@ -123,15 +159,12 @@ def command_input(
     config = hook.config
     cwd = config.get("cwd")
     extra = {"HOOKGATE_EVENT": event.name, "HOOKGATE_HOOK_ID": hook.id}
-    if config.get("format") == "claude_code":
-        from hookgate.integrations.claude_code import contract as claude_code
-
-        document = claude_code.claude_input(event, payload, cwd)
-        extra["CLAUDE_PROJECT_DIR"] = os.environ.get("CLAUDE_PROJECT_DIR") or str(
-            cwd or document.get("cwd") or os.getcwd()
-        )
+    command_format = _command_format(config.get("format"))
+    if command_format is None:
+        document: dict[str, Any] = {"hook_event": event.name, **payload}
     else:
-        document = {"hook_event": event.name, **payload}
+        document, more = command_format.command_document(event, payload, cwd)
+        extra.update(more)
     env = base_environment(config.get("allowed_env_vars", ()), extra)
     return json.dumps(document, default=str).encode(), env, cwd
 
@@ -155,10 +188,9 @@ def command_answer(
             "answer cannot be read",
             details=details,
         )
-    if hook.config.get("format") == "claude_code":
-        from hookgate.integrations.claude_code import contract as claude_code
-
-        return claude_code.parse_command_answer(event, code, out_text, err_text, details)
+    command_format = _command_format(hook.config.get("format"))
+    if command_format is not None:
+        return command_format.parse_command_answer(event, code, out_text, err_text, details)
     return parse_goclaw_answer(code, out_text, err_text, details)
 
 

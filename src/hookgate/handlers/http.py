@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Mapping
 from typing import Any, ClassVar, Final
 
 import orjson
@@ -47,56 +46,25 @@ from hookgate.net.outbound import (
     close_shared_client,
     shared_client,
 )
-from hookgate.net.ssrf import SsrfGuard, SsrfRefused
+from hookgate.net.ssrf import SsrfRefused
 from hookgate.outcome import HookError, HookResult, MalformedAnswer, coerce_result
 from hookgate.secrets.headers import open_headers, secret_header_names
 from hookgate.secrets.keyring import Keyring, SecretError, is_sealed_text
 
 __all__ = ["HttpHandler"]
 
-_CONFIG_KEYS: Final = frozenset({"url", "headers", "secret_headers", "method", "state"})
 _EXCERPT: Final = 200
 
 
 class HttpHandler(Handler):
     handler_type: ClassVar[str] = "http"
+    config_model: ClassVar[str] = "hookgate.handlers.http_config:HttpConfig"
     #: Wait before the single retry of a 5xx or a connection error.
     retry_delay_s: float = 1.0
 
     def __init__(self, services: Any) -> None:
         super().__init__(services)
         self._env_keyring: Keyring | None = None
-
-    @classmethod
-    def validate_config(cls, config: Mapping[str, Any]) -> list[str]:
-        problems: list[str] = []
-        for key in sorted(set(config) - _CONFIG_KEYS):
-            problems.append(f"unknown http config key {key!r}")
-        url = config.get("url")
-        if not isinstance(url, str) or not url:
-            problems.append("http hooks need config.url (an http or https URL)")
-        else:
-            try:
-                SsrfGuard().check_url(url)
-            except SsrfRefused as exc:
-                problems.append(f"url: {exc}")
-        method = config.get("method", "POST")
-        if not isinstance(method, str) or method.upper() != "POST":
-            problems.append("method: webhooks are always sent with POST")
-        headers = config.get("headers", {})
-        if not isinstance(headers, Mapping):
-            problems.append("headers must be an object of header names to string values")
-        else:
-            for name, value in headers.items():
-                if not isinstance(name, str) or not name or any(c in name for c in "\r\n:"):
-                    problems.append(f"headers: invalid header name {name!r}")
-                elif not isinstance(value, str) or "\r" in value or "\n" in value:
-                    # Never echo the value: it may be a secret.
-                    problems.append(f"headers.{name}: the value must be a one-line string")
-        listed = config.get("secret_headers", [])
-        if not isinstance(listed, list) or not all(isinstance(n, str) for n in listed):
-            problems.append("secret_headers must be a list of header names")
-        return problems
 
     def _keyring(self) -> Keyring | None:
         keyring = self.services.keyring

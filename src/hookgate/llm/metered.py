@@ -11,8 +11,8 @@ store, cannot overrun the budget by more than one call's cap.
 A budget store that cannot be reached is the gateway's failure, not the hook's: it raises
 :class:`~hookgate.outcome.InfrastructureError` (fails closed, never trips the breaker).
 
-:class:`~hookgate.handlers.base.Services` used: ``budget_store`` (a
-:class:`~hookgate.handlers.prompt.budget.BudgetStore`; an in-memory one is created and
+:class:`~hookgate.handlers.base.Services` used (:class:`MeteringServices`): ``budget_store`` (a
+:class:`~hookgate.llm.budget.BudgetStore`; an in-memory one is created and
 shared on first use), ``http_client``, ``keyring`` (opens a hook's sealed ``api_key``) and
 ``llm_providers`` (a gateway's :class:`~hookgate.llm.providers.ProviderRegistry`: when
 present, hooks may only use the operator's providers, see :mod:`hookgate.llm.providers`).
@@ -24,23 +24,38 @@ import asyncio
 import contextlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
-from hookgate.handlers.base import Services
-from hookgate.handlers.prompt.budget import BudgetReservation, BudgetStore, MemoryBudgetStore
 from hookgate.llm.base import ChatReply, ChatRequest, ProviderError, ToolSpec
-from hookgate.llm.providers import open_api_key
+from hookgate.llm.budget import BudgetReservation, BudgetStore, MemoryBudgetStore
+from hookgate.llm.providers import ProviderRegistry, open_api_key
 from hookgate.llm.select import ProviderChoice, choose_for_tenant, choose_provider, make_provider
 from hookgate.log import log_event
-from hookgate.net.outbound import shared_client
+from hookgate.net.outbound import ClientHolder, shared_client
 from hookgate.net.ssrf import SsrfRefused
 from hookgate.outcome import HookError, InfrastructureError
-from hookgate.secrets.keyring import SecretError
+from hookgate.secrets.keyring import Keyring, SecretError
 
-__all__ = ["DEFAULT_TENANT", "MeteredReply", "budget_store", "call_cap", "metered_completion"]
+__all__ = [
+    "DEFAULT_TENANT",
+    "MeteredReply",
+    "MeteringServices",
+    "budget_store",
+    "call_cap",
+    "metered_completion",
+]
 
 #: Whose budget pays when neither the event nor the hook names a tenant (library use).
 DEFAULT_TENANT: Final = "default"
+
+
+class MeteringServices(ClientHolder, Protocol):
+    """What a metered call uses of :class:`hookgate.handlers.Services`, named by its shape:
+    the handlers sit above the model layer, so it does not import them."""
+
+    keyring: Keyring | None
+    budget_store: BudgetStore | None
+    llm_providers: ProviderRegistry | None
 
 
 @dataclass(slots=True)
@@ -49,7 +64,7 @@ class MeteredReply:
     details: dict[str, Any] = field(default_factory=dict)
 
 
-def budget_store(services: Services) -> BudgetStore:
+def budget_store(services: MeteringServices) -> BudgetStore:
     if services.budget_store is None:
         services.budget_store = MemoryBudgetStore()
     return services.budget_store
@@ -85,7 +100,9 @@ async def _settle(
     return {"budget_remaining": after.remaining}
 
 
-def _choose(services: Services, config: Mapping[str, Any], hook_id: str) -> ProviderChoice:
+def _choose(
+    services: MeteringServices, config: Mapping[str, Any], hook_id: str
+) -> ProviderChoice:
     own_key = open_api_key(config, hook_id, services.keyring)
     registry = services.llm_providers
     if registry is not None:
@@ -97,7 +114,7 @@ def _choose(services: Services, config: Mapping[str, Any], hook_id: str) -> Prov
 
 
 async def metered_completion(
-    services: Services,
+    services: MeteringServices,
     config: Mapping[str, Any],
     *,
     hook_id: str,

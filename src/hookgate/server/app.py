@@ -16,11 +16,11 @@ from typing import Final
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import Mount, Route, WebSocketRoute
+from starlette.routing import BaseRoute, Mount, Route, WebSocketRoute
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from hookgate.integrations.claude_code.endpoint import claude_code_routes
+from hookgate.integration_registry import integrations, resolve
 from hookgate.server.audit_export import export_routes
 from hookgate.server.errors import ApiError
 from hookgate.server.gateway import Gateway
@@ -82,6 +82,13 @@ async def openapi(request: Request) -> Response:
     return json_response(request.app.state.openapi)
 
 
+def _integration_routes() -> list[BaseRoute]:
+    """The routes the integrations' records name (Claude Code's hook endpoint)."""
+    return [
+        route for record in integrations() for path in record.routes for route in resolve(path)()
+    ]
+
+
 def create_app(make_gateway: Callable[[], Awaitable[Gateway]]) -> Starlette:
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -101,7 +108,7 @@ def create_app(make_gateway: Callable[[], Awaitable[Gateway]]) -> Starlette:
         WebSocketRoute("/ws", websocket_endpoint),
         *export_routes(),
         *rest_routes(),
-        *claude_code_routes(),
+        *_integration_routes(),
         Mount("/", app=_PanelFiles(StaticFiles(directory=STATIC_DIR, html=True)), name="panel"),
     ]
     app = Starlette(routes=routes, lifespan=lifespan)

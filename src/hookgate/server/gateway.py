@@ -21,7 +21,7 @@ from hookgate.definition import HookDefinition
 from hookgate.engine import Engine
 from hookgate.handlers import Services, available_handler_types
 from hookgate.handlers.callable import module_allowed
-from hookgate.handlers.checks import calls_models, offered
+from hookgate.handlers.checks import calls_models, config_schemas, offered
 from hookgate.host_code import (
     HostCodePolicy,
     edition_refusal,
@@ -129,6 +129,7 @@ class Gateway:
         )
         #: The shared Redis client (``--redis-url``), for the readiness probe and shared state.
         self.redis: Any = None
+        self._handler_configs: dict[str, Any] | None = None
         services = services or Services(settings=self.settings)
         # Collaborators the caller passed in stay; the gateway fills in the others.
         if services.keyring is None:
@@ -352,6 +353,13 @@ class Gateway:
             types.append(name)
         return types
 
+    def handler_configs(self) -> dict[str, Any]:
+        """Each accepted handler type's config as JSON Schema (its config model): the
+        panel's forms. Made once: the models do not change while the gateway runs."""
+        if self._handler_configs is None:
+            self._handler_configs = config_schemas(self.handler_types())
+        return self._handler_configs
+
     def host_code_info(self, who: Principal) -> dict[str, Any]:
         """For the panel: which handler types run code on the host and, when this key may not
         define them, why."""
@@ -423,6 +431,7 @@ class Gateway:
             "keyName": who.key_name,
             "version": __version__,
             "handlerTypes": self.handler_types(),
+            "handlerConfigs": self.handler_configs(),
             "llmProviders": self.providers.info(),
             "hostCode": self.host_code_info(who),
         }

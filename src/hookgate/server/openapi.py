@@ -4,7 +4,8 @@ Each :class:`~hookgate.server.methods.Method` contributes one operation: its par
 becomes the query parameters (GET, DELETE) or the request body (POST, PATCH), its payload
 model the success response, and every operation documents the error envelope. Hook
 definitions (a create's body, an update's patch, a dry run's ``config``) are described by
-the definition schema, :class:`hookgate.definition_model.DefinitionFields`.
+the definition schema, :class:`hookgate.definition_model.DefinitionFields`, and each
+handler type's config by its config model (``x-config-by-handler-type`` on ``config``).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from pydantic import BaseModel
 
 from hookgate import __version__
 from hookgate.definition_model import DefinitionFields
+from hookgate.handlers.checks import handler_config_models
 from hookgate.server.errors import HTTP_STATUS
 from hookgate.server.method_table import METHODS
 from hookgate.server.methods import Method
@@ -56,6 +58,16 @@ def _definition_schemas(components: dict[str, Any]) -> None:
     for name, definition in schema.pop("$defs", {}).items():
         components[name] = definition
     components["HookDefinition"] = schema
+    by_type = {}
+    for handler_type, model in handler_config_models().items():
+        config = model.model_json_schema(ref_template=_REF)
+        for name, definition in config.pop("$defs", {}).items():
+            components[name] = definition
+        components[model.__name__] = config
+        by_type[handler_type] = {"$ref": _REF.format(model=model.__name__)}
+    # Which model a definition's config follows depends on its handler_type: named beside the
+    # field rather than as a schema condition, so that clients and fuzzers read it as data.
+    schema["properties"]["config"]["x-config-by-handler-type"] = by_type
     patch = {k: v for k, v in schema.items() if k not in ("required", "title", "description")}
     components["HookDefinitionPatch"] = {
         **patch,

@@ -522,6 +522,8 @@ class InfoPayload(_Open):
     keyName: str
     version: str
     handlerTypes: list[str]
+    #: Each of those types' config as JSON Schema, from its config model: the panel's forms.
+    handlerConfigs: dict[str, Any] = {}
     hostCode: HostCodeInfo
     #: The model providers prompt and agent hooks may name (no URL, no key).
     llmProviders: list[ProviderInfo] = []

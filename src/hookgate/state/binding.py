@@ -12,7 +12,7 @@ import logging
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from hookgate.definition import HookDefinition
 from hookgate.log import log_event
@@ -31,8 +31,12 @@ from hookgate.state.model import (
 )
 from hookgate.state.stores import FileStateStore, MemoryStateStore, StateStore
 
-if TYPE_CHECKING:
-    from hookgate.handlers.base import Services
+
+class StateHolder(Protocol):
+    """Where the hook-state store lives: :class:`hookgate.handlers.Services`, named by its
+    shape (the handlers sit above hook state)."""
+
+    hook_state: StateStore | None
 
 __all__ = ["STATE_CHANGES_DETAIL", "PendingState", "commit_state", "prepare_state", "store_for"]
 
@@ -40,7 +44,7 @@ __all__ = ["STATE_CHANGES_DETAIL", "PendingState", "commit_state", "prepare_stat
 STATE_CHANGES_DETAIL = "state_changes"
 
 
-def store_for(services: Services) -> StateStore:
+def store_for(services: StateHolder) -> StateStore:
     """The configured state store (``services.hook_state``); else a file store at
     ``$HOOKGATE_STATE_FILE``, else one in memory."""
     if services.hook_state is None:

@@ -13,7 +13,8 @@ import hashlib
 import json
 import time
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from contextlib import AbstractAsyncContextManager
+from typing import TYPE_CHECKING, Any, Protocol
 
 from hookgate.state.model import ScopeKey, StateChange
 from hookgate.state.rules import Admission, RuleKey, Stamp, hashed_name
@@ -21,11 +22,28 @@ from hookgate.state.rules import Admission, RuleKey, Stamp, hashed_name
 if TYPE_CHECKING:
     from redis.asyncio import Redis
 
-    from hookgate.store.sql import SqlStore
-
 __all__ = ["RedisStateStore", "SqlStateStore"]
 
 Clock = Callable[[], float]
+
+
+class SqlConnection(Protocol):
+    """One connection of the gateway's SQL store (``?`` placeholders)."""
+
+    async def fetch(self, sql: str, *args: Any) -> list[Any]: ...
+
+    async def fetchval(self, sql: str, *args: Any) -> Any: ...
+
+    async def execute(self, sql: str, *args: Any) -> int: ...
+
+
+class SqlStore(Protocol):
+    """The gateway's SQL store as the state tables use it, named by its shape
+    (:class:`hookgate.store.sql.SqlStore`: the store sits above hook state)."""
+
+    def _read(self) -> AbstractAsyncContextManager[SqlConnection]: ...
+
+    def _write(self) -> AbstractAsyncContextManager[SqlConnection]: ...
 
 
 def _dumps(value: Any) -> str:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, runtime_checkab
 
 from hookgate.definition import GLOBAL_TENANT, HookDefinition
 from hookgate.errors import BudgetError, HookgateError
-from hookgate.handlers.prompt.budget import BudgetStatus
+from hookgate.llm.budget import BudgetStatus
 
 if TYPE_CHECKING:
     from hookgate.secrets.keyring import Keyring
@@ -737,7 +737,7 @@ class Store(Protocol):
         reserved: int = 0,
         reserved_month: date | None = None,
     ) -> BudgetStatus:
-        """The atomic primitive behind :class:`hookgate.handlers.prompt.budget.BudgetStore`
+        """The atomic primitive behind :class:`hookgate.llm.budget.BudgetStore`
         (no caller: the engine's own accounting). Rolls over first; deductions and
         reservations stop at zero; ``settle`` replaces ``reserved`` tokens by ``amount``."""
         ...

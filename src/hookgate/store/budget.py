@@ -1,4 +1,4 @@
-"""Monthly token budgets in the store: :class:`hookgate.handlers.prompt.budget.BudgetStore`
+"""Monthly token budgets in the store: :class:`hookgate.llm.budget.BudgetStore`
 over SQL.
 
 Each call is one transaction in the store (a row lock on PostgreSQL, the write lock on
@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime
 
-from hookgate.handlers.prompt.budget import (
+from hookgate.llm.budget import (
     DEFAULT_MONTHLY_TOKENS,
     BudgetReservation,
     BudgetStatus,

@@ -11,7 +11,7 @@ from tests.support.llm_server import ScriptedLLM, text
 from hookgate import Engine, Settings
 from hookgate.handlers.base import Services
 from hookgate.handlers.prompt.agent import AgentHandler, ReviewRequest, in_review, parse_review
-from hookgate.handlers.prompt.budget import MemoryBudgetStore
+from hookgate.llm.budget import MemoryBudgetStore
 from hookgate.outcome import MalformedAnswer, Outcome
 
 DELEGATION = {

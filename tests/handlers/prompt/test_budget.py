@@ -8,7 +8,7 @@ from datetime import datetime
 import pytest
 from tests.support.budget_contract import BudgetStoreContract
 
-from hookgate.handlers.prompt.budget import MemoryBudgetStore
+from hookgate.llm.budget import MemoryBudgetStore
 
 
 class TestMemoryBudgetStore(BudgetStoreContract):

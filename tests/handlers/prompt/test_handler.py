@@ -13,9 +13,9 @@ from tests.support.llm_server import ScriptedLLM, decide, failure, raw, text, to
 from hookgate import DefinitionError, Engine, MemoryAudit
 from hookgate.definition_model import validate_definition
 from hookgate.handlers.base import Services
-from hookgate.handlers.prompt.budget import MemoryBudgetStore
 from hookgate.handlers.prompt.handler import PREAMBLE, PromptHandler
 from hookgate.handlers.prompt.state import MemoryDecisionCache
+from hookgate.llm.budget import MemoryBudgetStore
 from hookgate.outcome import Outcome
 from hookgate.testing import FakeClock
 

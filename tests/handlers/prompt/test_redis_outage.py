@@ -15,8 +15,8 @@ from tests.support.replicas import RedisServer
 
 from hookgate import Engine
 from hookgate.handlers.base import Services
-from hookgate.handlers.prompt.budget import MemoryBudgetStore
 from hookgate.handlers.prompt.redis_state import RedisDecisionCache, RedisTurnCounter, connect
+from hookgate.llm.budget import MemoryBudgetStore
 
 pytestmark = pytest.mark.redis
 

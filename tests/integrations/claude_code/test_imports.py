@@ -37,13 +37,16 @@ CACHED = NOTHING_TO_RUN | {
     "hookgate.settings",
     "hookgate.handlers", "hookgate.handlers.base", "hookgate.handlers.callable",
     "hookgate.handlers.command", "hookgate.handlers.subprocess",
-    "hookgate.handlers.subprocess.runner", "hookgate.handlers.subprocess.sandbox",
+    "hookgate.handlers.subprocess.runner", "hookgate.sandbox",
     "hookgate.handlers.subprocess.output",
 }
 #: The first run of a file (or one after it changed) validates it as ``hookgate check`` does,
-#: with the definition schema (a pydantic model) and the handler types' rules.
+#: with the definition schema and the config models of its hooks' types (pydantic models)
+#: and the handler types' rules.
 VALIDATED = CACHED | {"hookgate.config", "hookgate.config.formats", "hookgate.definition_model",
-                      "hookgate.handlers.checks", "hookgate.state", "hookgate.state.model"}
+                      "hookgate.handlers.checks", "hookgate.state", "hookgate.state.model",
+                      "hookgate.handlers.config_model", "hookgate.handlers.command_config",
+                      "hookgate.handlers.callable_config"}
 #: Packages that would mean a heavy import crept in.
 FORBIDDEN = ("click", "aiohttp", "yarl", "multidict", "starlette", "uvicorn", "websockets",
              "pydantic", "prometheus_client", "opentelemetry", "cryptography", "aiosqlite",

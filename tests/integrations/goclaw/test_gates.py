@@ -12,11 +12,11 @@ import pytest
 from tests.support.llm_server import ScriptedLLM, text
 
 from hookgate.handlers.base import Services
+from hookgate.integrations.goclaw.gate_config import parse_gates
 from hookgate.integrations.goclaw.gates import (
     Delegation,
     GateConfigError,
     QualityGates,
-    parse_gates,
     run_with_retries,
 )
 from hookgate.settings import Settings

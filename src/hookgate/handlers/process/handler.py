@@ -28,10 +28,10 @@ from hookgate.handlers.process.protocol import (
     runtime_envelope,
 )
 from hookgate.handlers.process.rpc import HookProcess, RpcError
-from hookgate.handlers.process.spec import ProcessSpec, config_problems, parse_spec
-from hookgate.integrations.picoclaw.runtime_events import observes
+from hookgate.handlers.process.spec import ProcessSpec
 from hookgate.log import log_event
 from hookgate.outcome import HookError, HookResult
+from hookgate.runtime_kinds import observes
 from hookgate.settings import LITE
 
 __all__ = ["ProcessHandler"]
@@ -42,6 +42,7 @@ _ChildKey = tuple[Any, ...]
 class ProcessHandler(Handler):
     handler_type: ClassVar[str] = "process"
     capabilities: ClassVar[Capabilities] = Capabilities(host_code=True, editions=(LITE,))
+    config_model: ClassVar[str] = "hookgate.handlers.process.config:ProcessConfig"
 
     def __init__(self, services: Services) -> None:
         super().__init__(services)
@@ -55,10 +56,6 @@ class ProcessHandler(Handler):
         self._later: set[asyncio.Task[None]] = set()
         #: Processes of replaced or removed hooks, closing; aclose waits for them.
         self._retired: set[HookProcess] = set()
-
-    @classmethod
-    def validate_config(cls, config: Mapping[str, Any]) -> list[str]:
-        return config_problems(config)
 
     async def run(self, call: Invocation) -> HookResult | Mapping[str, Any] | None:
         hook = call.hook
@@ -160,6 +157,9 @@ class ProcessHandler(Handler):
         key = (hook.id, hook.version)
         spec = self._specs.get(key)
         if spec is None:
+            # Imported here: the config model's pydantic loads when a process hook first runs.
+            from hookgate.handlers.process.config import parse_spec
+
             try:
                 spec = parse_spec(hook.config)
             except ValueError as exc:

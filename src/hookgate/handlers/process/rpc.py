@@ -30,9 +30,9 @@ from hookgate.audit import redact
 from hookgate.errors import HookgateError
 from hookgate.handlers.process.spec import ProcessSpec
 from hookgate.handlers.subprocess.runner import CHUNK, base_environment, kill_group, shorten, spawn
-from hookgate.handlers.subprocess.sandbox import NO_SANDBOX, Sandbox
 from hookgate.log import log_event
 from hookgate.outcome import HookError
+from hookgate.sandbox import NO_SANDBOX, Sandbox
 
 __all__ = ["MAX_LINE", "HookProcess", "RpcError"]
 

@@ -1,4 +1,5 @@
-"""A process hook's config, checked once: what to start and which calls it takes.
+"""A process hook's config as the handler runs it (:class:`ProcessSpec`), built by the
+type's config model (:func:`hookgate.handlers.process.config.parse_spec`).
 
 Config keys (PicoClaw's ``hooks.processes.<name>`` fields plus hookgate's)::
 
@@ -25,16 +26,15 @@ from pathlib import Path
 from typing import Any, Final
 
 from hookgate.handlers.subprocess.runner import base_environment
-from hookgate.integrations.picoclaw.runtime_events import ObserveFilter, normalize_observe
+from hookgate.runtime_kinds import ObserveFilter
 
 __all__ = [
+    "DEFAULT_HELLO_TIMEOUT_MS",
     "INTERCEPT_STAGES",
     "MODE_ORDER",
     "ProcessSpec",
-    "config_problems",
     "event_mode",
     "missing_program",
-    "parse_spec",
 ]
 
 #: PicoClaw's interceptable stages and the hello mode each one enables.
@@ -54,22 +54,6 @@ _EVENT_MODES: Final[Mapping[str, str]] = {
     "approve_tool": "approve",
     "runtime_event": "observe",
 }
-_KEYS: Final = frozenset(
-    {
-        "state",  # hook state (hookgate.state), validated with the definition
-        "command",
-        "dir",
-        "env",
-        "allowed_env_vars",
-        "observe",
-        "intercept",
-        "transport",
-        "name",
-        "instance",
-        "hello_timeout_ms",
-    }
-)
-_ENV_NAME: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 DEFAULT_HELLO_TIMEOUT_MS: Final = 5000
 
 
@@ -105,96 +89,6 @@ class ProcessSpec:
     def process_identity(self) -> tuple[Any, ...]:
         """What must be equal for two hooks to share one process."""
         return (self.command, self.dir, self.env, self.allowed_env_vars, self.name)
-
-
-def config_problems(config: Mapping[str, Any]) -> list[str]:
-    problems: list[str] = []
-    try:
-        parse_spec(config)
-    except ValueError as exc:
-        problems.extend(str(arg) for arg in exc.args)
-    return problems
-
-
-def parse_spec(config: Mapping[str, Any]) -> ProcessSpec:
-    """A :class:`ProcessSpec` from hook config; ValueError with one message per problem."""
-    problems: list[str] = []
-    unknown = sorted(set(config) - _KEYS)
-    if unknown:
-        problems.append(f"unknown process config key(s): {', '.join(unknown)}")
-    command = config.get("command")
-    if (
-        not isinstance(command, list | tuple)
-        or not command
-        or not all(isinstance(part, str) for part in command)
-        or not command[0]
-    ):
-        problems.append(
-            "process hooks need config.command: a non-empty list such as "
-            '["python3", "/path/hook.py"]'
-        )
-        command = ()
-    transport = config.get("transport") or "stdio"
-    if transport != "stdio":
-        problems.append(f"transport must be 'stdio' (the only one supported), got {transport!r}")
-    directory = config.get("dir")
-    if directory is not None and (not isinstance(directory, str) or not directory):
-        problems.append("dir must be a directory path")
-    env = config.get("env") or {}
-    if not isinstance(env, Mapping) or not all(
-        isinstance(k, str) and _ENV_NAME.fullmatch(k) and isinstance(v, str) for k, v in env.items()
-    ):
-        problems.append("env must map variable names to string values")
-        env = {}
-    allowed = config.get("allowed_env_vars") or []
-    if not isinstance(allowed, list | tuple) or not all(
-        isinstance(name, str) and _ENV_NAME.fullmatch(name) for name in allowed
-    ):
-        problems.append("allowed_env_vars must be a list of environment variable names")
-        allowed = []
-    observe: ObserveFilter = None
-    raw_observe = config.get("observe")
-    if raw_observe is not None:
-        if not isinstance(raw_observe, list | tuple):
-            problems.append("observe must be a list of runtime event kinds")
-        else:
-            try:
-                observe = normalize_observe(raw_observe)
-            except ValueError as exc:
-                problems.append(f"observe: {exc}")
-    intercept = config.get("intercept") or []
-    if not isinstance(intercept, list | tuple) or not all(isinstance(s, str) for s in intercept):
-        problems.append("intercept must be a list of stage names")
-        intercept = []
-    for stage in intercept:
-        if stage and stage not in INTERCEPT_STAGES:
-            problems.append(
-                f"intercept: unknown stage {stage!r}; expected "
-                f"{', '.join(INTERCEPT_STAGES)}"
-            )
-    name = config.get("name")
-    if name is not None and not isinstance(name, str):
-        problems.append("name must be a string")
-    instance = config.get("instance")
-    if instance is not None and (not isinstance(instance, str) or not instance):
-        problems.append("instance must be a non-empty string")
-    hello = config.get("hello_timeout_ms", DEFAULT_HELLO_TIMEOUT_MS)
-    if not isinstance(hello, int) or isinstance(hello, bool) or not 1 <= hello <= 60000:
-        problems.append("hello_timeout_ms must be an integer between 1 and 60000")
-        hello = DEFAULT_HELLO_TIMEOUT_MS
-    if problems:
-        raise ValueError(*problems)
-    return ProcessSpec(
-        command=tuple(command),
-        dir=directory,
-        env=tuple(sorted(env.items())),
-        allowed_env_vars=tuple(allowed),
-        observe=observe,
-        intercept=tuple(intercept),
-        name=name or None,
-        instance=instance,
-        hello_timeout_s=hello / 1000,
-    )
 
 
 #: Interpreters whose first argument is the hook's script: a missing script is as fatal as a

@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 import secrets
 from collections.abc import Mapping
 from typing import Any, ClassVar, Final
@@ -54,18 +53,15 @@ from hookgate.handlers.prompt.state import (
     MemoryTurnCounter,
     TurnCounter,
 )
-from hookgate.llm.aliases import PROVIDERS, resolve_model
 from hookgate.llm.base import ChatReply, ToolSpec
 from hookgate.llm.metered import metered_completion
 from hookgate.log import log_event
 from hookgate.net.outbound import close_shared_client
-from hookgate.net.ssrf import SsrfGuard, SsrfRefused
 from hookgate.outcome import HookError, HookResult, InfrastructureError, MalformedAnswer
 
 __all__ = ["DECIDE_TOOL", "PREAMBLE", "PromptHandler", "evaluated_data", "parse_decide"]
 
 DEFAULT_CAP: Final = 5
-_PROVIDER_NAME: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 MAX_TOKENS: Final = 512
 
 PREAMBLE: Final = """\
@@ -106,18 +102,6 @@ DECIDE_TOOL: Final = ToolSpec(
     },
 )
 
-_CONFIG_KEYS: Final = frozenset(
-    {
-        "prompt_template",
-        "model",
-        "provider",
-        "base_url",
-        "api_key_env",
-        "api_key",
-        "max_invocations_per_turn",
-        "max_tokens",
-    }
-)
 _DECIDE_KEYS: Final = frozenset(
     {"decision", "reason", "injection_detected", "updated_input", "additional_context"}
 )
@@ -214,21 +198,7 @@ class PromptHandler(Handler):
     capabilities: ClassVar[Capabilities] = Capabilities(
         needs_filter=True, model_credentials=True
     )
-
-    @classmethod
-    def validate_config(cls, config: Mapping[str, Any]) -> list[str]:
-        problems = [f"unknown prompt config key {k!r}" for k in sorted(set(config) - _CONFIG_KEYS)]
-        template = config.get("prompt_template")
-        if not isinstance(template, str) or not template.strip():
-            problems.append("prompt hooks need config.prompt_template (the evaluation policy)")
-        cap = config.get("max_invocations_per_turn", DEFAULT_CAP)
-        if not isinstance(cap, int) or isinstance(cap, bool) or cap < 1:
-            problems.append("max_invocations_per_turn must be a positive integer")
-        tokens = config.get("max_tokens", MAX_TOKENS)
-        if not isinstance(tokens, int) or isinstance(tokens, bool) or not 16 <= tokens <= 4096:
-            problems.append("max_tokens must be an integer between 16 and 4096")
-        problems.extend(model_problems(config))
-        return problems
+    config_model: ClassVar[str] = "hookgate.handlers.prompt.config:PromptConfig"
 
     def _cache(self) -> DecisionCache:
         cache = self.services.decision_cache
@@ -323,31 +293,3 @@ class PromptHandler(Handler):
                 f"time(s) in {where}; raise max_invocations_per_turn or tighten the matcher",
                 details={"prompt_cap": cap, "prompt_calls": count},
             )
-
-
-def model_problems(config: Mapping[str, Any]) -> list[str]:
-    """Problems with the model/provider/base_url of a prompt or agent hook config."""
-    problems: list[str] = []
-    for key in ("model", "provider", "base_url", "api_key_env", "api_key"):
-        if key in config and (not isinstance(config[key], str) or not config[key]):
-            problems.append(f"{key} must be a non-empty string")
-    model, provider = config.get("model"), config.get("provider")
-    # Other provider names are a gateway operator's providers, checked against its list.
-    wire = provider if provider in PROVIDERS else None
-    if isinstance(provider, str) and wire is None and not _PROVIDER_NAME.fullmatch(provider):
-        problems.append(
-            f"provider {provider!r} must be openai, anthropic or the name of a configured "
-            "provider (letters, digits, '.', '_', '-')"
-        )
-    if isinstance(model, str) and model and (wire is not None or provider is None):
-        try:
-            resolve_model(model, wire)
-        except ValueError as exc:
-            problems.append(str(exc))
-    base_url = config.get("base_url")
-    if isinstance(base_url, str) and base_url:
-        try:
-            SsrfGuard().check_url(base_url)
-        except SsrfRefused as exc:
-            problems.append(f"base_url: {exc}")
-    return problems

@@ -23,8 +23,8 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Final
 
 from hookgate.errors import HookgateError
-from hookgate.handlers.subprocess.sandbox import NO_SANDBOX, Sandbox
 from hookgate.outcome import HookError
+from hookgate.sandbox import NO_SANDBOX, Sandbox
 
 if TYPE_CHECKING:
     import asyncio
@@ -198,7 +198,7 @@ async def run_shell(
     nothing and kills nothing (stdout only drained). Whatever happens (exit, overflow,
     timeout, cancel) the group is killed before this returns or raises, and the shell is
     reaped. Under ``sandbox`` the shell runs inside it (see
-    :mod:`hookgate.handlers.subprocess.sandbox`).
+    :mod:`hookgate.sandbox`).
     """
     import asyncio
 

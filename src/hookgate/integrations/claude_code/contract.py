@@ -42,12 +42,14 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CLAUDE_EVENTS",
+    "CLAUDE_TO_HOOKGATE",
     "ClaudeAnswer",
     "Evaluate",
     "answer_claude_code",
     "claude_answer",
     "claude_event_name",
     "claude_input",
+    "command_document",
     "default_config_path",
     "engine_evaluator",
     "failure_answer",
@@ -94,6 +96,10 @@ CLAUDE_EVENTS: Final[Mapping[str, str]] = {
     "before_model_switch": "PreModelSwitch",
     "after_model_switch": "PostModelSwitch",
     "directory_added": "DirectoryAdded",
+}
+#: Claude Code's event name → hookgate's (its integration's event aliases).
+CLAUDE_TO_HOOKGATE: Final[Mapping[str, str]] = {
+    name: event for event, name in CLAUDE_EVENTS.items()
 }
 #: Claude Code events whose hookSpecificOutput takes ``additionalContext`` (2.1.330's schema).
 _TAKES_CONTEXT: Final = frozenset({
@@ -154,6 +160,18 @@ def claude_input(spec: EventSpec, payload: Mapping[str, Any], cwd: str | None) -
     if spec.name in ("stop", "subagent_stop"):
         document.setdefault("stop_hook_active", False)
     return document
+
+
+def command_document(
+    spec: EventSpec, payload: Mapping[str, Any], cwd: str | None
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """What a command hook with ``format: claude_code`` gets: Claude Code's stdin document,
+    and ``CLAUDE_PROJECT_DIR`` as Claude Code sets it."""
+    document = claude_input(spec, payload, cwd)
+    project = os.environ.get("CLAUDE_PROJECT_DIR") or str(
+        cwd or document.get("cwd") or os.getcwd()
+    )
+    return document, {"CLAUDE_PROJECT_DIR": project}
 
 
 # -- Claude Code script answer → HookResult -----------------------------------------------

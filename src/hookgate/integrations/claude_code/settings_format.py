@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from hookgate.config.formats import ConfigError, ConfigFormat, register_format
+from hookgate.config.formats import ConfigError, ConfigFormat
 from hookgate.definition import MAX_TIMEOUT_MS, DefinitionError, HookDefinition
 from hookgate.events import UnknownEventError, get_event
 from hookgate.integrations.claude_code.settings_file import is_hookgate_hook
@@ -207,4 +207,3 @@ def load_claude_settings(document: Any, *, edition: str, base_dir: Path) -> list
 
 
 CLAUDE_CODE: Final = ConfigFormat("claude_code", is_claude_settings, load_claude_settings)
-register_format(CLAUDE_CODE)

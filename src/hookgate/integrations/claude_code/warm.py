@@ -60,7 +60,7 @@ _PRELOAD: Final = (
     "hookgate.handlers.callable",
     "hookgate.handlers.command",
     "hookgate.handlers.subprocess.runner",
-    "hookgate.handlers.subprocess.sandbox",
+    "hookgate.sandbox",
     # the validation of a new or edited hooks file
     "hookgate.config",
     "hookgate.config.formats",

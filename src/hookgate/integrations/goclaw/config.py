@@ -25,12 +25,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from hookgate.config.formats import ConfigError, ConfigFormat, register_format
+from hookgate.config.formats import ConfigError, ConfigFormat
 from hookgate.definition import DefinitionError, HookDefinition
 from hookgate.definition_model import validate_definition
 from hookgate.events import get_event
 from hookgate.host_code import edition_refusal
-from hookgate.integrations.goclaw.gates import GateConfigError, parse_gates
+from hookgate.integrations.goclaw.gate_config import parse_gates
+from hookgate.integrations.goclaw.gates import GateConfigError
 
 __all__ = [
     "QUALITY_GATES",
@@ -113,4 +114,3 @@ def load_quality_gates(document: Any, *, edition: str, base_dir: Path) -> list[H
 
 
 QUALITY_GATES = ConfigFormat("goclaw-quality-gates", is_quality_gates, load_quality_gates)
-register_format(QUALITY_GATES)

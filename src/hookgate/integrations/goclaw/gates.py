@@ -31,18 +31,24 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final, Literal
 
-from hookgate.errors import HookgateError
 from hookgate.handlers.base import Services
 from hookgate.handlers.prompt.agent import Delegation, review
 from hookgate.handlers.subprocess.runner import base_environment, run_shell, shorten
-from hookgate.handlers.subprocess.sandbox import Sandbox
+from hookgate.integrations.goclaw.gate_config import (
+    DEFAULT_TIMEOUT_S,
+    GATE_EVENT,
+    Gate,
+    GateConfigError,
+    parse_gates,
+)
 from hookgate.log import log_event
 from hookgate.outcome import HookError
+from hookgate.sandbox import Sandbox
 
 __all__ = [
     "DEFAULT_TIMEOUT_S",
@@ -55,150 +61,11 @@ __all__ = [
     "GateResult",
     "QualityGates",
     "RetryLoop",
-    "parse_gates",
     "run_with_retries",
 ]
 
-DEFAULT_TIMEOUT_S: Final = 60.0
 FEEDBACK_CAP: Final = 64 * 1024
 FEEDBACK_CHARS: Final = 4000
-GATE_EVENT: Final = "delegation.completed"
-_GATE_KEYS: Final = frozenset(
-    {
-        "event",
-        "type",
-        "command",
-        "agent",
-        "block_on_failure",
-        "max_retries",
-        "timeout_seconds",
-        "name",
-        "cwd",
-        "allowed_env_vars",
-        # hookgate extensions for agent gates: how to reach the reviewer's model
-        "prompt",
-        "model",
-        "provider",
-        "base_url",
-        "api_key_env",
-    }
-)
-_EVENTS: Final = frozenset({GATE_EVENT, "subagent_stop", "SubagentStop", "subagent_ended"})
-
-
-class GateConfigError(HookgateError, ValueError):
-    """Invalid gates; ``problems`` names each bad entry and field."""
-
-    def __init__(self, problems: Sequence[str]) -> None:
-        self.problems = list(problems)
-        super().__init__("; ".join(self.problems))
-
-
-@dataclass(frozen=True, slots=True)
-class Gate:
-    type: Literal["command", "agent"]
-    command: str | None = None
-    agent: str | None = None
-    block_on_failure: bool = True
-    max_retries: int = 0
-    timeout_seconds: float = DEFAULT_TIMEOUT_S
-    name: str = ""
-    cwd: str | None = None
-    allowed_env_vars: tuple[str, ...] = ()
-    #: Reviewer settings for agent gates (``prompt``, ``model``, ``provider``, …).
-    reviewer: Mapping[str, Any] = field(default_factory=dict)
-
-    @property
-    def label(self) -> str:
-        if self.name:
-            return self.name
-        if self.type == "agent":
-            return f"agent {self.agent!r}"
-        return f"command {shorten(self.command or '', 40)!r}"
-
-    def to_dict(self) -> dict[str, Any]:
-        data: dict[str, Any] = {
-            "type": self.type,
-            "block_on_failure": self.block_on_failure,
-            "max_retries": self.max_retries,
-            "timeout_seconds": self.timeout_seconds,
-        }
-        for key in ("command", "agent", "name", "cwd"):
-            if getattr(self, key):
-                data[key] = getattr(self, key)
-        if self.allowed_env_vars:
-            data["allowed_env_vars"] = list(self.allowed_env_vars)
-        data.update(self.reviewer)
-        return data
-
-
-def parse_gates(raw: Any, *, base_dir: Path | None = None, where: str = "gates") -> list[Gate]:
-    """Gates from their JSON form (GoClaw's fields); raise GateConfigError with every problem.
-
-    A relative ``cwd`` (and, when none is given, the working directory of commands) is the
-    directory of the file the gates came from.
-    """
-    if not isinstance(raw, list) or not raw:
-        raise GateConfigError([f"{where}: must be a non-empty list of gates"])
-    problems: list[str] = []
-    gates: list[Gate] = []
-    for index, item in enumerate(raw):
-        at = f"{where}[{index}]"
-        if not isinstance(item, Mapping):
-            problems.append(f"{at}: a gate must be an object")
-            continue
-        before = len(problems)
-        problems.extend(f"{at}.{key}: unknown field" for key in sorted(set(item) - _GATE_KEYS))
-        event = item.get("event", GATE_EVENT)
-        if event not in _EVENTS:
-            problems.append(f"{at}.event: quality gates run on {GATE_EVENT}, not {event!r}")
-        kind = item.get("type")
-        if kind not in ("command", "agent"):
-            problems.append(f'{at}.type: use "command" or "agent" exactly, not {kind!r}')
-        if kind == "command" and not (isinstance(item.get("command"), str) and item["command"]):
-            problems.append(f"{at}.command: a command gate needs the command to run")
-        if kind == "agent" and not (isinstance(item.get("agent"), str) and item["agent"]):
-            problems.append(f"{at}.agent: an agent gate needs the reviewer agent's key")
-        block = item.get("block_on_failure", True)
-        if not isinstance(block, bool):
-            problems.append(f"{at}.block_on_failure: must be true or false")
-        retries = item.get("max_retries", 0)
-        if not isinstance(retries, int) or isinstance(retries, bool) or not 0 <= retries <= 10:
-            problems.append(f"{at}.max_retries: must be an integer from 0 to 10")
-        timeout = item.get("timeout_seconds", DEFAULT_TIMEOUT_S)
-        if not isinstance(timeout, int | float) or isinstance(timeout, bool) or timeout <= 0:
-            problems.append(f"{at}.timeout_seconds: must be a positive number")
-        env_names = item.get("allowed_env_vars", [])
-        if not isinstance(env_names, list) or not all(isinstance(n, str) for n in env_names):
-            problems.append(f"{at}.allowed_env_vars: must be a list of variable names")
-        if len(problems) > before:
-            continue
-        cwd = item.get("cwd")
-        if base_dir is not None:
-            cwd = str(base_dir / cwd) if cwd else str(base_dir)
-        gates.append(
-            Gate(
-                type="command" if kind == "command" else "agent",
-                command=item.get("command"),
-                agent=item.get("agent"),
-                block_on_failure=block,
-                max_retries=retries,
-                timeout_seconds=float(timeout),
-                name=str(item.get("name") or ""),
-                cwd=cwd,
-                allowed_env_vars=tuple(env_names),
-                reviewer={
-                    k: item[k]
-                    for k in ("prompt", "model", "provider", "base_url", "api_key_env")
-                    if k in item
-                },
-            )
-        )
-    if problems:
-        raise GateConfigError(problems)
-    return gates
-
-
 @dataclass(slots=True)
 class GateResult:
     gate: Gate

@@ -23,12 +23,8 @@ from typing import Any, ClassVar
 
 from hookgate.handlers.base import Capabilities, Handler, Invocation
 from hookgate.handlers.prompt.agent import Delegation
-from hookgate.integrations.goclaw.gates import (
-    GATE_EVENT,
-    GateConfigError,
-    QualityGates,
-    parse_gates,
-)
+from hookgate.integrations.goclaw.gate_config import GATE_EVENT, parse_gates
+from hookgate.integrations.goclaw.gates import QualityGates
 from hookgate.net.outbound import close_shared_client
 from hookgate.outcome import HookError, HookResult
 
@@ -39,15 +35,7 @@ class QualityGateHandler(Handler):
     handler_type: ClassVar[str] = "quality_gate"
     #: Agent gates call a model; command gates run on the host (see ``runs_on_host``).
     capabilities: ClassVar[Capabilities] = Capabilities(model_credentials=True)
-
-    @classmethod
-    def validate_config(cls, config: Mapping[str, Any]) -> list[str]:
-        problems = [f"unknown quality_gate config key {k!r}" for k in set(config) - {"gates"}]
-        try:
-            parse_gates(config.get("gates"), where="gates")
-        except GateConfigError as exc:
-            problems.extend(exc.problems)
-        return problems
+    config_model: ClassVar[str] = "hookgate.integrations.goclaw.gate_config:QualityGateConfig"
 
     @classmethod
     def runs_on_host(cls, config: Mapping[str, Any]) -> bool:

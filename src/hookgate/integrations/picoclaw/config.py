@@ -41,12 +41,13 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Final
 
-from hookgate.config.formats import ConfigError, ConfigFormat, register_format
+from hookgate.config.formats import ConfigError, ConfigFormat
 from hookgate.definition import DefinitionError, HookDefinition
 from hookgate.definition_model import validate_definition
 from hookgate.events import get_event
-from hookgate.handlers.process.spec import INTERCEPT_STAGES, missing_program, parse_spec
-from hookgate.integrations.picoclaw.runtime_events import normalize_observe
+from hookgate.handlers.process.config import parse_spec
+from hookgate.handlers.process.spec import INTERCEPT_STAGES, missing_program
+from hookgate.runtime_kinds import normalize_observe
 
 __all__ = [
     "DEFAULTS",
@@ -391,4 +392,3 @@ def _identify(raw: dict[str, Any], kind: str, name: str, event: str) -> dict[str
 
 
 PICOCLAW: Final = ConfigFormat("picoclaw", is_picoclaw, load_picoclaw)
-register_format(PICOCLAW)

@@ -7,7 +7,7 @@ import time
 from datetime import date
 from typing import Any, Literal, cast
 
-from hookgate.handlers.prompt.budget import (
+from hookgate.llm.budget import (
     BudgetStatus,
     month_start,
     settled_remaining,
@@ -48,7 +48,7 @@ class BudgetTable(SqlBackend):
         ``today`` is any day of the current month (UTC); the SQL budget store passes its
         clock's. Deductions and reservations stop at zero and report what was actually taken.
         ``settle`` replaces ``reserved`` tokens taken in ``reserved_month`` by ``amount`` of
-        real usage (see :func:`~hookgate.handlers.prompt.budget.settled_remaining`).
+        real usage (see :func:`~hookgate.llm.budget.settled_remaining`).
         """
         if amount < 0:
             what = "set a budget total of" if op == "set_total" else op

@@ -14,6 +14,8 @@ export const session = {
   keyName: null,
   version: null,
   handlerTypes: null,
+  // Each handler type's config as JSON Schema (its config model on the gateway).
+  handlerConfigs: {},
   hostCode: null,
 };
 
@@ -25,6 +27,8 @@ export function adopt(hello) {
   session.keyName = hello.keyName || null;
   session.version = hello.version || null;
   session.handlerTypes = Array.isArray(hello.handlerTypes) ? hello.handlerTypes : null;
+  const configs = hello.handlerConfigs;
+  session.handlerConfigs = configs && typeof configs === "object" && !Array.isArray(configs) ? configs : {};
   const hostCode = hello.hostCode;
   session.hostCode = hostCode && Array.isArray(hostCode.handlerTypes) ? hostCode : null;
 }

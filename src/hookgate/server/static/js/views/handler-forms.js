@@ -2,6 +2,7 @@
 // `read()` gives the handler's `config`; config keys the form has no field for are kept in an
 // "Other settings (JSON)" box so editing a hook never drops them.
 import { h, nextId } from "../dom.js";
+import { session } from "../session.js";
 import { field, splitList } from "./fields.js";
 
 const text = (name, value, attrs = {}) =>
@@ -194,12 +195,80 @@ function processForm(config) {
 
 const BUILDERS = { command: commandForm, http: httpForm, prompt: promptForm, agent: agentForm, process: processForm };
 
+// A field's schema without its "or null" (pydantic writes an optional field as anyOf).
+function plain(prop) {
+  const options = Array.isArray(prop.anyOf) ? prop.anyOf.filter((p) => p.type !== "null") : null;
+  return options && options.length === 1 ? { ...prop, ...options[0] } : prop;
+}
+
+function kindOf(prop) {
+  if (prop.enum || prop.const !== undefined) return "choice";
+  if (prop.type === "string" || prop.type === "integer" || prop.type === "number" || prop.type === "boolean") return prop.type;
+  if (prop.type === "array" && prop.items && plain(prop.items).type === "string") return "list";
+  return "json";
+}
+
+// The form of a type the panel has no hand-made form for (a new handler type, an
+// integration's): one field per property of the type's config model, as the gateway sent it.
+function schemaForm(config, schema) {
+  const props = schema.properties || {};
+  const required = new Set(schema.required || []);
+  const readers = [];
+  const element = [];
+  for (const [key, raw] of Object.entries(props)) {
+    if (key === "state") continue; // hook state: kept as it came, in "Other settings"
+    const prop = plain(raw);
+    const kind = kindOf(prop);
+    const value = config[key];
+    let control;
+    let read;
+    if (kind === "boolean") {
+      control = h("input", { type: "checkbox", name: key, checked: value ?? prop.default ?? false });
+      read = () => (control.checked === (prop.default ?? false) && value === undefined ? undefined : control.checked);
+    } else if (kind === "choice") {
+      const choices = prop.enum || [prop.const];
+      control = h("select", { name: key }, required.has(key) ? null : h("option", { value: "", text: "(default)" }),
+        choices.map((c) => h("option", { value: String(c), text: String(c), selected: value === c })));
+      read = () => (control.value === "" ? undefined : choices.find((c) => String(c) === control.value));
+    } else if (kind === "integer" || kind === "number") {
+      control = number(key, value);
+      if (prop.default !== undefined && prop.default !== null) control.placeholder = String(prop.default);
+      read = () => (control.value === "" ? undefined : Number(control.value));
+    } else if (kind === "list") {
+      control = text(key, Array.isArray(value) ? value.join(", ") : "", { placeholder: "a, b" });
+      read = () => (splitList(control.value).length ? splitList(control.value) : undefined);
+    } else if (kind === "string") {
+      control = text(key, value, { class: "mono" });
+      read = () => (control.value.trim() ? control.value.trim() : undefined);
+    } else {
+      control = area(key, value === undefined ? "" : JSON.stringify(value, null, 2), 3);
+      control.classList.add("mono");
+      read = () => {
+        if (!control.value.trim()) return undefined;
+        try {
+          return JSON.parse(control.value);
+        } catch (err) {
+          throw new ExtraJsonError(`${key}: not valid JSON: ${err.message}`);
+        }
+      };
+    }
+    readers.push([key, read]);
+    element.push(field({ name: `config.${key}`, label: prop.title || key, hint: prop.description || null, control, wide: kind === "json" }));
+  }
+  return {
+    keys: readers.map(([key]) => key),
+    element,
+    read: () => Object.fromEntries(readers.map(([key, read]) => [key, read()]).filter(([, v]) => v !== undefined)),
+  };
+}
+
 export class ExtraJsonError extends Error {}
 
 /** The sub-form for `type`, filled from `config`. */
 export function handlerSubform(type, config = {}) {
   const build = BUILDERS[type];
-  const part = build ? build(config) : { keys: [], element: [], read: () => ({}) };
+  const schema = session.handlerConfigs[type];
+  const part = build ? build(config) : schema ? schemaForm(config, schema) : { keys: [], element: [], read: () => ({}) };
   const extra = Object.fromEntries(Object.entries(config).filter(([k]) => !part.keys.includes(k)));
   const extraBox = area("config_extra", Object.keys(extra).length ? JSON.stringify(extra, null, 2) : "", 3);
   extraBox.classList.add("mono");
