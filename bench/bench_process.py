@@ -23,9 +23,9 @@ from pathlib import Path
 
 from bench.harness import Row, interleaved_medians_us
 from hookgate import Engine
+from hookgate.handlers.process.config import parse_spec
 from hookgate.handlers.process.protocol import build_params
 from hookgate.handlers.process.rpc import HookProcess
-from hookgate.handlers.process.config import parse_spec
 
 SCRIPT = str(Path(__file__).parent / "scripts" / "jsonrpc_echo_hook.py")
 PAYLOAD = {"tool_name": "exec", "tool_input": {"cmd": "ls -la /tmp", "timeout": 30}}

@@ -277,7 +277,7 @@ class DispatchRecord:
     created_at: float = field(default_factory=time.time)
     #: The chain ran as a blocking one (the caller waited for it); sealed with the payload.
     blocking: bool | None = None
-    #: The replies of the hooks that called out (:class:`hookgate.replay.recording.RecordedAnswer`),
+    #: The replies of the hooks that called out (:class:`hookgate.reply_recording.RecordedAnswer`),
     #: sealed with the payload so replay can answer for them.
     answers: Sequence[Any] = ()
 

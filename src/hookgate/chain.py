@@ -59,6 +59,7 @@ from hookgate.events import (
     EventSpec,
 )
 from hookgate.matching import FilterBudgetError, FilterError, cel_activation
+from hookgate.outcall_types import OUTCALL_TYPES
 from hookgate.outcome import (
     HookError,
     HookResult,
@@ -69,7 +70,6 @@ from hookgate.outcome import (
     TraceRow,
     coerce_result,
 )
-from hookgate.replay.outcall import OUTCALL_TYPES
 
 if TYPE_CHECKING:
     from hookgate.compiled_hook import CompiledHook

@@ -28,7 +28,7 @@ from hookgate.log import log_event
 from hookgate.outcome import (
     Outcome,
 )
-from hookgate.replay.recording import recorded_rows
+from hookgate.reply_recording import recorded_rows
 
 __all__ = [
     "INPUT_GUARD_ID",

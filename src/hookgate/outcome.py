@@ -300,7 +300,7 @@ class TraceRow:
         #: Made on first use (most hooks have none).
         self.details: dict[str, Any] | None = None
         # ``answer`` is left unset: only a hook that calls out sets it (its raw reply, which
-        # the dispatch record seals for replay: hookgate.replay.recording); read it with
+        # the dispatch record seals for replay: hookgate.reply_recording); read it with
         # getattr(row, "answer", None).
 
     def entry(self) -> TraceEntry:

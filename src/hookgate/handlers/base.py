@@ -11,10 +11,11 @@ from hookgate.settings import EDITIONS, STANDARD, Edition, Settings
 
 if TYPE_CHECKING:
     # Types only: a handler that needs none of these never imports them.
+    from pydantic import BaseModel
+
     from hookgate.approvals import Approver
     from hookgate.definition import HookDefinition
     from hookgate.events import EventSpec
-    from hookgate.handlers.config_model import HandlerConfig
     from hookgate.handlers.prompt.review import ReviewerRunner
     from hookgate.handlers.prompt.state import DecisionCache, TurnCounter
     from hookgate.hook_event import HookEvent
@@ -123,7 +124,7 @@ class Invocation:
     dry_run: bool = False
     #: The worker threads an isolated function runs on, when not ``services.hook_threads``
     #: (shadow hooks have their own, so their stuck workers never count against others).
-    threads: WorkerPool | None = None
+    threads: HookThreads | None = None
 
 
 class PlainFunction(NamedTuple):
@@ -146,7 +147,7 @@ class Handler:
 
     handler_type: ClassVar[str] = ""
     capabilities: ClassVar[Capabilities] = Capabilities()
-    #: The type's config model, ``"module:Class"`` (a
+    #: The type's config model, ``"module:Class"`` (a pydantic model, as a rule a
     #: :class:`hookgate.handlers.config_model.HandlerConfig`): it checks a hook's ``config``
     #: and describes it to the gateway's API and panel. Named, not imported: the model's
     #: pydantic loads only when something is validated or documented.
@@ -166,12 +167,12 @@ class Handler:
         self.services = services
 
     @classmethod
-    def config_class(cls) -> type[HandlerConfig] | None:
+    def config_class(cls) -> type[BaseModel] | None:
         """The class :attr:`config_model` names (``None``: the type has none)."""
         if cls.config_model is None:
             return None
         module_name, _, name = cls.config_model.partition(":")
-        model: type[HandlerConfig] = getattr(importlib.import_module(module_name), name)
+        model: type[BaseModel] = getattr(importlib.import_module(module_name), name)
         return model
 
     @classmethod

@@ -17,7 +17,7 @@ from hookgate.handlers.base import Handler, edition_refusal
 from hookgate.state.model import state_problems
 
 if TYPE_CHECKING:
-    from hookgate.handlers.config_model import HandlerConfig
+    from pydantic import BaseModel
 
 __all__ = [
     "calls_models",
@@ -93,10 +93,10 @@ def calls_models(handler_type: str) -> bool:
         return False
 
 
-def handler_config_models(types: Iterable[str] | None = None) -> dict[str, type[HandlerConfig]]:
+def handler_config_models(types: Iterable[str] | None = None) -> dict[str, type[BaseModel]]:
     """The config model of each handler type (``types``, else every one that loads), by
     type; a type without one is left out."""
-    models: dict[str, type[HandlerConfig]] = {}
+    models: dict[str, type[BaseModel]] = {}
     for name in available_handler_types() if types is None else types:
         try:
             model = handler_class(name).config_class()

@@ -81,13 +81,14 @@ def _where(loc: Iterable[int | str]) -> str:
 
 
 def config_problems(
-    model: type[HandlerConfig], handler_type: str, config: Mapping[str, Any]
+    model: type[BaseModel], handler_type: str, config: Mapping[str, Any]
 ) -> list[str]:
-    """Every problem ``config`` has with ``model``, one message each (empty when valid)."""
+    """Every problem ``config`` has with ``model``, one message each (empty when valid); a
+    model that is no :class:`HandlerConfig` gets pydantic's words, each with its path."""
     try:
         model.model_validate(dict(config))
     except ValidationError as exc:
-        return problems_from(exc, model.messages, handler_type)
+        return problems_from(exc, getattr(model, "messages", {}), handler_type)
     return []
 
 

@@ -9,7 +9,7 @@ asked), shadow hooks run after it and are reported as what they would have done,
 session history rule hooks look back on is kept as live. Records replay oldest first, so
 a rule's counters and history are those of the replayed traffic.
 
-A hook that calls out (:data:`~hookgate.replay.outcall.OUTCALL_TYPES`) answers with its
+A hook that calls out (:data:`~hookgate.outcall_types.OUTCALL_TYPES`) answers with its
 recorded reply, found by its name, unless the replayer is ``live``: its handler is replaced
 by :class:`RecordedHandler`, which never reaches the network, starts no program and calls
 no model. A candidate outcall hook without a recording makes the dispatch ``unknown``
@@ -37,8 +37,8 @@ from hookgate.hook_event import HookEvent
 from hookgate.host_code import HostCodePolicy
 from hookgate.outcome import HookError, Outcome
 from hookgate.registry import HookRegistry
-from hookgate.replay.recording import OUTCALL_TYPES, UnusableRecording, reply_from_json
 from hookgate.replay.records import RecordedDispatch
+from hookgate.reply_recording import OUTCALL_TYPES, UnusableRecording, reply_from_json
 from hookgate.settings import Settings
 from hookgate.state.stores import MemoryStateStore
 

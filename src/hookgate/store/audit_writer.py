@@ -56,7 +56,7 @@ from hookgate.audit import (
 )
 from hookgate.definition import GLOBAL_TENANT
 from hookgate.log import log_event
-from hookgate.replay.recording import answers_json
+from hookgate.reply_recording import answers_json
 from hookgate.secrets.keyring import Keyring
 from hookgate.store.base import DispatchRow, ExecutionRow, Store, StoreError
 
@@ -118,7 +118,7 @@ def _dispatch_aad(dispatch_id: str) -> bytes:
 
 def open_dispatch_detail(keyring: Keyring, row: DispatchRow) -> dict[str, object] | None:
     """A dispatch record's sealed ``{"reason", "payload", "blocking", "answers"}`` (admins
-    only; replay reads it; see :mod:`hookgate.replay.recording`)."""
+    only; replay reads it; see :mod:`hookgate.reply_recording`)."""
     if row.detail is None:
         return None
     detail: dict[str, object] = orjson.loads(keyring.open(row.detail, _dispatch_aad(row.id)))

@@ -62,6 +62,7 @@ def rule_store(services: Services) -> RuleStateStore:
 class RuleHandler(Handler):
     handler_type: ClassVar[str] = "rule"
     capabilities: ClassVar[Capabilities] = Capabilities()
+    config_model: ClassVar[str] = "hookgate.handlers.rule.config:RuleConfig"
 
     def __init__(self, services: Services) -> None:
         super().__init__(services)

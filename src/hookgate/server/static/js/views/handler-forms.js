@@ -217,7 +217,7 @@ function schemaForm(config, schema) {
   const element = [];
   for (const [key, raw] of Object.entries(props)) {
     if (key === "state") continue; // hook state: kept as it came, in "Other settings"
-    const prop = plain(raw);
+    const prop = plain(raw); // a $ref'd model stays a JSON box (its description is the model's)
     const kind = kindOf(prop);
     const value = config[key];
     let control;
@@ -253,7 +253,8 @@ function schemaForm(config, schema) {
       };
     }
     readers.push([key, read]);
-    element.push(field({ name: `config.${key}`, label: prop.title || key, hint: prop.description || null, control, wide: kind === "json" }));
+    const label = raw.title || prop.title || key.replace(/_/g, " ").replace(/^./, (c) => c.toUpperCase());
+    element.push(field({ name: `config.${key}`, label, hint: prop.description || null, control, wide: kind === "json" }));
   }
   return {
     keys: readers.map(([key]) => key),

@@ -21,8 +21,8 @@ from typing import Any, Final, NamedTuple
 import orjson
 
 from hookgate.chain import HookReply
+from hookgate.outcall_types import OUTCALL_TYPES
 from hookgate.outcome import HookError, HookResult, InfrastructureError, MalformedAnswer
-from hookgate.replay.outcall import OUTCALL_TYPES
 
 __all__ = [
     "MAX_ANSWER_BYTES",
