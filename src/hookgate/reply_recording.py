@@ -21,6 +21,7 @@ from typing import Any, Final, NamedTuple
 import orjson
 
 from hookgate.chain import HookReply
+from hookgate.errors import HookgateError
 from hookgate.outcall_types import OUTCALL_TYPES
 from hookgate.outcome import HookError, HookResult, InfrastructureError, MalformedAnswer
 
@@ -109,7 +110,7 @@ def answers_json(answers: Sequence[RecordedAnswer]) -> list[dict[str, Any]]:
     return entries
 
 
-class UnusableRecording(Exception):
+class UnusableRecording(HookgateError):
     """A recorded reply replay cannot use (too large when recorded, or not understood)."""
 
 

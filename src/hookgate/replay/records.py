@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from hookgate.errors import HookgateError
 from hookgate.secrets.keyring import Keyring, SecretError
 from hookgate.store.audit_writer import open_dispatch_detail
 from hookgate.store.base import DispatchRow
@@ -20,7 +21,7 @@ from hookgate.store.base import DispatchRow
 __all__ = ["RecordedDispatch", "Unreadable", "open_recorded"]
 
 
-class Unreadable(Exception):
+class Unreadable(HookgateError):
     """A record replay cannot use; the message says why (never its content)."""
 
 

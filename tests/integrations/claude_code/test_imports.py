@@ -32,7 +32,7 @@ CACHED = NOTHING_TO_RUN | {
     f"{CC}.local_run", f"{CC}.contract", "hookgate.chain", "hookgate.events",
     "hookgate.outcome", "hookgate.matching", "hookgate.hook_event", "hookgate.host_code",
     "hookgate.payload_limits", "hookgate.registry", "hookgate.matcher_index",
-    "hookgate.compiled_hook",
+    "hookgate.compiled_hook", "hookgate.outcall_types",
     "hookgate.definition",
     "hookgate.settings",
     "hookgate.handlers", "hookgate.handlers.base", "hookgate.handlers.callable",
