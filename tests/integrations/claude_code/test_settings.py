@@ -9,6 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from hookgate.cli import main
+from hookgate.integrations.claude_code import shell_relay
 from hookgate.integrations.claude_code.settings_file import (
     DEFAULT_EVENTS,
     SettingsError,
@@ -17,6 +18,7 @@ from hookgate.integrations.claude_code.settings_file import (
     is_bridge_command,
     uninstall,
 )
+from hookgate.integrations.claude_code.warm_place import install_id
 
 USER_SETTINGS = """{
     "permissions": {"allow": ["Bash(npm test)"], "deny": []},
@@ -55,8 +57,14 @@ def test_bridge_command_recognition(command: str, expected: bool) -> None:
 
 
 def test_bridge_command_is_absolute_and_quoted(tmp_path: Path) -> None:
+    """The shell relay (where it can serve) in front of the Python relay's own command line,
+    which the shell relay falls back to and which uninstall recognises."""
     command = bridge_command(str(tmp_path / "my hooks.yaml"), executable="/usr/bin/hookgate")
-    assert command == f"/usr/bin/hookgate claude-code --config '{tmp_path}/my hooks.yaml'"
+    python_relay = f"/usr/bin/hookgate claude-code --config '{tmp_path}/my hooks.yaml'"
+    if shell_relay.available():
+        assert command == (f"/bin/bash {shell_relay.SCRIPT} {install_id()} 25 {python_relay}")
+    else:
+        assert command == python_relay
     assert is_bridge_command(command)
 
 

@@ -133,7 +133,7 @@ def install(
             return cc_settings.gateway_hook(url, event=event, transport=transport,
                                             timeout_s=timeout)
     else:
-        command = cc_settings.bridge_command(config_path)
+        command = cc_settings.bridge_command(config_path, timeout_s=timeout)
 
         def hook_for(event: str) -> dict[str, Any]:
             return {"type": "command", "command": command, "timeout": timeout}

@@ -60,6 +60,15 @@ def main(args: Sequence[str] | None = None, agent: str = CLAUDE_CODE) -> int:
     """``hookgate <agent>`` with ``args`` (default: ``sys.argv[2:]``): ``claude-code``,
     ``codex`` or ``gemini``; one warm process serves them all."""
     argv = sys.argv[2:] if args is None else args
+    relay_failed = os.environ.get("HOOKGATE_RELAY_FAILED")
+    if relay_failed:
+        # relay.bash handed the event over and the warm process failed on it: its hooks may
+        # have run, so they never run again; hookgate's failure, in the agent's form.
+        try:
+            raw: bytes | None = sys.stdin.buffer.read()
+        except BaseException:
+            raw = None
+        return _fail(agent, raw, f"the warm hookgate process failed: {relay_failed}")
     parsed = parse_args(argv)
     gateway = parsed is None or parsed.gateway or os.environ.get("HOOKGATE_GATEWAY_URL")
     found = None if gateway else place(os.environ)

@@ -192,13 +192,15 @@ def gateway_hook(
     raise ValueError(f"transport must be one of {', '.join(TRANSPORTS)}, not {transport!r}")
 
 
-def bridge_command(config: str | None = None, executable: str | None = None) -> str:
-    """The command line Claude Code runs: hookgate's own executable, absolute."""
+def bridge_command(config: str | None = None, executable: str | None = None, *,
+                   timeout_s: int = DEFAULT_TIMEOUT_S) -> str:
+    """The command line Claude Code runs: the shell relay (:mod:`.shell_relay`) where it can
+    serve, else hookgate's own executable; absolute paths."""
+    from hookgate.integrations.claude_code.shell_relay import hook_command
+
     exe = executable or _hookgate_executable()
-    parts = [exe, "claude-code"]
-    if config:
-        parts += ["--config", str(Path(config).resolve())]
-    return " ".join(shlex.quote(part) for part in parts)
+    options = ["--config", str(Path(config).resolve())] if config else []
+    return hook_command(exe, "claude-code", options, timeout_s)
 
 
 def _hookgate_executable() -> str:

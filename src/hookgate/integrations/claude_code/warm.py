@@ -36,8 +36,9 @@ import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Final
 
+from hookgate.integrations.claude_code import shell_relay
 from hookgate.integrations.claude_code import warm_wire as wire
-from hookgate.integrations.claude_code.startup import BridgeArgs
+from hookgate.integrations.claude_code.startup import BridgeArgs, parse_args
 from hookgate.integrations.claude_code.warm_place import failed_marker, peer_uid, process_key
 
 if TYPE_CHECKING:
@@ -125,6 +126,22 @@ def _pretouch(sample: HookDefinition | None) -> None:
         Settings.from_env({})
 
 
+def _sample_file(socket_path: str) -> str | None:
+    """A hooks file with one command hook that does nothing, for :func:`_pretouch_shell`."""
+    path = socket_path.removesuffix(".sock") + ".warm-up.json"
+    sample = {"hooks": [{"name": "warm-up", "event": "pre_tool_use", "matcher": "^Bash$",
+                         "handler_type": "command", "config": {"command": ":"}}]}
+    try:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "w") as file:
+            json.dump(sample, file)
+    except OSError:
+        return None
+    return path
+
+
 def _code_stamps() -> dict[str, tuple[int, int] | None]:
     """hookgate's loaded module files and their time stamps and sizes."""
     stamps: dict[str, tuple[int, int] | None] = {}
@@ -168,6 +185,8 @@ class _Server:
             os.umask(old)
         self.inode = os.stat(path).st_ino
         self.listener.listen(128)
+        self.shell = _ShellListener.open(os.path.dirname(path))
+        self.sample_file = _sample_file(path) if self.shell else None
         self.notes_in, self.notes_out = os.pipe()
 
     def loop(self) -> None:
@@ -235,9 +254,12 @@ class _Server:
         return "".join(f"{name}: {value}\n" for name, value in (
             ("pid", os.getppid()), ("socket", self.path), ("started", int(self.started)),
             ("idle_exit_s", self.idle_s), ("key", self.key.replace("\n", " | ")),
+            ("shell_port", self.shell.endpoint.port if self.shell else "-"),
         ))
 
     def unlink_socket(self) -> None:
+        if self.shell is not None:
+            self.shell.unlink()
         if self._socket_is_ours():
             with contextlib.suppress(OSError):
                 os.unlink(self.path)
@@ -245,6 +267,11 @@ class _Server:
     def close(self) -> None:
         self.unlink_socket()  # first: no relay finds us any more
         self.listener.close()
+        if self.shell is not None:
+            self.shell.listener.close()
+        if self.sample_file is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(self.sample_file)
         for pid in self.spares:
             # Waiting in accept(): it ends, nothing of its ran (a relay whose connection it
             # had not taken yet runs the event itself). One that has just taken an event
@@ -260,6 +287,40 @@ _NOTE_END: Final = b"E"
 _SPARES: Final = 3
 #: How long a used worker's replacement waits while another worker is still ready.
 _REFILL_DELAY_S: Final = 0.25
+
+
+class _ShellListener:
+    """The loopback port for ``relay.bash`` and its endpoint file (see :mod:`.shell_relay`)."""
+
+    def __init__(self, listener: socket.socket, endpoint: shell_relay.Endpoint, path: str,
+                 inode: int) -> None:
+        self.listener = listener
+        self.endpoint = endpoint
+        self.path = path
+        self.inode = inode
+
+    @classmethod
+    def open(cls, folder: str) -> _ShellListener | None:
+        """``None`` where the shell relay cannot serve (its relays then take the Python
+        path, which still reaches the Unix socket)."""
+        if not shell_relay.available():
+            return None
+        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        try:
+            listener.bind(("127.0.0.1", 0))
+            listener.listen(128)
+            endpoint = shell_relay.new_endpoint(listener.getsockname()[1])
+            path = shell_relay.endpoint_path(folder)
+            inode = shell_relay.write_endpoint(path, endpoint)
+        except OSError:
+            listener.close()
+            return None
+        return cls(listener, endpoint, path, inode)
+
+    def unlink(self) -> None:
+        with contextlib.suppress(OSError):
+            if os.lstat(self.path).st_ino == self.inode:
+                os.unlink(self.path)
 
 
 def _note(server: _Server, kind: bytes) -> None:
@@ -279,26 +340,46 @@ def _spare(server: _Server) -> None:
         os.close(server.lock_fd)  # the lock must die with the warm process, not a worker
         os.close(server.notes_in)
         _pretouch(server.sample)
+        _pretouch_shell(server)
         parent = os.getppid()
-        server.listener.settimeout(_TICK_S)
-        while True:
-            try:
-                conn, _ = server.listener.accept()
-                # From here the warm process's SIGTERM (its idle exit may cross an event that
-                # just came in) no longer ends this worker; a handler, not SIG_IGN: hook
-                # programs must not inherit an ignored SIGTERM.
-                signal.signal(signal.SIGTERM, _ignore)
-                break
-            except TimeoutError:
-                if os.getppid() != parent:
-                    os._exit(0)  # the warm process is gone: so are we
+        conn, shell = _accept(server, parent)
         _note(server, _NOTE_TOOK)
         server.listener.close()
+        if server.shell is not None:
+            server.shell.listener.close()
     except BaseException:
         os._exit(0)
     with conn:
-        _serve_one(server, conn)
+        if shell:
+            _serve_shell(server, conn)
+        else:
+            _serve_one(server, conn)
     os._exit(0)
+
+
+def _accept(server: _Server, parent: int) -> tuple[socket.socket, bool]:
+    """The next connection on either listener (and whether it is the shell relay's); every
+    spare waits on both, the first to accept takes it."""
+    import select
+
+    listeners = [server.listener] + ([server.shell.listener] if server.shell else [])
+    for listener in listeners:
+        listener.setblocking(False)
+    while True:
+        ready, _, _ = select.select(listeners, [], [], _TICK_S)
+        if not ready and os.getppid() != parent:
+            os._exit(0)  # the warm process is gone: so are we
+        for listener in ready:
+            try:
+                conn, _ = listener.accept()
+            except (BlockingIOError, InterruptedError):
+                continue  # another spare took it
+            # From here the warm process's SIGTERM (its idle exit may cross an event that
+            # just came in) no longer ends this worker; a handler, not SIG_IGN: hook
+            # programs must not inherit an ignored SIGTERM.
+            signal.signal(signal.SIGTERM, _ignore)
+            conn.setblocking(True)
+            return conn, listener is not server.listener
 
 
 def _serve_one(server: _Server, conn: socket.socket) -> None:
@@ -394,6 +475,147 @@ def _event(conn: socket.socket, fds: list[int], length: int, key: str) -> None:
 
 
 _Streams = tuple[io.TextIOWrapper, io.TextIOWrapper]
+
+
+
+
+def _serve_shell(server: _Server, conn: socket.socket) -> None:
+    """One event from ``relay.bash``: the peer checked, the tokens exchanged, the relay's
+    process taken over from ``/proc``, the event run as :mod:`.main` runs it, the answer
+    sent; refused (nothing ran) whenever that cannot be done exactly."""
+    import hmac
+
+    assert server.shell is not None
+    try:
+        conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if shell_relay.loopback_peer_uid(conn.getsockname(), conn.getpeername()) \
+                != os.getuid():
+            return  # another user: not a word, not even the server token
+        conn.settimeout(_REQUEST_TIMEOUT_S)
+        conn.sendall(server.shell.endpoint.server_token.encode() + b"\n")
+        data = bytearray()
+        request = None
+        while request is None:
+            chunk = conn.recv(1 << 16)
+            if not chunk or len(data) > wire.MAX_BODY:
+                return
+            data += chunk
+            if b"\0" in chunk:
+                request = shell_relay.parse_request(bytes(data))
+        if not hmac.compare_digest(request.client_token,
+                                   server.shell.endpoint.client_token.encode()):
+            return
+    except BaseException:
+        return
+    try:
+        taken = _take_shell(server, request)
+    except BaseException:
+        taken = None
+    if taken is None:
+        with contextlib.suppress(BaseException):
+            conn.sendall(b"R\0")  # nothing ran: the relay hands the event on
+        return
+    args = taken
+    conn.settimeout(None)  # the hooks' own timeouts hold
+    out, err = io.StringIO(), io.StringIO()
+    code = 2
+    try:
+        code = _run_event(request.agent, args, request.stdin, out, err)
+    finally:
+        reply = b"X\0%d\0%s\0%s\0" % (code & 0xFF, _text(out), _text(err))
+        with contextlib.suppress(BaseException):
+            conn.sendall(reply)
+        os._exit(0)
+
+
+def _text(stream: io.StringIO) -> bytes:
+    """What the relay prints; bash cannot hold a NUL byte."""
+    return stream.getvalue().encode("utf-8", "surrogateescape").replace(b"\0", b"")
+
+
+def _take_shell(server: _Server, request: shell_relay.ShellRequest) -> BridgeArgs | None:
+    """Become the relay's process (environment, working folder, umask) when the event is
+    this warm process's to run; ``None`` (nothing changed that matters) otherwise."""
+    if request.agent not in shell_relay.AGENTS:
+        return None
+    args = parse_args(request.options)
+    if args is None:
+        return None
+    proc = f"/proc/{request.pid}"
+    found = _process_of(proc)
+    if found is None:
+        return None
+    environ, umask = found
+    if process_key(environ) != server.key:
+        return None  # another PYTHONPATH or install: the Python relay finds its own
+    if server.stale():
+        server.unlink_socket()  # before the answer: the next event starts a new one
+        _note(server, _NOTE_END)
+        return None
+    os.chdir(f"{proc}/cwd")
+    os.umask(umask)
+    os.environ.clear()
+    os.environ.update(environ)
+    return args
+
+
+def _process_of(proc: str) -> tuple[dict[str, str], int] | None:
+    """The environment and umask of the relay's process (``/proc/<pid>``), if it is ours."""
+    if os.stat(proc).st_uid != os.getuid():
+        return None
+    with open(f"{proc}/environ", "rb") as file:
+        raw_env = file.read()
+    umask = None
+    with open(f"{proc}/status", encoding="ascii", errors="replace") as status:
+        for line in status:
+            if line.startswith("Umask:"):
+                umask = int(line.split()[1], 8)
+    if umask is None:
+        return None
+    environ = {}
+    for entry in raw_env.split(b"\0"):
+        name, sep, value = entry.partition(b"=")
+        if sep:
+            environ[os.fsdecode(name)] = os.fsdecode(value)
+    return environ, umask
+
+
+#: A made-up shell relay request for :func:`_pretouch_shell` (its input is ``_SAMPLE``).
+_SHELL_SAMPLE: Final = b"\0".join((
+    b"0" * 32, b"1", b"claude-code", b"2", b"--config", b"/warm-up.json", _SAMPLE.encode(), b""))
+
+
+def _pretouch_shell(server: _Server) -> None:
+    """The shell relay's path, run on a made-up request and on this process itself (its
+    hooks file a command hook that does nothing): as :func:`_pretouch`, the memory an event
+    touches is copied before the event waits for it."""
+    with contextlib.suppress(Exception):
+        request = shell_relay.parse_request(_SHELL_SAMPLE)
+        assert request is not None
+        parse_args(request.options)
+        found = _process_of(f"/proc/{os.getpid()}")
+        assert found is not None
+        process_key(found[0])
+        server.stale()
+        if server.sample_file is not None:
+            from hookgate.integrations.claude_code.main import run
+
+            run(BridgeArgs(config=server.sample_file), request.stdin, stdout=io.StringIO(),
+                stderr=io.StringIO())
+
+
+def _run_event(agent: str, args: BridgeArgs, raw: bytes, out: io.StringIO,
+               err: io.StringIO) -> int:
+    sys.stdout, sys.stderr = out, err
+    if agent == "claude-code":
+        from hookgate.integrations.claude_code.main import run
+
+        return run(args, raw, stdout=out, stderr=err)
+    from hookgate.integrations.agent_bridge import contract_for
+    from hookgate.integrations.agent_bridge import main as bridge_main
+
+    return bridge_main(contract_for(agent), args.config, args.gateway,
+                       stdin=io.BytesIO(raw), stdout=out, stderr=err)
 
 
 def _take(conn: socket.socket, fds: list[int], length: int,

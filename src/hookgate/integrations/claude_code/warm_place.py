@@ -35,6 +35,7 @@ __all__ = [
     "disabled",
     "failed_marker",
     "folder_of",
+    "install_id",
     "peer_uid",
     "place",
     "process_key",
@@ -71,6 +72,16 @@ def _digest(text: str) -> str:
     for byte in text.encode("utf-8", "surrogateescape"):
         digest = ((digest ^ byte) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
     return f"{digest:016x}"
+
+
+def install_id() -> str:
+    """This hookgate install and Python, for the shell relay's endpoint file (written into
+    the installed command). Not the version: an upgrade in place keeps the command working,
+    and the warm process compares the whole key of every event anyway."""
+    import hookgate
+
+    return _digest("\n".join((
+        os.path.dirname(os.path.abspath(hookgate.__file__ or "")), sys.executable)))
 
 
 class Place:

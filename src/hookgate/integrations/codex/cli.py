@@ -67,7 +67,7 @@ def install(config_path: str | None, gateway_url: str | None, codex_home: str | 
     from hookgate.integrations.claude_code.settings_file import _hookgate_executable
 
     command = codex_install.bridge_command(_hookgate_executable(), config=config_path,
-                                           gateway=gateway_url)
+                                           gateway=gateway_url, timeout_s=timeout)
     home = codex_install.codex_home(codex_home)
     try:
         report = codex_install.install(home, command, events or INSTALLED_EVENTS,

@@ -14,7 +14,6 @@ import hashlib
 import json
 import os
 import re
-import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -64,14 +63,14 @@ def codex_home(explicit: str | None = None, environ: Mapping[str, str] | None = 
 
 
 def bridge_command(executable: str, *, config: str | None, gateway: str | None,
-                   agent: str = "codex") -> str:
-    """``hookgate <agent> --config ABS`` or ``--gateway URL``, quoted for a shell."""
-    parts = [executable, agent]
-    if gateway:
-        parts += ["--gateway", gateway]
-    elif config:
-        parts += ["--config", str(Path(config).resolve())]
-    return " ".join(shlex.quote(part) for part in parts)
+                   agent: str = "codex", timeout_s: int = DEFAULT_TIMEOUT_S) -> str:
+    """The hook command for ``hookgate <agent> --config ABS`` or ``--gateway URL``: the shell
+    relay where it can serve, else that command line itself; quoted for a shell."""
+    from hookgate.integrations.claude_code.shell_relay import hook_command
+
+    options = (["--gateway", gateway] if gateway
+               else ["--config", str(Path(config).resolve())] if config else [])
+    return hook_command(executable, agent, options, timeout_s)
 
 
 def _snake(event: str) -> str:

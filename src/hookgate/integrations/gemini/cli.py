@@ -75,7 +75,7 @@ def install(config_path: str | None, gateway_url: str | None, scope: str,
     from hookgate.integrations.codex.install import bridge_command
 
     command = bridge_command(_hookgate_executable(), config=config_path, gateway=gateway_url,
-                             agent="gemini")
+                             agent="gemini", timeout_s=timeout)
     path = settings_path(scope, settings_file)
     chosen = events or INSTALLED_EVENTS
     try:

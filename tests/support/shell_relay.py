@@ -1,0 +1,141 @@
+"""The shell relay (``relay.bash``) in tests: run it as the agents do (``/bin/sh -c`` with the
+installed command, the event's JSON on stdin), and a listener that stands where the warm
+process should be and misbehaves on purpose (an impostor, a warm process that breaks)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hookgate.integrations.claude_code import shell_relay
+
+HOOKGATE = str(Path(sys.executable).parent / "hookgate")
+
+#: What a fake listener does with a connection.
+Behaviour = Callable[["FakeWarm", socket.socket], None]
+
+
+def relay_command(agent: str, hooks: Path | None = None, *, limit_s: int = 30,
+                  gateway: str | None = None) -> str:
+    """The command ``hookgate <agent> install`` writes (``limit_s``: the agent's timeout)."""
+    options = (["--gateway", gateway] if gateway
+               else ["--config", str(hooks)] if hooks else [])
+    return shell_relay.relay_command(HOOKGATE, agent, options, limit_s)
+
+
+def run_relay(command: str, data: Mapping[str, Any] | str, *, cwd: Path | None = None,
+              timeout_s: float = 60, **env: str) -> subprocess.CompletedProcess[str]:
+    """The hook command as an agent runs it: a shell with the command, JSON on stdin."""
+    text = data if isinstance(data, str) else json.dumps(data)
+    return subprocess.run(["/bin/sh", "-c", command], input=text, capture_output=True,
+                          text=True, timeout=timeout_s, check=False, cwd=cwd,
+                          env={**os.environ, **env})
+
+
+def endpoint_file(folder: Path) -> Path:
+    return Path(shell_relay.endpoint_path(str(folder)))
+
+
+@dataclass
+class FakeWarm:
+    """A loopback listener with an endpoint file of its own in ``folder``: the relay finds it
+    where the warm process's would be. ``behaviour`` runs on each connection; ``received``
+    holds every byte any connection sent, ``connections`` counts them."""
+
+    folder: Path
+    behaviour: Behaviour
+    endpoint: shell_relay.Endpoint = field(init=False)
+    received: bytearray = field(default_factory=bytearray)
+    connections: int = 0
+
+    def __post_init__(self) -> None:
+        self._listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self._listener.bind(("127.0.0.1", 0))
+        self._listener.listen(8)
+        self.endpoint = shell_relay.new_endpoint(self._listener.getsockname()[1])
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+
+    def write_endpoint(self, path: Path | None = None) -> Path:
+        target = path or endpoint_file(self.folder)
+        target.write_text(self.endpoint.line())
+        target.chmod(0o600)
+        return target
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self._listener.accept()
+            except OSError:
+                return
+            self.connections += 1
+            with conn:
+                conn.settimeout(30)
+                with contextlib.suppress(OSError):
+                    self.behaviour(self, conn)
+
+    def read_request(self, conn: socket.socket) -> bytes:
+        """Everything up to the request's last NUL (the end of the input)."""
+        data = bytearray()
+        while True:
+            chunk = conn.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+            self.received += chunk
+            with contextlib.suppress(ValueError):
+                if shell_relay.parse_request(bytes(data)) is not None:
+                    break
+        return bytes(data)
+
+    def drain(self, conn: socket.socket) -> None:
+        """Read until the relay closes (what an impostor would learn)."""
+        while chunk := conn.recv(65536):
+            self.received += chunk
+
+    @contextlib.contextmanager
+    def running(self) -> Iterator[FakeWarm]:
+        self._thread.start()
+        try:
+            yield self
+        finally:
+            with contextlib.suppress(OSError):
+                self._listener.shutdown(socket.SHUT_RDWR)  # wakes the accept()
+            self._listener.close()
+            self._thread.join(10)
+
+
+def free_port() -> int:
+    """A loopback port nobody listens on (bound, then closed)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+    return port
+
+
+def greet_then(answer: bytes | None) -> Behaviour:
+    """A listener that knows the server token (a warm process that breaks after taking the
+    event): it reads the request and answers ``answer``, or with ``None`` never answers."""
+    def behaviour(fake: FakeWarm, conn: socket.socket) -> None:
+        conn.sendall(fake.endpoint.server_token.encode() + b"\n")
+        fake.read_request(conn)
+        if answer is None:
+            fake.drain(conn)  # until the relay gives up
+        else:
+            conn.sendall(answer)
+
+    return behaviour
+
+
+def impostor(fake: FakeWarm, conn: socket.socket) -> None:
+    """A listener that does not know the server token: it greets wrongly and listens."""
+    conn.sendall(b"0123456789abcdef0123456789abcdef\n")
+    fake.drain(conn)
