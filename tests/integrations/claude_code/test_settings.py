@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -18,7 +19,7 @@ from hookgate.integrations.claude_code.settings_file import (
     is_bridge_command,
     uninstall,
 )
-from hookgate.integrations.claude_code.warm_place import install_id
+from hookgate.integrations.claude_code.warm_place import folder_of, install_id
 
 USER_SETTINGS = """{
     "permissions": {"allow": ["Bash(npm test)"], "deny": []},
@@ -62,7 +63,9 @@ def test_bridge_command_is_absolute_and_quoted(tmp_path: Path) -> None:
     command = bridge_command(str(tmp_path / "my hooks.yaml"), executable="/usr/bin/hookgate")
     python_relay = f"/usr/bin/hookgate claude-code --config '{tmp_path}/my hooks.yaml'"
     if shell_relay.available():
-        assert command == (f"/bin/bash {shell_relay.SCRIPT} {install_id()} 25 {python_relay}")
+        folder = folder_of(os.environ)
+        assert command == (f"/bin/bash {shell_relay.SCRIPT} 1 {install_id()} 25 {folder} "
+                           f"{python_relay}")
     else:
         assert command == python_relay
     assert is_bridge_command(command)

@@ -52,6 +52,9 @@ def denied(agent: str, done: Any) -> str:
         return str(done.stderr)
     assert done.returncode == 0, done.stderr
     answer = json.loads(done.stdout)
+    if agent == "codex" and "decision" in answer:  # the form when the event is not known
+        assert answer["decision"] == "block", answer
+        return str(answer["reason"])
     if agent == "codex":
         assert answer["hookSpecificOutput"]["permissionDecision"] == "deny", answer
         return str(answer["hookSpecificOutput"]["permissionDecisionReason"])
@@ -251,3 +254,25 @@ def test_a_large_input_passes_whole(warm_folder: Path, tmp_path: Path) -> None:
     size = json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
     assert int(size) > 300_000
 
+
+
+@pytest.mark.parametrize("agent", list(EVENTS))
+def test_a_hookgate_that_cannot_be_run_is_a_deny(agent: str, warm_folder: Path,
+                                                 tmp_path: Path) -> None:
+    """The fallback's executable is gone (hookgate uninstalled, its venv moved): bash's exit
+    127 would be "go ahead" for Claude Code and Codex; the relay denies in the agent's form."""
+    hooks, mark = _ran(tmp_path)
+    gone = str(tmp_path / "gone" / "hookgate")
+    command = shell_relay.relay_command(gone, agent, ["--config", str(hooks)], 30)
+    done = run_relay(command, EVENTS[agent], HOOKGATE_CLAUDE_CODE_WARM="off")
+    assert f"cannot run {gone}" in denied(agent, done)
+    assert not mark.exists()
+
+
+@pytest.mark.parametrize("agent", list(EVENTS))
+def test_a_command_installed_for_another_form_is_a_deny(agent: str, warm_folder: Path,
+                                                        tmp_path: Path) -> None:
+    hooks, _ = _ran(tmp_path)
+    command = relay_command(agent, hooks).replace(f"{shell_relay.SCRIPT} 1 ",
+                                                  f"{shell_relay.SCRIPT} 0 ")
+    assert "install it again" in denied(agent, run_relay(command, EVENTS[agent]))

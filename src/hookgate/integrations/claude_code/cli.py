@@ -150,6 +150,7 @@ def install(
             click.echo(f"{path}: {label}: {', '.join(names)}")
     click.echo(f"hook: {json.dumps(hook_for(chosen[0]))}")
     if gateway_url is None:
+        start_warm_process()
         hooks_file = Path(config_path) if config_path else hooks_file_beside(path)
         twice = imported_twice(path, hooks_file)
         if twice:
@@ -170,6 +171,16 @@ def _offer_to_move(path: Path, hooks_file: Path | None, twice: list[Any],
     elif move is None:
         click.echo("warning: they run twice; rerun with --move-imported to take them out of "
                    "settings.json, or --keep-imported to keep both", err=True)
+
+
+def start_warm_process() -> None:
+    """The warm process, started now: the first event of the next session finds it."""
+    from hookgate.integrations.claude_code.relay import prestart
+
+    if prestart():
+        click.echo("warm process: started (or already running); it answers the events "
+                   "and exits after HOOKGATE_CLAUDE_CODE_WARM_IDLE seconds idle (3600)",
+                   err=True)
 
 
 @claude_code.group("warm")

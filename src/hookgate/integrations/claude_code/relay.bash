@@ -1,11 +1,13 @@
 # hookgate's per-event relay for Claude Code, Codex CLI and Gemini CLI: bash builtins only.
 #
 # The installed hook command is
-#   /bin/bash THIS_FILE ID LIMIT HOOKGATE AGENT [--config FILE]
-# ID names the warm process's endpoint file (one per hookgate install), LIMIT is how many
+#   /bin/bash THIS_FILE 1 ID LIMIT FOLDER HOOKGATE AGENT [--config FILE | --gateway URL]
+# 1 is the form of these arguments (a command installed for another form is refused), ID names the warm process's endpoint file (one per hookgate install), LIMIT is how many
 # seconds the warm process may take to answer (below the agent's own hook timeout, after
-# which Codex and Gemini let the action run), HOOKGATE is hookgate's executable and AGENT one
-# of claude-code, codex, gemini. It starts no process: it reads the endpoint file (the port
+# which Codex and Gemini let the action run), FOLDER is the warm process's folder as it was
+# when the command was installed (never taken from the event's environment, which a
+# project's settings can set), HOOKGATE is hookgate's executable and AGENT one of
+# claude-code, codex, gemini. It starts no process: it reads the endpoint file (the port
 # and two tokens of the user's warm process, see shell_relay.py), connects to 127.0.0.1 with
 # bash's /dev/tcp, checks that the listener knows the server token before it sends a byte,
 # sends the client token, its pid (the warm process reads the environment, working folder and
@@ -21,21 +23,40 @@
 #   (HOOKGATE_RELAY_FAILED) and answers with hookgate's failure in the agent's own form.
 # HOOKGATE_SHELL_RELAY=require turns the first kind into the second (tests, benchmarks).
 
-id=$1 limit=$2 hookgate=$3 agent=$4
-shift 4
+form=$1 id=$2 limit=$3 folder=$4 hookgate=$5 agent=$6
+shift 6
 options=("$@")
 input= have_input=
 # Bash must survive writing to a listener that went away (SIGPIPE would end it with a code
-# the agents take for "go ahead"); what it starts gets the default back.
+# the agents take for "go ahead"), and an exec that fails (exit 126 or 127 is one too);
+# what it starts gets SIGPIPE's default back.
 trap '' PIPE
+shopt -s execfail
+
+last_resort() {  # hookgate cannot be run at all: the agent's "event unknown" deny
+    local reason="hookgate: $1"
+    reason=${reason//[^[:print:]]/ }
+    reason=${reason//[\"\\]/}
+    case $agent in
+        codex) printf '{"decision": "block", "reason": "%s"}\n' "$reason" ;;
+        gemini) printf '{"decision": "deny", "reason": "%s"}\n' "$reason" ;;
+        *) printf '%s\n' "$reason" >&2; exit 2 ;;
+    esac
+    printf '%s\n' "$reason" >&2
+    exit 0
+}
 
 fallback() {  # nothing ran: the Python relay answers the event
     exec 3>&-
     trap - PIPE
     [[ $HOOKGATE_SHELL_RELAY == require ]] \
         && failed "the shell relay did not reach the warm process ($1)"
-    [[ -n $have_input ]] || exec "$hookgate" "$agent" "${options[@]}"
-    exec "$hookgate" "$agent" "${options[@]}" <<<"$input"
+    if [[ -n $have_input ]]; then
+        exec "$hookgate" "$agent" "${options[@]}" <<<"$input"
+    else
+        exec "$hookgate" "$agent" "${options[@]}"
+    fi
+    last_resort "cannot run $hookgate"
 }
 
 failed() {  # the warm process may have run hooks: hookgate's failure, in the agent's form
@@ -43,6 +64,7 @@ failed() {  # the warm process may have run hooks: hookgate's failure, in the ag
     trap - PIPE
     [[ -n $have_input ]] || IFS= read -r -d '' input
     HOOKGATE_RELAY_FAILED=$1 exec "$hookgate" "$agent" "${options[@]}" <<<"$input"
+    last_resort "$1; and cannot run $hookgate"
 }
 
 now_us() { now=${EPOCHREALTIME//[!0-9]/}; }
@@ -59,16 +81,10 @@ field() {  # the next NUL-terminated field of the answer, into the variable name
     failed "the warm process's answer was cut short"
 }
 
+[[ $form == 1 ]] || last_resort "this hook command was installed by another hookgate version: install it again"
 case ${HOOKGATE_CLAUDE_CODE_WARM,,} in off|0|no|false) fallback "turned off" ;; esac
 [[ -z $HOOKGATE_GATEWAY_URL ]] || fallback "gateway"
 
-if [[ -n $HOOKGATE_CLAUDE_CODE_WARM_DIR ]]; then
-    folder=$HOOKGATE_CLAUDE_CODE_WARM_DIR
-elif [[ $XDG_RUNTIME_DIR == /* ]]; then
-    folder=$XDG_RUNTIME_DIR/hookgate
-else
-    folder=/tmp/hookgate-$UID
-fi
 endpoint=$folder/sh-$id
 # Only the user's own files: another user's (a poisoned /tmp folder) or a symlink never
 # decides where the input goes.

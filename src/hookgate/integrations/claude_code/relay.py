@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
     from typing import Final
 
-__all__ = ["CLAUDE_CODE", "RelayBroken", "ask_warm", "main", "start_warm"]
+__all__ = ["CLAUDE_CODE", "RelayBroken", "ask_warm", "main", "prestart", "start_warm"]
 
 #: The agent the relay was first written for (its events carry no agent item on the wire).
 CLAUDE_CODE: Final = "claude-code"
@@ -282,6 +282,18 @@ def start_warm(where: Place, environ: Mapping[str, str] | None = None, *, wait: 
         else:
             return None
     return None
+
+
+def prestart(environ: Mapping[str, str] | None = None) -> bool:
+    """Start the warm process now unless one runs (``install`` does, so that the first event
+    of the next session finds one); ``False`` where there is none to start (turned off, an
+    unusable folder, not Linux)."""
+    env = os.environ if environ is None else environ
+    where = place(env)
+    if where is None:
+        return False
+    start_warm(where, env, wait=False)
+    return True
 
 
 def _lock_free(where: Place) -> bool:

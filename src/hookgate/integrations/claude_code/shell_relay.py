@@ -29,7 +29,7 @@ import sys
 from dataclasses import dataclass
 from typing import Final
 
-from hookgate.integrations.claude_code.warm_place import install_id
+from hookgate.integrations.claude_code.warm_place import folder_of, install_id
 
 __all__ = [
     "AGENTS",
@@ -53,6 +53,8 @@ AGENTS: Final = ("claude-code", "codex", "gemini")
 #: agent's own hook timeout.
 _MARGIN_S: Final = 5
 _TOKEN_BYTES: Final = 16
+#: The form of relay.bash's arguments (it refuses a command installed for another one).
+_FORM: Final = "1"
 #: The fields before the options: client token, pid, agent, number of options.
 _HEAD_FIELDS: Final = 4
 _MAX_OPTIONS: Final = 16
@@ -69,11 +71,15 @@ def endpoint_path(folder: str, ident: str | None = None) -> str:
     return os.path.join(folder, "sh-" + (ident or install_id()))
 
 
-def relay_command(executable: str, agent: str, options: list[str], timeout_s: int) -> str:
-    """The hook command: ``/bin/bash relay.bash ID LIMIT HOOKGATE AGENT OPTIONS``, quoted for
-    a shell; it ends in ``HOOKGATE AGENT OPTIONS``, the Python relay's own command line."""
+def relay_command(executable: str, agent: str, options: list[str], timeout_s: int,
+                  folder: str | None = None) -> str:
+    """The hook command: ``/bin/bash relay.bash 1 ID LIMIT FOLDER HOOKGATE AGENT OPTIONS``,
+    quoted for a shell; it ends in ``HOOKGATE AGENT OPTIONS``, the Python relay's own command
+    line. ``folder``: the warm process's (default: this environment's), written into the
+    command so that an event's environment never points the relay elsewhere."""
     limit = max(1, timeout_s - _MARGIN_S)
-    parts = [BASH, SCRIPT, install_id(), str(limit), executable, agent, *options]
+    where = folder or folder_of(os.environ)
+    parts = [BASH, SCRIPT, _FORM, install_id(), str(limit), where, executable, agent, *options]
     return " ".join(shlex.quote(part) for part in parts)
 
 

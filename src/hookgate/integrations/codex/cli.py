@@ -77,6 +77,9 @@ def install(config_path: str | None, gateway_url: str | None, codex_home: str | 
     click.echo(f"hookgate installed in {report.hooks_json} for: {', '.join(report.events)}")
     click.echo(f"trusted in {report.config_toml} (edit a hook and Codex skips it until "
                "`hookgate codex install` runs again)")
+    from hookgate.integrations.claude_code.cli import start_warm_process
+
+    start_warm_process()
 
 
 @codex.command("uninstall")

@@ -85,6 +85,9 @@ def install(config_path: str | None, gateway_url: str | None, scope: str,
     except HooksFileError as exc:
         raise click.ClickException(str(exc)) from None
     click.echo(f"hookgate installed in {path} for: {', '.join(chosen)}")
+    from hookgate.integrations.claude_code.cli import start_warm_process
+
+    start_warm_process()
     if scope == "project" and not settings_file:
         click.echo("note: Gemini CLI loads a project's hooks only in a trusted folder; "
                    "`gemini --skip-trust` silently drops them (use --scope user there).",
