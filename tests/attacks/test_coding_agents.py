@@ -8,8 +8,14 @@ from __future__ import annotations
 
 import json
 import os
+import select
+import shutil
+import signal
+import socket
 import subprocess
-from collections.abc import Iterator
+import tempfile
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -18,6 +24,18 @@ from tests.support.gemini_cli import HOOKGATE, GeminiProject, require_gemini
 from tests.support.gemini_server import ScriptedGemini
 from tests.support.gemini_server import run_shell as gemini_shell
 from tests.support.gemini_server import say as gemini_say
+from tests.support.shell_relay import (
+    FakeWarm,
+    endpoint_file,
+    greet_then,
+    relay_command,
+    run_relay,
+    start_warm,
+)
+from tests.support.waiting import wait_until
+from tests.support.warm_bridge import stop_all
+
+from hookgate.integrations.claude_code import shell_relay
 
 AUDIT_BASH = {"event": "pre_tool_use", "handler_type": "command", "name": "audit bash",
               "matcher": "^Bash$", "config": {"command": "true"}}
@@ -75,3 +93,192 @@ def test_hook_input_too_deep_to_read_is_denied_not_crashed_on(
                           capture_output=True, env=env, timeout=60, check=False)
     assert done.returncode == 0, done.stderr
     assert denied in done.stdout
+
+
+# --- the shell relay (relay.bash) and the warm process's loopback port ----------------------
+
+RELAY_EVENT = {"session_id": "s", "cwd": "/tmp", "hook_event_name": "PreToolUse",
+               "tool_name": "Bash", "tool_input": {"command": "deploy --prod"},
+               "tool_use_id": "t1"}
+relay_only = pytest.mark.skipif(not shell_relay.available(),
+                                reason="the shell relay needs Linux and /bin/bash")
+as_root = pytest.mark.skipif(os.getuid() != 0, reason="acting as another user needs root")
+
+
+@pytest.fixture
+def relay_folder(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A warm folder of this test alone, its warm processes stopped at the end."""
+    folder = Path(tempfile.mkdtemp(prefix="hgw-", dir="/tmp"))
+    monkeypatch.setenv("HOOKGATE_CLAUDE_CODE_WARM_DIR", str(folder))
+    yield folder
+    stop_all(folder)
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def _as_nobody(work: Callable[[], bytes]) -> bytes:
+    """``work()`` in a child process running as uid/gid 65534; what it returns."""
+    read_end, write_end = os.pipe()
+    child = os.fork()
+    if child == 0:  # pragma: no cover (runs in the child)
+        outcome = b"?"
+        try:
+            os.setgid(65534)
+            os.setuid(65534)
+            outcome = work()
+        except BaseException as exc:
+            outcome = repr(exc).encode()
+        finally:
+            os.write(write_end, outcome)
+            os._exit(0)
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as answer:
+        outcome = answer.read()
+    os.waitpid(child, 0)
+    return outcome
+
+
+def _deny_reason(done: subprocess.CompletedProcess[str]) -> str:
+    assert done.returncode == 0, done.stderr
+    answer = json.loads(done.stdout)["hookSpecificOutput"]
+    assert answer["permissionDecision"] == "deny", answer
+    return str(answer["permissionDecisionReason"])
+
+
+@relay_only
+@as_root
+def test_another_local_user_gets_no_word_from_the_relay_port(relay_folder: Path,
+                                                            tmp_path: Path) -> None:
+    """another local user connects to the warm process's loopback port (anyone can): the
+    warm process asks the kernel who owns the connection and closes it unanswered, so that
+    user never sees the server token (with which it could pose as the warm process later)."""
+    mark = tmp_path / "ran"
+    hooks = _hooks(tmp_path, {**AUDIT_BASH, "config": {"command": f"echo ran >> {mark}"}})
+    start_warm(relay_folder, hooks, RELAY_EVENT)
+    mark.unlink()
+    port = int(endpoint_file(relay_folder).read_text().split()[0])
+
+    def knock() -> bytes:
+        with socket.create_connection(("127.0.0.1", port), timeout=20) as conn:
+            conn.sendall(b"guess\0" * 8)
+            return b"answered: " + conn.recv(64)
+
+    assert _as_nobody(knock) in (b"answered: ",
+                                 b"ConnectionResetError(104, 'Connection reset by peer')")
+    assert not mark.exists()
+
+
+@relay_only
+@as_root
+def test_a_port_squatter_learns_nothing_and_cannot_answer(relay_folder: Path,
+                                                         tmp_path: Path) -> None:
+    """another local user takes the warm process's port after it died (its endpoint file
+    left behind) and answers every relay "allow": it cannot greet with the server token, so
+    the relay sends it nothing and the event goes to the Python relay, whose deny stands."""
+    hooks = _hooks(tmp_path, NO_DEPLOY)
+    pid = start_warm(relay_folder, hooks, RELAY_EVENT)
+    port = int(endpoint_file(relay_folder).read_text().split()[0])
+    os.kill(pid, signal.SIGKILL)  # no clean exit: the endpoint file stays
+    wait_until(lambda: not Path(f"/proc/{pid}").exists() or "Z" in Path(
+        f"/proc/{pid}/stat").read_text().split(")")[-1].split()[:1], "the warm process died")
+    ready_read, ready_write = os.pipe()
+
+    def squat() -> bytes:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as listener:
+            listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            # the dead warm process's waiting workers hold the port until they notice
+            wait_until(lambda: _bound(listener, port), "the port is free", 30)
+            listener.listen(4)
+            os.write(ready_write, b"!")
+            listener.settimeout(30)
+            conn, _ = listener.accept()
+            with conn:
+                conn.sendall(b"0" * 32 + b"\n")  # it does not know the server token
+                conn.settimeout(30)
+                heard = b""
+                while chunk := conn.recv(65536):
+                    heard += chunk
+                conn.sendall(b"X\0" + b"0\0{}\0\0")  # "allow", should anyone listen
+            return b"heard %d bytes" % len(heard)
+
+    result: list[bytes] = []
+    squatter = threading.Thread(target=lambda: result.append(_as_nobody(squat)))
+    squatter.start()
+    assert select.select([ready_read], [], [], 60)[0], result
+    assert os.read(ready_read, 1) == b"!"
+    done = run_relay(relay_command("claude-code", hooks), RELAY_EVENT,
+                     HOOKGATE_CLAUDE_CODE_WARM="on")
+    squatter.join(60)
+    assert "no deploys" in _deny_reason(done)
+    assert result == [b"heard 0 bytes"]
+
+
+def _bound(listener: socket.socket, port: int) -> bool:
+    try:
+        listener.bind(("127.0.0.1", port))
+    except OSError:
+        return False
+    return True
+
+
+@relay_only
+def test_a_process_without_the_client_token_runs_nothing(relay_folder: Path,
+                                                         tmp_path: Path) -> None:
+    """a process of the same user that cannot read the warm folder (a sandboxed tool, a
+    repository's script run by an agent with a private /run) connects to the port and asks
+    for its own hooks file to be run: without the client token, nothing runs."""
+    start_warm(relay_folder, _hooks(tmp_path, AUDIT_BASH), RELAY_EVENT)
+    port = int(endpoint_file(relay_folder).read_text().split()[0])
+    mark = tmp_path / "pwned"
+    evil = tmp_path / "evil"
+    evil.mkdir()
+    evil_hooks = _hooks(evil, {**AUDIT_BASH, "config": {"command": f"touch {mark}"}})
+    request = b"\0".join([b"f" * 32, str(os.getpid()).encode(), b"claude-code", b"2",
+                          b"--config", str(evil_hooks).encode(),
+                          json.dumps(RELAY_EVENT).encode(), b""])
+    with socket.create_connection(("127.0.0.1", port), timeout=20) as conn:
+        greeting = conn.recv(64)
+        conn.sendall(request)
+        answer = conn.recv(64)
+    assert len(greeting) == 33 and answer == b""
+    assert not mark.exists()
+
+
+@relay_only
+@pytest.mark.parametrize("where", ["symlinked endpoint", "endpoint of another user",
+                                   "folder of another user", "project environment"])
+def test_the_relay_never_follows_a_planted_endpoint(where: str, relay_folder: Path,
+                                                    tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """a planted endpoint (port and tokens of a listener that answers "allow"): a symlink in
+    the warm folder, a file or folder owned by another user (a poisoned /tmp/hookgate-<uid>),
+    or a repository's folder named by the project's environment (Claude Code's settings can
+    set env): the relay never connects to it; the Python relay's deny stands."""
+    if where.endswith("another user") and os.getuid() != 0:
+        pytest.skip("owning a file as another user needs root")
+    hooks = _hooks(tmp_path, NO_DEPLOY)
+    allow_all = FakeWarm(relay_folder, greet_then(b"X\0" + b"0\0{}\0\0"))
+    command = relay_command("claude-code", hooks)
+    env: dict[str, str] = {"HOOKGATE_CLAUDE_CODE_WARM": "off"}
+    if where == "symlinked endpoint":
+        planted = allow_all.write_endpoint(tmp_path / "planted")
+        endpoint_file(relay_folder).symlink_to(planted)
+    elif where == "endpoint of another user":
+        os.chown(allow_all.write_endpoint(), 65534, 65534)
+    elif where == "folder of another user":
+        poisoned = tmp_path / "poisoned"
+        poisoned.mkdir(mode=0o700)
+        allow_all.write_endpoint(endpoint_file(poisoned))
+        os.chown(endpoint_file(poisoned), 65534, 65534)
+        os.chown(poisoned, 65534, 65534)
+        tmp_path.chmod(0o755)
+        command = relay_command("claude-code", hooks, folder=poisoned)
+    else:
+        repository = tmp_path / "repository" / ".hookgate"
+        repository.mkdir(parents=True)
+        allow_all.write_endpoint(endpoint_file(repository))
+        env = {"HOOKGATE_CLAUDE_CODE_WARM_DIR": str(repository),
+               "XDG_RUNTIME_DIR": str(repository.parent)}
+    with allow_all.running():
+        done = run_relay(command, RELAY_EVENT, **env)
+    assert "no deploys" in _deny_reason(done)
+    assert allow_all.connections == 0

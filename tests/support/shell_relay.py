@@ -25,11 +25,13 @@ Behaviour = Callable[["FakeWarm", socket.socket], None]
 
 
 def relay_command(agent: str, hooks: Path | None = None, *, limit_s: int = 30,
-                  gateway: str | None = None) -> str:
-    """The command ``hookgate <agent> install`` writes (``limit_s``: the agent's timeout)."""
+                  gateway: str | None = None, folder: Path | None = None) -> str:
+    """The command ``hookgate <agent> install`` writes (``limit_s``: the agent's timeout;
+    ``folder``: the warm folder, default this environment's)."""
     options = (["--gateway", gateway] if gateway
                else ["--config", str(hooks)] if hooks else [])
-    return shell_relay.relay_command(HOOKGATE, agent, options, limit_s)
+    return shell_relay.relay_command(HOOKGATE, agent, options, limit_s,
+                                     None if folder is None else str(folder))
 
 
 def run_relay(command: str, data: Mapping[str, Any] | str, *, cwd: Path | None = None,
@@ -111,6 +113,19 @@ class FakeWarm:
                 self._listener.shutdown(socket.SHUT_RDWR)  # wakes the accept()
             self._listener.close()
             self._thread.join(10)
+
+
+def start_warm(folder: Path, hooks: Path, event: Mapping[str, Any]) -> int:
+    """The warm process, started by the Python relay as a session's first event does (the
+    shell relay finds no endpoint); its pid once its shell endpoint is written."""
+    from tests.support.waiting import wait_until
+    from tests.support.warm_bridge import warm_pids
+
+    run_relay(relay_command("claude-code", hooks), event, HOOKGATE_CLAUDE_CODE_WARM="on")
+    wait_until(lambda: endpoint_file(folder).exists() and warm_pids(folder),
+               "the warm process writes its endpoint", 60)
+    (_, pid), = warm_pids(folder).items()
+    return pid
 
 
 def free_port() -> int:

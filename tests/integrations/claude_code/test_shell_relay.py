@@ -23,6 +23,7 @@ from tests.support.shell_relay import (
     relay_command,
     run_relay,
 )
+from tests.support.shell_relay import start_warm as start_warm_process
 from tests.support.waiting import wait_until
 from tests.support.warm_bridge import warm_pids
 
@@ -86,14 +87,7 @@ BLOCK = """echo '{"decision": "block", "reason": "no ls here"}'"""
 
 
 def start_warm(folder: Path, hooks: Path) -> int:
-    """The warm process, started by the Python relay (as the first event of a session
-    does); its pid once its shell endpoint is written."""
-    run_relay(relay_command("claude-code", hooks), EVENTS["claude-code"],
-              HOOKGATE_CLAUDE_CODE_WARM="on")
-    wait_until(lambda: endpoint_file(folder).exists() and warm_pids(folder),
-               "the warm process writes its endpoint", 60)
-    (_, pid), = warm_pids(folder).items()
-    return pid
+    return start_warm_process(folder, hooks, EVENTS["claude-code"])
 
 
 @pytest.mark.parametrize("agent", list(EVENTS))
