@@ -160,31 +160,31 @@ def dispatch_from_row(row: Row) -> DispatchRow:
     )
 
 
-#: What replay reads of a record, read positionally (no JSON column is parsed).
+#: What replay reads of a record (no JSON column: none is parsed).
 _REPLAY_COLUMNS: Final = (
     "seq, id, tenant_id, event, event_id, decision, duration_ms, created_at, tool_name, "
     "agent_id, session_id, reason, approval_id, refused, detail"
 )
 
 
-def _replay_row(row: Sequence[Any]) -> DispatchRow:
-    detail = row[14]
+def _replay_row(row: Row) -> DispatchRow:
+    detail = row["detail"]
     return DispatchRow(
-        id=row[1],
-        tenant_id=row[2],
-        event=row[3],
-        event_id=row[4],
-        decision=row[5],
-        duration_ms=row[6],
-        created_at=row[7],
-        tool_name=row[8],
-        agent_id=row[9],
-        session_id=row[10],
-        reason=row[11],
-        approval_id=row[12],
-        refused=row[13],
+        id=row["id"],
+        tenant_id=row["tenant_id"],
+        event=row["event"],
+        event_id=row["event_id"],
+        decision=row["decision"],
+        duration_ms=row["duration_ms"],
+        created_at=row["created_at"],
+        tool_name=row["tool_name"],
+        agent_id=row["agent_id"],
+        session_id=row["session_id"],
+        reason=row["reason"],
+        approval_id=row["approval_id"],
+        refused=row["refused"],
         detail=bytes(detail) if detail is not None else None,
-        seq=row[0],
+        seq=row["seq"],
     )
 
 
@@ -404,8 +404,7 @@ class DispatchTable(SqlBackend):
         args.append(int(after_seq))
         limit = max(1, min(int(query.limit), REPLAY_PAGE))
         async with self._read() as sql:
-            rows = await self._chain_page(
-                sql,
+            rows = await sql.fetch(
                 f"SELECT {_REPLAY_COLUMNS} FROM dispatch_records "
                 f"WHERE {' AND '.join(where)} ORDER BY seq LIMIT {limit}",
                 *args,
