@@ -6,11 +6,12 @@ import os
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
+
+from tests.support.waiting import wait_until
 
 try:
     from mcp import Client, StdioServerParameters, types
@@ -42,7 +43,6 @@ __all__ = [
     "read_calls",
     "text_of",
     "types",
-    "wait_for",
 ]
 
 
@@ -95,7 +95,8 @@ def http_process(
         proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, text=True,
                                 cwd=REPO, env=proxy_env())
         try:
-            wait_for(lambda: _accepts(port, host) or proc.poll() is not None, timeout=30)
+            wait_until(lambda: _accepts(port, host) or proc.poll() is not None,
+                       "the proxy accepts connections (or exits)", seconds=30)
             if proc.poll() is not None:
                 raise RuntimeError(f"{command[0]} exited: {log_path.read_text()}")
             yield proc
@@ -112,14 +113,6 @@ def _accepts(port: int, host: str = "127.0.0.1") -> bool:
     with socket.socket() as sock:
         sock.settimeout(0.2)
         return sock.connect_ex((host, port)) == 0
-
-
-def wait_for(condition: Any, *, timeout: float = 10.0, interval: float = 0.02) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"condition not met within {timeout}s")
-        time.sleep(interval)
 
 
 def read_calls(state: Path) -> list[str]:

@@ -16,8 +16,8 @@ from tests.mcp_proxy.proxy_support import (
     read_calls,
     text_of,
     types,
-    wait_for,
 )
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -146,13 +146,15 @@ async def test_progress_reaches_the_client_under_its_own_token(client) -> None:
 
 
 async def test_upstream_stderr_goes_to_the_proxy_log(client, state) -> None:
-    wait_for(lambda: "demo-upstream: started pid" in (state / "proxy.log").read_text())
+    wait_until(lambda: "demo-upstream: started pid" in (state / "proxy.log").read_text(),
+               "the upstream's start in the proxy log")
 
 
 async def test_a_hook_printing_to_stdout_does_not_corrupt_the_stream(client, state) -> None:
     result = await client.call_tool("echo", {"text": "noisy"})
     assert text_of(result) == "echo: noisy"
-    wait_for(lambda: "stray output from a hook: noisy" in (state / "proxy.log").read_text())
+    wait_until(lambda: "stray output from a hook: noisy" in (state / "proxy.log").read_text(),
+               "the hook's stray output in the proxy log")
 
 
 async def test_the_client_sees_the_upstream_capabilities_and_instructions(client) -> None:

@@ -129,7 +129,7 @@ async def test_cancelling_over_http_cancels_upstream(tmp_path: Path, mode: str) 
     closes the request's stream. Either way the upstream's tool is cancelled."""
     import asyncio
 
-    from tests.mcp_proxy.proxy_support import wait_for
+    from tests.support.waiting import wait_until_async
 
     port = free_port()
     proxy = [HOOKGATE, "mcp-proxy", "--config", HOOKS, "--listen", f"127.0.0.1:{port}",
@@ -137,10 +137,12 @@ async def test_cancelling_over_http_cancels_upstream(tmp_path: Path, mode: str) 
     with http_process(proxy, port, tmp_path / "proxy.log"):
         async with Client(f"http://127.0.0.1:{port}/mcp", mode=mode) as client:
             call = asyncio.create_task(client.call_tool("slow", {"seconds": 60}))
-            await asyncio.to_thread(wait_for, (tmp_path / "slow-started").exists, timeout=20)
+            await wait_until_async((tmp_path / "slow-started").exists, "the slow tool started",
+                                   seconds=20)
             call.cancel()
             await asyncio.gather(call, return_exceptions=True)
-            await asyncio.to_thread(wait_for, (tmp_path / "slow-cancelled").exists, timeout=20)
+            await wait_until_async((tmp_path / "slow-cancelled").exists,
+                                   "the slow tool saw its cancellation", seconds=20)
             assert text_of(await client.call_tool("add", {"a": 2, "b": 2})) == "4"
 
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import threading
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import pytest
 from tests.store.helpers import record
+from tests.support.waiting import wait_until_async
 
 from hookgate.audit import ERROR_MAX_CHARS
 from hookgate.secrets.keyring import Keyring, SecretError, generate_key_text
@@ -30,13 +30,6 @@ async def _all_rows(store: Store) -> list[ExecutionRow]:
         cursor = page.next_cursor
 
 
-async def _until(condition: Callable[[], bool], timeout_s: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        assert time.monotonic() < deadline, "condition not met in time"
-        await asyncio.sleep(0.01)
-
-
 async def test_async_mode_returns_at_once_and_flushes_within_the_window(store: Store) -> None:
     # With an hour-long window nothing commits during the test: wait_durable returning
     # with the rows uncommitted shows it did not wait for them.
@@ -55,7 +48,7 @@ async def test_async_mode_returns_at_once_and_flushes_within_the_window(store: S
         writer.record([record(n) for n in range(3, 6)])
         await writer.wait_durable()
         # Nothing else wakes the writer: only its flush window can commit these rows.
-        await _until(lambda: writer.stats.committed >= 3)
+        await wait_until_async(lambda: writer.stats.committed >= 3)
         assert writer.stats.committed == 3
         assert len(await _all_rows(store)) == 6
     finally:

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
-import time
 from typing import Any
 
 import pytest
 from tests.store.conftest import StoreFactory, hook
+from tests.support.waiting import wait_until_async
 
 from hookgate.engine import Engine
 from hookgate.events import get_event
@@ -39,14 +38,6 @@ BLOCK_RM = {"callable": "tests.store.test_resolver:block_rm"}
 
 def _names(hooks: Any) -> list[str]:
     return [h.definition.name for h in hooks]
-
-
-async def _until(condition: Any, timeout: float = 3.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not reached in time")
-        await asyncio.sleep(0.01)
 
 
 async def test_global_tenant_and_agent_scope_resolution(store: Store) -> None:
@@ -86,11 +77,11 @@ async def test_a_change_invalidates_the_snapshot(store: Store) -> None:
         assert source.resolve("pre_tool_use", "tenant-a", None) is first
         reloads = source.reloads
         await store.update_hook(A, created.id, {"matcher": "^exec$"})
-        await _until(lambda: source.reloads > reloads)
+        await wait_until_async(lambda: source.reloads > reloads)
         (compiled,) = source.resolve("pre_tool_use", "tenant-a", None)
         assert compiled.definition.matcher == "^exec$" and compiled.definition.version == 2
         await store.set_enabled(A, created.id, False)
-        await _until(lambda: not source.has_event("pre_tool_use"))
+        await wait_until_async(lambda: not source.has_event("pre_tool_use"))
     finally:
         await source.close()
 
@@ -113,7 +104,7 @@ async def test_the_selection_by_matcher_follows_the_store(store: Store) -> None:
         assert _names(_for(source, "tenant-b", "NotebookEdit")) == ["b-edits"]
         reloads = source.reloads
         await store.create_hook(A, hook(name="edits", matcher="Edit|Write"))
-        await _until(lambda: source.reloads > reloads)
+        await wait_until_async(lambda: source.reloads > reloads)
         assert _names(_for(source, "tenant-a", "NotebookEdit")) == ["edits"]
     finally:
         await source.close()
@@ -145,7 +136,7 @@ async def test_another_process_change_is_seen(make_store: StoreFactory) -> None:
     try:
         assert not source.has_event("pre_tool_use")
         await admin.create_hook(A, hook(name="from-elsewhere"))
-        await _until(lambda: source.has_event("pre_tool_use"))
+        await wait_until_async(lambda: source.has_event("pre_tool_use"))
         assert _names(source.resolve("pre_tool_use", "tenant-a", None)) == ["from-elsewhere"]
     finally:
         await source.close()
@@ -162,7 +153,7 @@ async def test_postgres_notify_reaches_other_replicas_without_polling(
     await source.start()
     try:
         await admin.create_hook(A, hook(name="notified"))
-        await _until(lambda: source.has_event("pre_tool_use"))
+        await wait_until_async(lambda: source.has_event("pre_tool_use"))
     finally:
         await source.close()
 

@@ -11,11 +11,11 @@ import socket
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.support.waiting import wait_until
 from tests.support.warm_bridge import warm_pids
 
 from hookgate.integrations.claude_code import warm_wire as wire
@@ -56,13 +56,6 @@ def bridge(hooks: Path, data: dict[str, Any] | None = None, *, cwd: Path | None 
 def context(result: subprocess.CompletedProcess[str]) -> str:
     assert result.returncode == 0, result.stderr
     return str(json.loads(result.stdout)["hookSpecificOutput"]["additionalContext"])
-
-
-def wait_until(condition: Any, what: str, limit_s: float = 60) -> None:
-    deadline = time.monotonic() + limit_s
-    while not condition():
-        assert time.monotonic() < deadline, f"never happened: {what}"
-        time.sleep(0.05)
 
 
 def alive(pid: int) -> bool:
