@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 __all__ = [
     "NO_SHADOW",
     "SHADOW_REASON_CHARS",
+    "SHADOW_SKIPPED",
     "ShadowChains",
     "merge_rows",
     "shadow_row",
@@ -45,6 +46,10 @@ _FAILURES: Final = frozenset({"error", "timeout"})
 #: (the trace the agent gets, the audit that redacts and seals it). An enforce hook's reason
 #: is the agent's answer; a shadow hook's is only a note.
 SHADOW_REASON_CHARS: Final = 1024
+#: The detail of a failure that says why a shadow hook could not run at all (its model call
+#: would have taken the budget the enforce hooks keep): its row says ``error``, never what
+#: it would have decided.
+SHADOW_SKIPPED: Final = "shadow_skipped"
 
 
 def split_shadow(hooks: Sequence[CompiledHook]) -> tuple[Sequence[CompiledHook], ShadowChains]:
@@ -80,7 +85,11 @@ def shadow_row(outcome: Outcome) -> TraceRow | None:
         return row  # skipped: the trace says why, the audit keeps no row
     if decision in _DECISIONS:
         row.decision = f"would_{decision}"
-    elif decision in _FAILURES and outcome.decision == "block":
+    elif (
+        decision in _FAILURES
+        and outcome.decision == "block"
+        and not (row.details and SHADOW_SKIPPED in row.details)
+    ):
         row.decision = "would_block"  # its failure policy would have blocked
     details = row.details
     if details is None:

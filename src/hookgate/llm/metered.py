@@ -27,7 +27,12 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Protocol
 
 from hookgate.llm.base import ChatReply, ChatRequest, ProviderError, ToolSpec
-from hookgate.llm.budget import BudgetReservation, BudgetStore, MemoryBudgetStore
+from hookgate.llm.budget import (
+    WARN_FRACTION,
+    BudgetReservation,
+    BudgetStore,
+    MemoryBudgetStore,
+)
 from hookgate.llm.providers import ProviderRegistry, open_api_key
 from hookgate.llm.select import ProviderChoice, choose_for_tenant, choose_provider, make_provider
 from hookgate.log import log_event
@@ -35,6 +40,11 @@ from hookgate.net.outbound import ClientHolder, shared_client
 from hookgate.net.ssrf import SsrfRefused
 from hookgate.outcome import HookError, InfrastructureError
 from hookgate.secrets.keyring import Keyring, SecretError
+from hookgate.shadow import SHADOW_SKIPPED
+
+#: Shadow hooks' model calls stop where the budget turns low (:data:`WARN_FRACTION`): the
+#: rest is the enforce hooks' (a shadow hook never starves one that decides).
+SHADOW_FLOOR: Final = WARN_FRACTION
 
 __all__ = [
     "DEFAULT_TENANT",
@@ -124,8 +134,12 @@ async def metered_completion(
     tool: ToolSpec | None,
     timeout_s: float,
     max_tokens: int = 512,
+    shadow: bool = False,
 ) -> MeteredReply:
-    """Call the hook's model; raise :class:`HookError` for every way this can fail."""
+    """Call the hook's model; raise :class:`HookError` for every way this can fail.
+
+    ``shadow``: the hook runs in shadow mode, and may not take the tenant's budget below
+    :data:`SHADOW_FLOOR` of its total: that last part is kept for the hooks that decide."""
     tenant = tenant_id or DEFAULT_TENANT
     try:
         choice = _choose(services, config, hook_id)
@@ -135,8 +149,25 @@ async def metered_completion(
     details: dict[str, Any] = {"prompt_model": choice.model, "prompt_provider": choice.provider}
     store = budget_store(services)
     request = ChatRequest(choice.model, system, user, tool, max_tokens=max_tokens)
+    cap = call_cap(request)
     try:
-        reservation = await store.reserve(tenant, call_cap(request))
+        if shadow:
+            status = await store.check(tenant)
+            floor = int(status.budget_total * SHADOW_FLOOR)
+            if status.remaining - cap < floor:
+                raise HookError(
+                    f"shadow hooks keep the last {SHADOW_FLOOR:.0%} of tenant {tenant!r}'s "
+                    f"monthly token budget for enforce hooks ({status.remaining} of "
+                    f"{status.budget_total} left, this call may take {cap})",
+                    details={
+                        **details,
+                        "budget_remaining": status.remaining,
+                        SHADOW_SKIPPED: "token budget below the shadow floor",
+                    },
+                )
+        reservation = await store.reserve(tenant, cap)
+    except HookError:
+        raise
     except Exception as exc:
         log_event("security.hook.budget_precheck_failed", hook_id=hook_id, error=str(exc))
         raise InfrastructureError(f"token budget unavailable: {exc}", details=details) from None

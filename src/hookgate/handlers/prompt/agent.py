@@ -119,6 +119,7 @@ async def review(
     *,
     timeout_s: float,
     hook_id: str = "",
+    shadow: bool = False,
 ) -> Review:
     """Ask the reviewer about ``delegation``. Raise HookError / MalformedAnswer on failure."""
     merged = _reviewer_config(services, config)
@@ -145,6 +146,7 @@ async def review(
                 user=request.prompt,
                 tool=None,
                 timeout_s=timeout_s,
+                shadow=shadow,
                 max_tokens=int(merged.get("max_tokens", 1024)),
             )
             text = metered.reply.text
@@ -177,6 +179,7 @@ class AgentHandler(Handler):
             delegation,
             timeout_s=call.timeout_s,
             hook_id=call.hook.id,
+            shadow=call.hook.mode == "shadow",
         )
         details = dict(verdict.details)
         if verdict.approved:

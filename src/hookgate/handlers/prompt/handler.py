@@ -248,6 +248,7 @@ class PromptHandler(Handler):
             tool=DECIDE_TOOL,
             timeout_s=call.timeout_s,
             max_tokens=int(hook.config.get("max_tokens", MAX_TOKENS)),
+            shadow=hook.mode == "shadow",
         )
         details = {"prompt_cache": "miss", **metered.details}
         try:
