@@ -128,7 +128,8 @@ def _candidate(
         if is_global and not who.master:
             raise ApiError("UNAUTHORIZED", f"{where}: {MASTER_MESSAGE}")
         raw["tenant_id"] = None if is_global else tenant
-        target = raw.get("id") if raw.get("id") in policy else None
+        wanted = entry.get("id")  # writable() drops it: the hook this one stands in for
+        target = wanted if isinstance(wanted, str) and wanted in policy else None
         target = target or by_name.get((is_global, str(raw.get("name") or "")))
         if target is not None:
             raw["id"] = target

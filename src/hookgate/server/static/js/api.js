@@ -147,6 +147,17 @@ export async function simulate(event, sampleEvent, { agentId = null } = {}) {
   return call("hooks.simulate", params);
 }
 
+/**
+ * Replay the tenant's recorded dispatches with a candidate in place: `{hook}` (one
+ * definition) or `{content}` (a hooks file), and `since`. Answers `{replayed, changed,
+ * unknown, unreadable, changes: [...], shadow, complete, stopped, candidate}`.
+ */
+export async function replay(candidate, { since = null } = {}) {
+  const params = { ...candidate, ...picked() };
+  if (since) params.since = since;
+  return call("hooks.replay", params);
+}
+
 // Hooks files: the tenant's hooks as YAML or JSON, and a file applied back (admins).
 export async function exportHooks(format) {
   return call("hooks.export", { format, ...picked() });

@@ -1,7 +1,7 @@
-// Hash routes: #/hooks, #/hooks/new, #/hooks/<id>[/overview|/test|/history|/changes|/edit],
+// Hash routes: #/hooks, #/hooks/new, #/hooks/<id>[/overview|/test|/replay|/history|/changes|/edit],
 // #/hooks/import, #/approvals[/<id>], #/audit, #/audit/dispatches[/<id>], #/audit/chain, #/events, #/keys.
 
-const TABS = new Set(["overview", "test", "history", "changes"]);
+const TABS = new Set(["overview", "test", "replay", "history", "changes"]);
 
 export function parseRoute(hash = window.location.hash) {
   const [path, queryString = ""] = hash.replace(/^#/, "").split("?");

@@ -1,4 +1,5 @@
-// One hook: header with its switch and actions, then the Overview, Test, History and Changes tabs.
+// One hook: header with its switch and actions, then the Overview, Test, Replay, History and
+// Changes tabs.
 import { h, mount } from "../dom.js";
 import * as api from "../api.js";
 import { whyNoTest, whyReadOnly } from "../session.js";
@@ -13,6 +14,7 @@ import { renderOverview } from "./overview-tab.js";
 import { renderTestTab } from "./test-tab.js";
 import { renderHistory } from "./history-tab.js";
 import { renderChanges } from "./changes-tab.js";
+import { renderReplayTab } from "./replay-tab.js";
 
 export async function renderHookDetail(root, route, ctx) {
   mount(root, loadingState("Loading hook…"));
@@ -92,6 +94,7 @@ export async function renderHookDetail(root, route, ctx) {
       [
         { id: "overview", label: "Overview", href: hookHref(hook.id, "overview") },
         { id: "test", label: "Test", href: hookHref(hook.id, "test"), disabledReason: testBlocked },
+        { id: "replay", label: "Replay", href: hookHref(hook.id, "replay"), disabledReason: testBlocked },
         { id: "history", label: "History", href: hookHref(hook.id, "history") },
         { id: "changes", label: "Changes", href: hookHref(hook.id, "changes") },
       ],
@@ -103,6 +106,9 @@ export async function renderHookDetail(root, route, ctx) {
   if (route.tab === "test") {
     if (testBlocked) mount(panel, notAllowedState(testBlocked));
     else renderTestTab(panel, hook, ctx);
+  } else if (route.tab === "replay") {
+    if (testBlocked) mount(panel, notAllowedState(testBlocked));
+    else renderReplayTab(panel, hook, ctx);
   } else if (route.tab === "changes") {
     renderChanges(panel, hook, ctx);
   } else if (route.tab === "history") {

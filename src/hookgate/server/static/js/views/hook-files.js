@@ -6,6 +6,7 @@ import { canWrite, workingTenant, IMPORT_ROLE_REASON, session } from "../session
 import { hookHref } from "../router.js";
 import { notAllowedState, describeError } from "../ui/states.js";
 import { toast } from "../ui/toast.js";
+import { replayControls } from "./replay-view.js";
 
 /** Download the tenant's hooks as `format` (yaml or json). */
 export async function downloadHooks(format) {
@@ -54,7 +55,9 @@ export function renderImport(main) {
     mount(report, h("p", { class: "muted", role: "status", text: `Checking ${file.name}…` }));
     try {
       const answer = await api.importHooks(content, { dryRun: true });
-      mount(report, reportView(answer, file.name, apply));
+      const replayed = h("div", { class: "replay-result", "aria-live": "polite" });
+      const replay = replayControls(() => ({ content }), replayed, { alive: () => true }, { label: "Replay this file" });
+      mount(report, reportView(answer, file.name, apply, replay), replayed);
     } catch (err) {
       mount(report, h("p", { class: "error-text", role: "alert", text: describeError(err) }));
     }
@@ -82,7 +85,7 @@ export function renderImport(main) {
 const ACTION_TEXT = { create: "will be created", update: "will be updated", unchanged: "unchanged", invalid: "invalid" };
 const DONE_TEXT = { create: "created", update: "updated", unchanged: "unchanged", invalid: "invalid" };
 
-function reportView(answer, fileName, apply) {
+function reportView(answer, fileName, apply, replay = null) {
   if (answer.error) {
     return h("div", { class: "form-errors", role: "alert" }, h("p", { text: `${fileName}: ${answer.error}` }));
   }
@@ -126,7 +129,7 @@ function reportView(answer, fileName, apply) {
       ),
     ),
     apply && !invalid
-      ? h("div", { class: "form-actions" }, h("button", { type: "button", class: "btn btn-primary", text: "Apply import", onclick: apply }), h("a", { class: "btn", href: "#/hooks", text: "Cancel" }))
+      ? h("div", { class: "form-actions" }, h("button", { type: "button", class: "btn btn-primary", text: "Apply import", onclick: apply }), h("a", { class: "btn", href: "#/hooks", text: "Cancel" }), replay ? h("p", { class: "hint", text: "Or first see what this file would have decided on the tenant's recorded traffic:" }) : null, replay)
       : h("div", { class: "form-actions" }, h("a", { class: "btn", href: "#/hooks", text: "Back to hooks" })),
   );
 }
