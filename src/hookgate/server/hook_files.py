@@ -266,45 +266,18 @@ def _check(
 async def hooks_import(
     gateway: Gateway, who: Principal, p: schemas.ImportParams
 ) -> dict[str, Any]:
+    """Check every hook of the file, then write them all or none (``dryRun``: none)."""
     tenant = _tenant(who, p.tenant_id)
     try:
         items = _parse(p.content)
     except ValueError as exc:
         return {"applied": False, "hooks": [], "error": str(exc)}
-    records = await _own_hooks(gateway, who, tenant)
-    if who.master:
-        records += [
-            r
-            for r in await gateway.store.list_hooks(
-                who.caller, HookFilter(source="user", scope="global")
-            )
-            if r.definition.scope == "global"
-        ]
-    existing: dict[tuple[str, str], HookRecord] = {}
-    for record in records:
-        owner = "global" if record.definition.scope == "global" else tenant
-        existing[(owner, f"id:{record.id}")] = record
-        if record.definition.name:
-            existing[(owner, record.definition.name)] = record
-    entries: list[_Entry] = []
-    seen: set[tuple[str, str]] = set()
-    for index, item in enumerate(items):
-        name = item.get("name") if isinstance(item, Mapping) else None
-        entry = _Entry(index, name if isinstance(name, str) and name else None)
-        entries.append(entry)
-        if not isinstance(item, Mapping):
-            entry.problems.append({"field": "hook", "message": "each hook must be an object"})
-            continue
-        entry.raw = dict(item)
-        if entry.name is not None:
-            scope_key = ("global" if item.get("scope") == "global" else tenant, entry.name)
-            if scope_key in seen:
-                entry.problems.append(
-                    {"field": "name", "message": f"the file names {entry.name!r} twice"}
-                )
-                continue
-            seen.add(scope_key)
-        _check(gateway, who, entry, tenant, existing)
+    existing = await _existing(gateway, who, tenant)
+    entries = [_entry(index, item) for index, item in enumerate(items)]
+    _refuse_repeated_names(entries, tenant)
+    for entry in entries:
+        if not entry.problems:
+            _check(gateway, who, entry, tenant, existing)
     valid = all(not entry.problems for entry in entries)
     if valid and not p.dry_run:
         for entry in entries:
@@ -320,6 +293,55 @@ async def hooks_import(
         "hooks": [entry.view() for entry in entries],
         "error": None,
     }
+
+
+async def _existing(
+    gateway: Gateway, who: Principal, tenant: str
+) -> dict[tuple[str, str], HookRecord]:
+    """The hooks a file entry may name, by (owner, name) and (owner, ``id:<id>``): the
+    tenant's own, and for master scope the global ones."""
+    records = await _own_hooks(gateway, who, tenant)
+    if who.master:
+        records += [
+            r
+            for r in await gateway.store.list_hooks(
+                who.caller, HookFilter(source="user", scope="global")
+            )
+            if r.definition.scope == "global"
+        ]
+    existing: dict[tuple[str, str], HookRecord] = {}
+    for record in records:
+        owner = "global" if record.definition.scope == "global" else tenant
+        existing[(owner, f"id:{record.id}")] = record
+        if record.definition.name:
+            existing[(owner, record.definition.name)] = record
+    return existing
+
+
+def _entry(index: int, item: Any) -> _Entry:
+    """One file entry, named as the file names it; not an object is its problem."""
+    name = item.get("name") if isinstance(item, Mapping) else None
+    entry = _Entry(index, name if isinstance(name, str) and name else None)
+    if isinstance(item, Mapping):
+        entry.raw = dict(item)
+    else:
+        entry.problems.append({"field": "hook", "message": "each hook must be an object"})
+    return entry
+
+
+def _refuse_repeated_names(entries: list[_Entry], tenant: str) -> None:
+    """A name the file gives twice in one owner (the tenant, or global) is a problem of the
+    second entry: which of the two the stored hook becomes would be a guess."""
+    seen: set[tuple[str, str]] = set()
+    for entry in entries:
+        if entry.name is None or entry.problems:
+            continue
+        owner = "global" if entry.raw.get("scope") == "global" else tenant
+        if (owner, entry.name) in seen:
+            entry.problems.append(
+                {"field": "name", "message": f"the file names {entry.name!r} twice"}
+            )
+        seen.add((owner, entry.name))
 
 
 async def _warnings(gateway: Gateway, entry: _Entry) -> list[dict[str, str]]:

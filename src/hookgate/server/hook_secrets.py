@@ -171,37 +171,11 @@ def prepare_secret_headers(
     moved = bool(sealed_before) and header_destination(config) != header_destination(
         stored or {}
     )
-    dropped: list[str] = []
-    stored_headers = stored.get("headers") if stored is not None else None
-    if isinstance(stored_headers, Mapping) and "headers" not in config:
-        # A partial config update: the headers (and which of them are secret) stay, but
-        # secrets only while the URL stays.
-        headers_left = {
-            name: value
-            for name, value in stored_headers.items()
-            if not (moved and name in sealed_before)
-        }
-        dropped.extend(str(name) for name in stored_headers if name not in headers_left)
-        config = {**config, "headers": headers_left}
-        if stored and "secret_headers" in stored and "secret_headers" not in config:
-            config["secret_headers"] = stored["secret_headers"]
+    config, dropped = _stored_headers_kept(config, stored, moved, sealed_before)
     if not isinstance(config.get("headers"), Mapping):
         return PreparedHeaders(config)
-    secret = secret_header_names(config)
-    previous = {name.lower(): value for name, value in sealed_before.items()}
-    headers: dict[str, Any] = {}
-    for name, value in config["headers"].items():
-        lowered = str(name).lower()
-        kept = value is None or is_sealed_text(value)
-        if moved and kept and lowered in secret and lowered in previous:
-            # Kept (null) or carried over as its ciphertext: either would follow the URL.
-            dropped.append(str(name))
-            continue
-        if value is None and str(name).lower() in secret:
-            value = previous.get(str(name).lower())
-            if not isinstance(value, str):
-                raise _problem(f"config.headers.{name}", "no stored value to keep; give the value")
-        headers[name] = value
+    headers, also_dropped = _kept_secrets_restored(config, moved, sealed_before)
+    dropped += also_dropped
     if dropped:
         log_event(
             "security.hook.secret_dropped",
@@ -212,6 +186,7 @@ def prepare_secret_headers(
             after=destination(config),
         )
     prepared = {**config, "headers": headers}
+    secret = secret_header_names(config)
     unsealed = [
         name
         for name, value in headers.items()
@@ -222,3 +197,50 @@ def prepare_secret_headers(
     if keyring is None:
         raise _problem("config.headers", NO_KEY_MESSAGE)
     return PreparedHeaders(seal_headers(prepared, hook_id, keyring), tuple(dropped))
+
+
+def _stored_headers_kept(
+    config: Mapping[str, Any],
+    stored: Mapping[str, Any] | None,
+    moved: bool,
+    sealed_before: Mapping[str, str],
+) -> tuple[Mapping[str, Any], list[str]]:
+    """A partial config update (no ``headers``) keeps the stored headers, and which of them
+    are secret, but their secrets only while the URL stays; the dropped ones named."""
+    stored_headers = stored.get("headers") if stored is not None else None
+    if not isinstance(stored_headers, Mapping) or "headers" in config:
+        return config, []
+    headers_left = {
+        name: value
+        for name, value in stored_headers.items()
+        if not (moved and name in sealed_before)
+    }
+    dropped = [str(name) for name in stored_headers if name not in headers_left]
+    config = {**config, "headers": headers_left}
+    if stored and "secret_headers" in stored and "secret_headers" not in config:
+        config["secret_headers"] = stored["secret_headers"]
+    return config, dropped
+
+
+def _kept_secrets_restored(
+    config: Mapping[str, Any], moved: bool, sealed_before: Mapping[str, str]
+) -> tuple[dict[str, Any], list[str]]:
+    """The headers with each ``null`` secret replaced by its stored ciphertext; when the URL
+    moved, a kept (``null``) or carried-over secret is dropped instead, and named."""
+    secret = secret_header_names(config)
+    previous = {name.lower(): value for name, value in sealed_before.items()}
+    headers: dict[str, Any] = {}
+    dropped: list[str] = []
+    for name, value in config["headers"].items():
+        lowered = str(name).lower()
+        kept = value is None or is_sealed_text(value)
+        if moved and kept and lowered in secret and lowered in previous:
+            # Kept (null) or carried over as its ciphertext: either would follow the URL.
+            dropped.append(str(name))
+            continue
+        if value is None and lowered in secret:
+            value = previous.get(lowered)
+            if not isinstance(value, str):
+                raise _problem(f"config.headers.{name}", "no stored value to keep; give the value")
+        headers[name] = value
+    return headers, dropped
