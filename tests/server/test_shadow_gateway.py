@@ -169,3 +169,22 @@ def test_the_openapi_document_lists_mode_and_promote(served: dict[str, Any]) -> 
     schemas = document["components"]["schemas"]
     mode = schemas["HookDefinition"]["properties"]["mode"]
     assert set(mode.get("enum", [])) == {"enforce", "shadow"} or "shadow" in str(mode)
+
+
+def test_simulate_and_chain_show_the_mode(served: dict[str, Any]) -> None:
+    gateway, keys = served["gateway"], served["keys"]
+    shadow = create(gateway, keys["admin"], "sim_tool", "block", mode="shadow", name="sim-shadow")
+    guard = create(gateway, keys["admin"], "sim_tool", "allow", name="sim-guard")
+    # An admin: dry-running callable (host code) hooks needs that role.
+    with open_ws(gateway.ws_url, keys["admin"]) as ws:
+        simulated = ok(ws, "hooks.simulate", {
+            "event": "pre_tool_use", "sampleEvent": {"tool_name": "sim_tool", "tool_input": {}},
+        })
+        chains = ok(ws, "hooks.chain", {})
+    assert simulated["decision"] == "allow"
+    rows = {h["hookId"]: h for h in simulated["hooks"]}
+    assert (rows[shadow]["mode"], rows[shadow]["decision"]) == ("shadow", "would_block")
+    assert (rows[guard]["mode"], rows[guard]["decision"]) == ("enforce", "allow")
+    (pre,) = [e for e in chains["events"] if e["event"] == "pre_tool_use"]
+    listed = {h["hookId"]: h["mode"] for h in pre["hooks"]}
+    assert listed[shadow] == "shadow" and listed[guard] == "enforce"

@@ -413,6 +413,7 @@ def _chain_entry(definition: HookDefinition) -> dict[str, Any]:
         "matcher": definition.matcher,
         "ifExpr": definition.if_expr,
         "priority": definition.priority,
+        "mode": definition.mode,
     }
 
 
@@ -465,6 +466,7 @@ async def hooks_simulate(
             "enabled": definition.enabled,
             "matcher": definition.matcher,
             "ifExpr": definition.if_expr,
+            "mode": definition.mode,
             "matched": bool(entry and entry.matched),
             "skipped": refused.get(definition.id) or (entry.skipped if entry else "not reached"),
             "decision": entry.decision if entry is not None else None,
