@@ -149,13 +149,11 @@ class RuleHandler(Handler):
                 return None
             key, ends_in = judge.limit_key(rule, payload, now)
             limit = rule.config.limit.count
-            if call.dry_run:
+            if call.dry_run:  # a look: what admit would answer, without taking the slot
                 held = await store.peek(key)
-                admission = Admission(held < limit, min(held + 1, limit) if held < limit else held)
+                admission = Admission(held < limit, held + 1 if held < limit else held)
             else:
                 admission = await store.admit(key, limit, ends_in)
-        except HookError:
-            raise
         except Exception as exc:  # the database or Redis: the gateway's failure, not the rule's
             raise InfrastructureError(f"rule state unavailable: {exc}") from None
         return judge.limit_verdict(rule, admission, ends_in)
