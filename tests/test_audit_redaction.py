@@ -42,3 +42,14 @@ def test_input_summary_of_a_tool_call_hides_the_token() -> None:
 def test_plain_text_is_left_alone() -> None:
     text = "ls -la /workspace && grep -r TODO src"
     assert redact(text) == text
+
+
+@pytest.mark.timeout(30)
+def test_redaction_is_linear_in_a_long_run_of_letters() -> None:
+    """A hook's reason of a megabyte of letters (no "@") once took the e-mail pattern a time
+    quadratic in its length (16 KB: seconds; 64 KB: most of a minute) on the audit writer's
+    path; scanned once per run, a megabyte is done well within the test's timeout."""
+    text = "reason " + "r" * 1_000_000 + " mail me at someone@example.com"
+    redacted = redact(text)
+    assert redacted.endswith("mail me at [REDACTED]")
+    assert redact("x.y+tag@example.org and (a@b.io)") == "[REDACTED] and ([REDACTED])"

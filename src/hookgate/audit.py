@@ -41,7 +41,9 @@ ERROR_MAX_CHARS: Final = 256
 METADATA_TEXT_CHARS: Final = 256
 
 _REDACTIONS: Final = (
-    re.compile(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}"),  # e-mail addresses
+    # e-mail addresses; a match starts only where a run of address characters starts (the
+    # lookbehind), so a long run with no "@" is scanned once, not once per character.
+    re.compile(r"(?<![A-Za-z0-9._%+-])[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}"),
     re.compile(r"(?i)bearer\s+[A-Za-z0-9._~+/=-]+"),  # bearer tokens
     re.compile(r"\b(?:sk|pk|rk|hg)-[A-Za-z0-9_-]{8,}"),  # API-key shaped strings
     re.compile(r"(?i)(password|passwd|secret|token|api[_-]?key)=\S+"),
