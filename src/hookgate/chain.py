@@ -137,7 +137,7 @@ def _all_abstained(calls: tuple[Call, ...], replies: Sequence[Reply]) -> bool:
     stops at the first reply that matters, so the replies are then the batch's final rows."""
     if len(replies) != len(calls) or not replies:
         return False
-    return replies[-1].__class__ is TraceRow
+    return isinstance(replies[-1], TraceRow)
 
 
 @dataclass(slots=True)
@@ -182,7 +182,7 @@ def run_chain(
             replies = yield (run_calls, payload, deadline)
             # _all_abstained, inline: this is once per event on the common path.
             last = replies[-1] if len(replies) == len(run_calls) else None
-            if last.__class__ is TraceRow:  # every hook abstained
+            if isinstance(last, TraceRow):  # every hook abstained
                 outcome = Outcome()
                 rows: Any = replies if replies.__class__ is list else list(replies)
                 outcome._rows = rows

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from time import perf_counter
-from typing import TYPE_CHECKING, Any, Final, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from hookgate.audit import AuditSink, ExecutionRecord, new_dispatch_id
 from hookgate.chain import ChainSettings
@@ -64,16 +64,6 @@ __all__ = ["INPUT_GUARD_ID", "Engine", "EngineStats"]
 F = TypeVar("F", bound=Callable[..., Any])
 #: Events whose admitted calls the session history of rule hooks may record.
 _HISTORY_EVENTS = frozenset({"pre_tool_use", "post_tool_use"})
-
-
-class _EveryType:
-    """The handler types of a source that does not list them: it may hold any."""
-
-    def __contains__(self, handler_type: object) -> bool:
-        return True
-
-
-_EVERY_TYPE: Final = _EveryType()
 _NO_STAMPS: tuple[Stamp, ...] = ()
 
 
@@ -161,6 +151,9 @@ class Engine:
         # (the gateway's database) cannot take them, so adding raises instead of vanishing.
         self._registry = source if isinstance(source, HookRegistry) else None
         self.source: HookSource = source
+        #: Whether the source lists its handler types (``handler_types``, as both of
+        #: hookgate's do); one that does not may hold a rule hook.
+        self._lists_types = hasattr(source, "handler_types")
         #: The hooks that run for an event: the source's selection by matcher (hooks whose
         #: matcher rejects the event never reach the chain), or, for a source that cannot
         #: select, its hooks for the tenant and agent (the chain then skips on the matcher).
@@ -489,7 +482,7 @@ class Engine:
         # source holds a rule hook (a source that does not list its types may hold one).
         watched = (
             spec.name in _HISTORY_EVENTS
-            and "rule" in getattr(source, "handler_types", _EVERY_TYPE)
+            and (not self._lists_types or "rule" in source.handler_types)  # type: ignore[attr-defined]
             and (has_hooks if spec.name == "pre_tool_use" else source.has_event("pre_tool_use"))
         )
         if not watched and not has_hooks:

@@ -15,7 +15,7 @@ from time import monotonic, perf_counter
 from typing import Any, Final
 
 from hookgate.chain import Call, HookReply, Reply
-from hookgate.outcome import TraceRow
+from hookgate.outcome import abstained_row
 
 __all__ = ["Functions", "PlainCalls", "call_in_order", "run_in_place"]
 
@@ -159,7 +159,7 @@ def call_in_order(
         elif answer is None:
             if row is None:  # an unconditional run's hook: its final trace row (hookgate.chain)
                 #       hook, matched, skipped, decision, duration, error, breaker, details
-                replies.append(TraceRow(hook, True, "abstain", elapsed * 1000))
+                replies.append(abstained_row(hook, elapsed * 1000))
             else:
                 replies.append(HookReply(None, None, False, elapsed * 1000))
         else:
