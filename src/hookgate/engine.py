@@ -34,7 +34,13 @@ from hookgate.engine_audit import (
     keep_unmatched,
 )
 from hookgate.errors import EngineClosed
-from hookgate.events import KNOWN_FIELDS, EventSpec, get_event, normalize_payload
+from hookgate.events import (
+    EVENTS_BY_NAME,
+    KNOWN_FIELDS,
+    EventSpec,
+    get_event,
+    normalize_payload,
+)
 from hookgate.execution.background import BackgroundQueue
 from hookgate.execution.runner import HookRunner
 from hookgate.execution.workers import WorkerPool
@@ -471,7 +477,10 @@ class Engine:
         :class:`Outcome` when that already decides (no hooks, input over the limits)."""
         if self._closed:
             raise EngineClosed(f"{event}: this engine was closed")
-        spec = get_event(event)
+        try:
+            spec = EVENTS_BY_NAME[event]
+        except KeyError:
+            spec = get_event(event)  # raises UnknownEventError, with its suggestions
         data = payload if not fields else {**(payload or {}), **fields}
         if data is None:
             data = {}

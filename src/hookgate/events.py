@@ -33,6 +33,7 @@ __all__ = [
     "UnknownEventError",
     "canonical_event",
     "event_names",
+    "EVENTS_BY_NAME",
     "get_event",
     "normalize_payload",
 ]
@@ -807,6 +808,9 @@ CATALOGUE: Final[tuple[EventSpec, ...]] = (
 )
 
 _BY_NAME: Final[dict[str, EventSpec]] = {}
+#: Every event by canonical name and alias, read-only: what :func:`get_event` looks up (the
+#: engine indexes it once per fired event, and asks get_event for the error).
+EVENTS_BY_NAME: Final[Mapping[str, EventSpec]] = _BY_NAME
 for _entry in CATALOGUE:
     for _key in (_entry.name, *_entry.aliases):
         if _key in _BY_NAME:  # pragma: no cover - guards the table itself
