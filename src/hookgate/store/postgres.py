@@ -31,7 +31,12 @@ from hookgate.store.listen import LISTEN_APPLICATION, Notifications
 from hookgate.store.migrations import load_migrations
 from hookgate.store.sql import SqlStore
 from hookgate.store.sql.base import Row
-from hookgate.store.sql.dispatches import DISPATCH_COLUMNS, LINK_COLUMNS, dispatch_params
+from hookgate.store.sql.dispatches import (
+    DISPATCH_COLUMNS,
+    HOOK_ROWS_SELECT,
+    LINK_COLUMNS,
+    dispatch_params,
+)
 from hookgate.store.sql.executions import EXECUTION_COLUMNS, execution_params
 
 __all__ = ["APPROVALS_CHANNEL", "KEYS_CHANNEL", "NOTIFY_CHANNEL", "PostgresStore"]
@@ -465,6 +470,11 @@ class PostgresStore(SqlStore):
                 return 0
             columns = list(zip(*linked, strict=True))
             return _rowcount(await conn.execute(_DISPATCH_INSERT, *columns))
+
+    async def _hook_rows_of(self, sql: Any, ids: Sequence[str]) -> list[tuple[Any, ...]]:
+        # One round trip for the whole batch, not one per 500 ids.
+        rows = await sql.fetch(f"{HOOK_ROWS_SELECT} WHERE dispatch_id = ANY(?::text[])", list(ids))
+        return [tuple(row.values()) for row in rows]
 
     async def _known_dispatch_ids(self, sql: Any, ids: Sequence[str]) -> set[str]:
         rows = await sql.fetch(

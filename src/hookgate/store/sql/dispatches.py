@@ -43,6 +43,7 @@ from hookgate.store.sql.executions import (
 
 __all__ = [
     "DISPATCH_COLUMNS",
+    "HOOK_ROWS_SELECT",
     "LINK_COLUMNS",
     "DispatchTable",
     "Fetch",
@@ -90,7 +91,7 @@ _UNCHAINED_COUNT: Final = (
     "SELECT count(*) FROM dispatch_records WHERE tenant_id = ? AND chain_seq IS NULL"
 )
 #: A dispatch's hook rows as the chain hashes them: write order, then the columns.
-_HOOK_ROWS: Final = f"SELECT seq, {HOOK_ROW_COLUMNS} FROM hook_executions"
+HOOK_ROWS_SELECT: Final = f"SELECT seq, {HOOK_ROW_COLUMNS} FROM hook_executions"
 _HOOK_ROW_ID: Final = 1 + HOOK_ROW_NAMES.index("id")
 _HOOK_ROW_OWNER: Final = 1 + HOOK_ROW_NAMES.index("dispatch_id")
 # Driven by the page's records (one index probe each), not by a set of their ids.
@@ -227,7 +228,7 @@ def _head(row: Row) -> ChainHead:
 
 def found_hook_rows(rows: Sequence[Sequence[Any]]) -> dict[str, str]:
     """Each dispatch's hook rows as they are now (:func:`~hookgate.store.chain.hook_rows_text`,
-    in write order), from rows of ``_HOOK_ROWS``."""
+    in write order), from rows of ``HOOK_ROWS_SELECT``."""
     by_dispatch: dict[str, list[tuple[int, str, str]]] = {}
     for row in rows:
         digest = hook_row_digest(row[1:], HOOK_ROW_NAMES, HOOK_ROW_DETAIL)
@@ -264,7 +265,7 @@ class _Page:
     gaps: Sequence[Sequence[Any]]
     full: bool
     upper: int
-    #: The hook rows of the page's records (``_HOOK_ROWS``'s columns).
+    #: The hook rows of the page's records (``HOOK_ROWS_SELECT``'s columns).
     hook_rows: Sequence[Sequence[Any]] = ()
 
 
@@ -359,7 +360,7 @@ class DispatchTable(SqlBackend):
         for start in range(0, len(ids), _ID_CHUNK):
             chunk = ids[start : start + _ID_CHUNK]
             rows = await sql.fetch(
-                f"{_HOOK_ROWS} WHERE dispatch_id IN ({', '.join('?' * len(chunk))})", *chunk
+                f"{HOOK_ROWS_SELECT} WHERE dispatch_id IN ({', '.join('?' * len(chunk))})", *chunk
             )
             # Both backends' rows keep the selected order in values().
             found += [tuple(row.values()) for row in rows]
