@@ -204,6 +204,43 @@ class WorkerPool:
         worker.start(job)
         return job, done
 
+    def _begin(
+        self,
+        calls: Sequence[Call],
+        functions: Functions,
+        view: Any,
+        deadline: float | None,
+        clock: Callable[[], float],
+        tenant: str | None,
+        replies: list[Reply],
+    ) -> tuple[PlainCalls, threading.Lock] | None:
+        """:meth:`_start`, or ``None`` with the refusal added to ``replies`` (too many stuck
+        workers: an error reply, which a blocking event's policy turns into a block)."""
+        try:
+            return self._start(calls, functions, view, deadline, clock, tenant)
+        except TooManyStuck as exc:
+            replies.append(HookReply(None, exc, False, 0.0))
+            return None
+
+    @staticmethod
+    def _collect(
+        job: PlainCalls,
+        timed_out: tuple[Reply, int] | None,
+        calls: Sequence[Call],
+        deadline: float | None,
+        replies: list[Reply],
+    ) -> Sequence[Call]:
+        """Add what a job answered to ``replies``: all of it when it finished, else the calls
+        before the one abandoned and that one's timeout. The calls still to run: after an
+        abandoned call of a non-blocking batch (a timeout ends a blocking one), else none."""
+        if timed_out is None:
+            replies += job.replies
+            return ()
+        reply, index = timed_out
+        replies += job.replies[:index]
+        replies.append(reply)
+        return () if deadline is not None else calls[index + 1 :]
+
     # -- sync callers ---------------------------------------------------------------------
 
     def run_batch(
@@ -218,31 +255,27 @@ class WorkerPool:
         """Run a batch on a worker and wait; a call past its time answers a timeout.
         ``tenant``: whose event it is (the bound on stuck workers per tenant)."""
         replies: list[Reply] = []
-        perf = time.perf_counter
         while calls:
-            try:
-                job, done = self._start(calls, functions, view, deadline, clock, tenant)
-            except TooManyStuck as exc:
-                return [*replies, HookReply(None, exc, False, 0.0)]
-            timed_out: tuple[Reply, int] | None = None
-            while True:
-                current = job.current
-                assert current is not None
-                wait = current[1] + current[2] - perf()
-                if done.acquire(timeout=max(wait, 0.0)):
-                    break
-                timed_out = self._abandon(job, perf())
-                if timed_out is not None:
-                    break
-            if timed_out is None:
-                return [*replies, *job.replies]
-            reply, index = timed_out
-            replies += job.replies[:index]
-            replies.append(reply)
-            if deadline is not None:
-                return replies  # a timeout ends a blocking batch
-            calls = calls[index + 1 :]
+            started = self._begin(calls, functions, view, deadline, clock, tenant, replies)
+            if started is None:
+                break
+            job, done = started
+            calls = self._collect(job, self._wait(job, done), calls, deadline, replies)
         return replies
+
+    def _wait(self, job: PlainCalls, done: threading.Lock) -> tuple[Reply, int] | None:
+        """Block until the job is done (``None``) or its current call's time is up (that
+        call's timeout reply and index: the worker is abandoned)."""
+        perf = time.perf_counter
+        while True:
+            current = job.current
+            assert current is not None
+            wait = current[1] + current[2] - perf()
+            if done.acquire(timeout=max(wait, 0.0)):
+                return None
+            timed_out = self._abandon(job, perf())
+            if timed_out is not None:
+                return timed_out
 
     # -- the event loop -------------------------------------------------------------------
 
@@ -256,50 +289,46 @@ class WorkerPool:
         tenant: str | None = None,
     ) -> list[Reply]:
         """:meth:`run_batch` for the event loop: it waits without blocking the loop."""
-        loop = asyncio.get_running_loop()
         replies: list[Reply] = []
-        perf = time.perf_counter
         while calls:
-            try:
-                job, done = self._start(calls, functions, view, deadline, clock, tenant)
-            except TooManyStuck as exc:
-                return [*replies, HookReply(None, exc, False, 0.0)]
-            # Most hooks answer within microseconds: waiting that long here (the interpreter
-            # lock released) is cheaper than waking the loop from the worker.
-            if done.acquire(timeout=FAST_WAIT_S):
-                return [*replies, *job.replies]
-            finished: asyncio.Future[None] = loop.create_future()
-            timed_out: tuple[Reply, int] | None = None
-            if not self._rearm(job, partial(loop.call_soon_threadsafe, _settle, finished)):
-                return [*replies, *job.replies]
-            while True:
-                current = job.current
-                assert current is not None
-                timer = loop.call_later(
-                    max(current[1] + current[2] - perf(), 0.0), _settle, finished
-                )
-                try:
-                    await finished
-                finally:
-                    timer.cancel()
-                if job.finished:
-                    break
-                timed_out = self._abandon(job, perf())
-                if timed_out is not None:
-                    break
-                # Woken by the timer while the worker moved on to a later call: wait again.
-                finished = loop.create_future()
-                if not self._rearm(job, partial(loop.call_soon_threadsafe, _settle, finished)):
-                    break
-            if timed_out is None:
-                return [*replies, *job.replies]
-            reply, index = timed_out
-            replies += job.replies[:index]
-            replies.append(reply)
-            if deadline is not None:
-                return replies
-            calls = calls[index + 1 :]
+            started = self._begin(calls, functions, view, deadline, clock, tenant, replies)
+            if started is None:
+                break
+            job, done = started
+            timed_out = await self._wait_async(job, done)
+            calls = self._collect(job, timed_out, calls, deadline, replies)
         return replies
+
+    async def _wait_async(
+        self, job: PlainCalls, done: threading.Lock
+    ) -> tuple[Reply, int] | None:
+        """:meth:`_wait` on the event loop."""
+        # Most hooks answer within microseconds: waiting that long here (the interpreter lock
+        # released) is cheaper than waking the loop from the worker.
+        if done.acquire(timeout=FAST_WAIT_S):
+            return None
+        loop = asyncio.get_running_loop()
+        perf = time.perf_counter
+        finished: asyncio.Future[None] = loop.create_future()
+        if not self._rearm(job, partial(loop.call_soon_threadsafe, _settle, finished)):
+            return None
+        while True:
+            current = job.current
+            assert current is not None
+            timer = loop.call_later(max(current[1] + current[2] - perf(), 0.0), _settle, finished)
+            try:
+                await finished
+            finally:
+                timer.cancel()
+            if job.finished:
+                return None
+            timed_out = self._abandon(job, perf())
+            if timed_out is not None:
+                return timed_out
+            # Woken by the timer while the worker moved on to a later call: wait again.
+            finished = loop.create_future()
+            if not self._rearm(job, partial(loop.call_soon_threadsafe, _settle, finished)):
+                return None
 
     async def call(self, fn: Callable[[Any], Any], arg: Any, tenant: str | None = None) -> Any:
         """``fn(arg)`` on a worker, awaited; cancelling the await (the engine's timeout)
