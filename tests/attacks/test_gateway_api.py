@@ -7,6 +7,7 @@ Webhook receivers are real HTTP servers on loopback; 127.0.0.2 plays the attacke
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -319,6 +320,29 @@ def test_secret_headers_are_never_read_back(served: Served) -> None:
     for text in reads:
         assert "master-set-9f8e7d6c5b4a" not in text
     assert "enc:" not in reads[0]  # no ciphertext either: null
+
+
+def test_a_config_problem_never_quotes_a_secret(served: Served) -> None:
+    """tenant (admin): sends a hook whose config breaks its model with a secret inside (a
+    header value with a line break, a key of the wrong type beside it) and reads the answer:
+    every problem names the field, none quotes the value (create, dry run, import)."""
+    gateway = served.gateway
+    secret = "Bearer sk-live-0b1c2d3e4f"
+    hook = {**webhook("http://127.0.0.1:9/x", "quoted"),
+            "config": {"url": "http://127.0.0.1:9/x",
+                       "headers": {"Authorization": secret + "\r\nX-Injected: 1"},
+                       "secret_headers": secret}}
+    answers = [
+        gateway.rest("POST", "/api/v1/hooks", served.a_admin, json=hook),
+        gateway.rest("POST", "/api/v1/hooks/test", served.a_admin,
+                     json={"config": hook, "sampleEvent": {"toolName": "quoted"}}),
+        gateway.rest("POST", "/api/v1/hooks/import", served.a_admin,
+                     json={"content": json.dumps({"hooks": [hook]})}),
+    ]
+    for answer in answers:
+        assert "headers.Authorization" in answer.text, answer.text
+        assert "sk-live" not in answer.text and "X-Injected" not in answer.text
+    assert answers[0].status_code == 400
 
 
 def test_a_tenant_key_cannot_dispatch_into_another_tenant(served: Served) -> None:

@@ -5,6 +5,9 @@ import { h, nextId } from "../dom.js";
 import { session } from "../session.js";
 import { field, splitList } from "./fields.js";
 
+// A field's hint: its description in the type's config model, as the gateway sent it.
+const describe = (type, key) => session.handlerConfigs[type]?.properties?.[key]?.description ?? null;
+
 const text = (name, value, attrs = {}) =>
   h("input", { type: "text", name, value: value ?? "", autocomplete: "off", spellcheck: false, ...attrs });
 const area = (name, value, rows = 4) => h("textarea", { name, rows, value: value ?? "", spellcheck: false });
@@ -17,9 +20,9 @@ function commandForm(config) {
   return {
     keys: ["command", "cwd", "allowed_env_vars"],
     element: [
-      field({ name: "config.command", label: "Command", hint: "Run with sh -c; the event JSON arrives on stdin. Exit 0 allows, exit 2 blocks.", control: command, wide: true }),
-      field({ name: "config.cwd", label: "Working directory", control: cwd }),
-      field({ name: "config.allowed_env_vars", label: "Allowed environment variables", hint: "Only these reach the command (comma-separated).", control: env }),
+      field({ name: "config.command", label: "Command", hint: describe("command", "command"), control: command, wide: true }),
+      field({ name: "config.cwd", label: "Working directory", hint: describe("command", "cwd"), control: cwd }),
+      field({ name: "config.allowed_env_vars", label: "Allowed environment variables", hint: describe("command", "allowed_env_vars"), control: env }),
     ],
     read: () => {
       const out = { command: command.value.trim() };
@@ -82,7 +85,7 @@ function httpForm(config) {
     "div",
     { class: "field field-wide", dataset: { field: "config.headers" } },
     h("span", { class: "label", text: "Headers" }),
-    h("p", { class: "hint", text: "Secret headers (Authorization always) are encrypted at rest and never shown again." }),
+    h("p", { class: "hint", text: describe("http", "headers") ?? "" }),
     rows,
     h("button", {
       type: "button",
@@ -95,7 +98,7 @@ function httpForm(config) {
   return {
     keys: ["url", "headers", "secret_headers"],
     element: [
-      field({ name: "config.url", label: "Webhook URL", hint: "POSTed the event JSON; answers {decision, reason, updatedInput, …}.", control: url, wide: true }),
+      field({ name: "config.url", label: "Webhook URL", hint: describe("http", "url"), control: url, wide: true }),
       headerBlock,
     ],
     read: () => {
@@ -131,9 +134,9 @@ function promptForm(config) {
   return {
     keys: ["prompt_template", "model", "max_invocations_per_turn"],
     element: [
-      field({ name: "config.prompt_template", label: "Prompt template", hint: "The evaluator's instruction. Only the tool input reaches the model, marked as untrusted.", control: template, wide: true }),
-      field({ name: "config.model", label: "Model", hint: "An alias (haiku, sonnet, gpt-4o-mini) or a provider model name.", control: model }),
-      field({ name: "config.max_invocations_per_turn", label: "Per-turn cap", hint: "Model calls per turn for this hook (default 5).", control: cap }),
+      field({ name: "config.prompt_template", label: "Prompt template", hint: describe("prompt", "prompt_template"), control: template, wide: true }),
+      field({ name: "config.model", label: "Model", hint: describe("prompt", "model"), control: model }),
+      field({ name: "config.max_invocations_per_turn", label: "Per-turn cap", hint: describe("prompt", "max_invocations_per_turn"), control: cap }),
     ],
     read: () => {
       const out = {};
@@ -152,9 +155,9 @@ function agentForm(config) {
   return {
     keys: ["agent", "model", "prompt"],
     element: [
-      field({ name: "config.agent", label: "Reviewer agent", hint: "The reviewer's agent id in the quality-gate prompt.", control: agent }),
-      field({ name: "config.model", label: "Reviewer model", hint: "An alias (haiku, sonnet, gpt-4o-mini) or a provider model name.", control: model }),
-      field({ name: "config.prompt", label: "Reviewer instructions", hint: "The reviewer answers APPROVED or REJECTED: <feedback>.", control: prompt, wide: true }),
+      field({ name: "config.agent", label: "Reviewer agent", hint: describe("agent", "agent"), control: agent }),
+      field({ name: "config.model", label: "Reviewer model", hint: describe("agent", "model"), control: model }),
+      field({ name: "config.prompt", label: "Reviewer instructions", hint: describe("agent", "prompt"), control: prompt, wide: true }),
     ],
     read: () => {
       const out = {};
@@ -175,11 +178,11 @@ function processForm(config) {
   return {
     keys: ["command", "dir", "env", "observe", "intercept"],
     element: [
-      field({ name: "config.command", label: "Command (one argument per line)", hint: "Started once; speaks JSON-RPC on stdio (hook.hello, hook.before_tool, …).", control: command, wide: true }),
-      field({ name: "config.dir", label: "Directory", control: dir }),
-      field({ name: "config.env", label: "Environment (KEY=value per line)", control: env }),
-      field({ name: "config.observe", label: "Observe", control: observe }),
-      field({ name: "config.intercept", label: "Intercept", control: intercept }),
+      field({ name: "config.command", label: "Command (one argument per line)", hint: describe("process", "command"), control: command, wide: true }),
+      field({ name: "config.dir", label: "Directory", hint: describe("process", "dir"), control: dir }),
+      field({ name: "config.env", label: "Environment (KEY=value per line)", hint: describe("process", "env"), control: env }),
+      field({ name: "config.observe", label: "Observe", hint: describe("process", "observe"), control: observe }),
+      field({ name: "config.intercept", label: "Intercept", hint: describe("process", "intercept"), control: intercept }),
     ],
     read: () => {
       const out = { command: command.value.split("\n").map((s) => s.trim()).filter(Boolean) };
