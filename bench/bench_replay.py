@@ -9,10 +9,11 @@ time, opened with the key, run through the candidate, compared), with the candid
 * a callable hook run on a worker (``isolate: thread``, a hooks file's default);
 * a ``rule`` hook (a per-session limit on the replay's memory state store).
 
-Goal: >= 20,000 records/s for callable and rule hooks. Rates are records per CPU second of
-this process (``time.process_time``: the machine is shared, so wall time says little); the
-baseline is the floor of any replay, reading and opening every record without running a
-hook.
+Goal: >= 20,000 records/s for callable and rule hooks. Rates are given per CPU second of this
+process (``time.process_time``, the steadier figure on a shared machine) and per second of
+wall clock (the store reads the next page in its own thread meanwhile), each the best of a
+few interleaved rounds; the baseline is the floor of any replay, reading and opening every
+record without running a hook.
 """
 
 from __future__ import annotations
@@ -109,20 +110,21 @@ CANDIDATES: dict[str, list[HookDefinition]] = {
 }
 
 
-async def _best_cpu_s(store: Store, keyring: Keyring, rounds: int) -> dict[str, float]:
-    """The least CPU time of each variant over ``rounds`` interleaved rounds (the machine is
-    shared: the least is the run others disturbed least)."""
-    best: dict[str, float] = {}
+async def _best_s(store: Store, keyring: Keyring, rounds: int) -> dict[tuple[str, str], float]:
+    """The least CPU and wall time of each variant over ``rounds`` interleaved rounds (the
+    machine is shared: the least is the run others disturbed least)."""
+    best: dict[tuple[str, str], float] = {}
     for _ in range(rounds):
         for name in (FLOOR, *CANDIDATES):
-            started = time.process_time()
+            cpu, wall = time.process_time(), time.perf_counter()
             if name == FLOOR:
                 done = await read_and_open(store, keyring)
             else:
                 done = await replay(store, keyring, CANDIDATES[name])
-            spent = time.process_time() - started
+            spent = {"cpu": time.process_time() - cpu, "wall": time.perf_counter() - wall}
             assert done > 0
-            best[name] = min(best.get(name, spent), spent)
+            for clock, seconds in spent.items():
+                best[name, clock] = min(best.get((name, clock), seconds), seconds)
     return best
 
 
@@ -133,25 +135,26 @@ def run(quick: bool) -> list[Row]:
     count = 5_000 if quick else 50_000
     keyring = Keyring.from_text(generate_key_text())
 
-    async def measure(folder: Path) -> dict[str, float]:
+    async def measure(folder: Path) -> dict[tuple[str, str], float]:
         store = SqliteStore(folder)
         await store.open()
         await store.migrate()
         try:
             await record(store, keyring, count)
-            return await _best_cpu_s(store, keyring, 2 if quick else 3)
+            return await _best_s(store, keyring, 2 if quick else 3)
         finally:
             await store.close()
 
     with TemporaryDirectory() as tmp:
         best = asyncio.run(measure(Path(tmp)))
-    floor = count / best[FLOOR]
     rows = []
-    for name in CANDIDATES:
-        rate = count / best[name]
-        rows.append(Row(
-            "replay", f"{name} ({count:,} records)", rate, "rec/s",
-            baseline=f"{FLOOR} (records per CPU s)", baseline_value=floor,
-            goal=f">= {GOAL:,.0f} rec/s", passed=rate >= GOAL,
-        ))
+    for clock, per in (("cpu", "CPU s"), ("wall", "s, wall clock")):
+        floor = count / best[FLOOR, clock]
+        for name in CANDIDATES:
+            rate = count / best[name, clock]
+            rows.append(Row(
+                "replay", f"{name} ({count:,} records, {clock})", rate, "rec/s",
+                baseline=f"{FLOOR} (records per {per})", baseline_value=floor,
+                goal=f">= {GOAL:,.0f} rec/s", passed=rate >= GOAL,
+            ))
     return rows

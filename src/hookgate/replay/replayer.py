@@ -56,6 +56,9 @@ class Verdict(NamedTuple):
     shadow: tuple[tuple[str, str], ...] = ()
 
 
+_NO_SHADOW: tuple[tuple[str, str], ...] = ()
+
+
 class _RecordedTimeout(HookError):
     """Carries a recorded timeout through a plain function's reply (turned back into one)."""
 
@@ -214,11 +217,13 @@ class Replayer:
             await engine._run_shadow(spec, data, shadow, outcome)
         if stamps and not queued and outcome.decision != "block":
             await engine._keep_history(stamps, outcome if spec.blocking else None)
-        would = tuple(
-            (row.hook.definition.name, row.decision)
-            for row in outcome._rows or ()
-            if row.decision and row.hook.definition.mode == "shadow"
-        )
+        would = _NO_SHADOW
+        if shadow:
+            would = tuple(
+                (row.hook.definition.name, row.decision)
+                for row in outcome._rows or ()
+                if row.decision and row.hook.definition.mode == "shadow"
+            )
         if recordings.missing:
             why = "; ".join(recordings.missing)
             hint = "" if self.live else " (replay with --live to call it)"

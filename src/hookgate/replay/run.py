@@ -50,20 +50,45 @@ async def replay_rows(
 ) -> ReplayReport:
     report = ReplayReport(max_changes=bounds.max_changes)
     started = time.perf_counter()
+    try:
+        await _replay_all(rows, replayer, keyring, bounds, report, started, total, progress)
+    finally:
+        close = getattr(rows, "aclose", None)
+        if close is not None:  # a source stopped early (a bound) lets go of its read ahead
+            await close()
+    report.elapsed_s = time.perf_counter() - started
+    if progress is not None:
+        progress(report.replayed + report.unreadable, total, report.elapsed_s)
+    return report
+
+
+async def _replay_all(
+    rows: AsyncIterable[DispatchRow | BadLine],
+    replayer: Replayer,
+    keyring: Keyring | None,
+    bounds: ReplayBounds,
+    report: ReplayReport,
+    started: float,
+    total: int | None,
+    progress: Progress | None,
+) -> None:
     seen = 0
     every = max(1, bounds.progress_every)
+    most, until = bounds.max_records, None
+    if bounds.max_seconds is not None:
+        until = started + bounds.max_seconds
+    clock = time.perf_counter
     async for row in rows:
-        if bounds.max_records is not None and seen >= bounds.max_records:
-            report.stopped = f"the limit of {bounds.max_records} records was reached"
+        if most is not None and seen >= most:
+            report.stopped = f"the limit of {most} records was reached"
+            break
+        if until is not None and clock() > until:
+            report.stopped = f"the limit of {bounds.max_seconds:g} s was reached"
             break
         seen += 1
         if seen % every == 0:
-            elapsed = time.perf_counter() - started
             if progress is not None:
-                progress(seen, total, elapsed)
-            if bounds.max_seconds is not None and elapsed > bounds.max_seconds:
-                report.stopped = f"the limit of {bounds.max_seconds:g} s was reached"
-                break
+                progress(seen, total, clock() - started)
             await asyncio.sleep(0)  # a long replay on a gateway lets others be served
         if isinstance(row, BadLine):
             report.add_unreadable(row.where, row.why)
@@ -81,7 +106,3 @@ async def replay_rows(
             report.add_unreadable(row.id, f"unknown event {row.event!r}")
             continue
         report.add(recorded, verdict)
-    report.elapsed_s = time.perf_counter() - started
-    if progress is not None:
-        progress(seen, total, report.elapsed_s)
-    return report

@@ -14,8 +14,10 @@ unreadable.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import binascii
+import contextlib
 from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import Any, Final, NamedTuple
@@ -140,8 +142,8 @@ async def export_rows(path: Path, query: DispatchQuery) -> AsyncIterator[Dispatc
 async def store_rows(
     store: Store, caller: Caller, query: DispatchQuery
 ) -> AsyncIterator[DispatchRow]:
-    """The store's records the query selects, oldest first, a page at a time."""
-    after = 0
+    """The store's records the query selects, oldest first, a page at a time; the next page
+    is read (by the store's own thread or connection) while this one is replayed."""
     page = DispatchQuery(
         tenant_id=query.tenant_id,
         event=query.event,
@@ -149,10 +151,20 @@ async def store_rows(
         until=query.until,
         limit=_PAGE,
     )
-    while True:
-        rows = await store.dispatches_in_order(caller, page, after)
-        for row in rows:
-            yield row
-        if len(rows) < _PAGE:
-            return
-        after = rows[-1].seq
+    reading = asyncio.ensure_future(store.dispatches_in_order(caller, page, 0))
+    try:
+        while True:
+            rows = await reading
+            if len(rows) == _PAGE:
+                reading = asyncio.ensure_future(
+                    store.dispatches_in_order(caller, page, rows[-1].seq)
+                )
+            for row in rows:
+                yield row
+            if len(rows) < _PAGE:
+                return
+    finally:
+        if not reading.done():
+            reading.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await reading
