@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -46,15 +45,6 @@ def saw_eof(log: Path) -> bool:
     return {"eof": True} in _log_lines(log)
 
 
-def wait_for(predicate: Any, within: float = 5.0) -> bool:
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.02)
-    return False
-
-
 def pid_alive(pid: int) -> bool:
     try:
         state = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
@@ -62,14 +52,3 @@ def pid_alive(pid: int) -> bool:
         return False
     return state != "Z"
 
-
-async def eventually(predicate: Any, within: float = 5.0) -> bool:
-    """``wait_for`` that lets the event loop run meanwhile."""
-    import asyncio
-
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        await asyncio.sleep(0.02)
-    return False

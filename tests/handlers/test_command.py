@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import json
 import os
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.support.waiting import wait_until
 
 from hookgate import Engine
 from hookgate.definition import DefinitionError
@@ -39,15 +39,6 @@ def pid_alive(pid: int) -> bool:
     except FileNotFoundError:
         return False
     return state != "Z"
-
-
-def wait_dead(pid: int, within: float = 3.0) -> bool:
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        if not pid_alive(pid):
-            return True
-        time.sleep(0.02)
-    return False
 
 
 # -- exit codes -------------------------------------------------------------------------
@@ -251,7 +242,7 @@ async def test_timeout_kills_the_whole_process_group(tmp_path: Path) -> None:
     recorded = [int(p) for p in pids.read_text().split()]
     assert len(recorded) == 2
     for pid in recorded:
-        assert wait_dead(pid), f"process {pid} survived the timeout"
+        wait_until(lambda pid=pid: not pid_alive(pid), f"process {pid} exits after the timeout")
 
 
 async def test_background_children_do_not_outlive_the_command(tmp_path: Path) -> None:
@@ -260,7 +251,8 @@ async def test_background_children_do_not_outlive_the_command(tmp_path: Path) ->
     pid_file = tmp_path / "pid"
     outcome = await fire(command_hook(f"sleep 600 & echo $! > {pid_file}; echo done"))
     assert outcome.decision == "allow"
-    assert wait_dead(int(pid_file.read_text()))
+    pid = int(pid_file.read_text())
+    wait_until(lambda: not pid_alive(pid), f"process {pid} exits")
 
 
 async def test_cancelling_the_call_kills_the_group(tmp_path: Path) -> None:

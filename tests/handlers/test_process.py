@@ -8,13 +8,12 @@ from typing import Any
 
 import pytest
 from tests.handlers.process_support import (
-    eventually,
     pid_alive,
     process_hook,
     read_log,
     saw_eof,
-    wait_for,
 )
+from tests.support.waiting import wait_until, wait_until_async
 
 import hookgate
 from hookgate import Engine, Outcome
@@ -235,7 +234,7 @@ async def test_crash_fails_pending_at_once_and_restarts_with_backoff() -> None:
         status = handler.status(hook_id)
         assert status is not None and status["state"] == "restarting"
         assert status["next_restart_in_s"] is not None
-        assert await eventually(lambda: handler.status(hook_id)["state"] == "running")  # type: ignore[index]
+        await wait_until_async(lambda: handler.status(hook_id)["state"] == "running", "running")  # type: ignore[index]
         status = handler.status(hook_id)
         assert status is not None
         assert status["restarts"] == 1
@@ -261,7 +260,7 @@ async def test_a_process_that_never_starts_keeps_backing_off() -> None:
         assert "failed to start" in (outcome.trace[0].error or "")
         handler = handler_of(engine)
         hook_id = outcome.trace[0].hook_id
-        assert await eventually(lambda: handler.status(hook_id)["restarts"] >= 2)  # type: ignore[index]
+        await wait_until_async(lambda: handler.status(hook_id)["restarts"] >= 2, "2 restarts")  # type: ignore[index]
         assert handler.status(hook_id)["state"] in ("restarting", "starting")  # type: ignore[index]
 
 
@@ -308,7 +307,7 @@ async def test_a_close_during_a_restart_starts_no_process_behind_it(
     first_pid = child.pid
     assert first_pid is not None
     closing = asyncio.create_task(engine.aclose())
-    assert await eventually(lambda: child.closed)
+    await wait_until_async(lambda: child.closed, "the child is closed")
     resume.set()
     await closing
     await asyncio.gather(restart, return_exceptions=True)  # the restart has ended too
@@ -364,8 +363,9 @@ async def test_noise_on_stdout_and_stderr_never_wedges_the_reader() -> None:
         assert status["late_replies"] == 1  # the answer for an id nobody asked
         hook_id = outcome.trace[0].hook_id
         handler = handler_of(engine)
-        assert await eventually(
-            lambda: "some stderr chatter" in handler.status(hook_id)["stderr_tail"]  # type: ignore[index]
+        await wait_until_async(
+            lambda: "some stderr chatter" in handler.status(hook_id)["stderr_tail"],  # type: ignore[index]
+            "the child's stderr in its status",
         )
         again = await engine.fire("pre_tool_use", {**TOOL, "tool_input": {"_echo": 2}})
         assert again.updated_input == {"_echo": 2, "echoed": True}
@@ -389,13 +389,13 @@ async def test_a_timed_out_call_leaves_the_process_usable() -> None:
         warm = await engine.fire("pre_tool_use", {**TOOL, "tool_input": {"_echo": 0}})
         handler = handler_of(engine)
         hook_id = warm.trace[0].hook_id
-        assert await eventually(lambda: handler.status(hook_id)["state"] == "running", within=30)  # type: ignore[index]
+        await wait_until_async(lambda: handler.status(hook_id)["state"] == "running", "running", 30)  # type: ignore[index]
         slow = await engine.fire("pre_tool_use", {**TOOL, "tool_input": {"_sleep": 0.5}})
         assert slow.decision == "block"
         assert slow.trace[0].decision == "timeout"
         # The slow call's answer still arrives (0.5 s in) and is counted, not mistaken for
         # the next call's.
-        assert await eventually(lambda: handler.status(hook_id)["late_replies"] == 1)  # type: ignore[index]
+        await wait_until_async(lambda: handler.status(hook_id)["late_replies"] == 1, "a late reply")  # type: ignore[index]
         fast = await engine.fire("pre_tool_use", {**TOOL, "tool_input": {"_echo": 1}})
         assert fast.decision == "allow"
         status = handler.status(hook_id)
@@ -414,7 +414,7 @@ async def test_shutdown_closes_stdin_and_leaves_nothing_running(tmp_path: Path) 
     pid = handler_of(engine).status(outcome.trace[0].hook_id)["pid"]  # type: ignore[index]
     assert pid_alive(pid)
     await engine.aclose()
-    assert wait_for(lambda: not pid_alive(pid))
+    wait_until(lambda: not pid_alive(pid), "the child exits")
     assert saw_eof(log)  # it read EOF and left; nothing had to kill it
 
 
@@ -425,7 +425,7 @@ async def test_removing_the_hook_stops_its_process() -> None:
         pid = handler_of(engine).status(hook_id)["pid"]  # type: ignore[index]
         engine.remove(hook_id)
         assert handler_of(engine).status(hook_id) is None
-        assert await eventually(lambda: not pid_alive(pid))
+        await wait_until_async(lambda: not pid_alive(pid), "the child exits")
 
 
 async def test_a_new_version_gets_a_new_process() -> None:
@@ -439,7 +439,7 @@ async def test_a_new_version_gets_a_new_process() -> None:
         engine.registry.put(current.bumped(timeout_ms=4000))
         await engine.fire("pre_tool_use", TOOL)
         assert handler.status(hook_id)["pid"] != old_pid  # type: ignore[index]
-        assert await eventually(lambda: not pid_alive(old_pid))
+        await wait_until_async(lambda: not pid_alive(old_pid), "the old child exits")
 
 
 async def test_hooks_with_one_instance_share_one_process(tmp_path: Path) -> None:
@@ -493,7 +493,7 @@ def test_fire_sync_runs_process_hooks_on_the_engine_loop() -> None:
     assert outcome.updated_input == {"_echo": 7, "echoed": True}
     pid = handler_of(engine).status(outcome.trace[0].hook_id)["pid"]  # type: ignore[index]
     engine.close()
-    assert wait_for(lambda: not pid_alive(pid))
+    wait_until(lambda: not pid_alive(pid), "the child exits")
 
 
 async def test_a_closed_engine_refuses_to_start_the_process_again(tmp_path: Path) -> None:

@@ -13,8 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.handlers.process_support import SCRIPT, pid_alive, wait_for
+from tests.handlers.process_support import SCRIPT, pid_alive
 from tests.server.gateway_process import GatewayProcess
+from tests.support.waiting import wait_until
 
 CANARY_ENV = "HOOKGATE_TEST_CANARY"
 
@@ -174,7 +175,7 @@ def test_process_dry_run_leaves_no_process(strict: GatewayProcess) -> None:
     assert result["decision"] == "allow", result
     pid = result["details"]["pid"]
     assert isinstance(pid, int)
-    assert wait_for(lambda: not pid_alive(pid))
+    wait_until(lambda: not pid_alive(pid), "the hook process exits")
 
 
 def test_tenant_host_code_flag(tmp_path: Path) -> None:

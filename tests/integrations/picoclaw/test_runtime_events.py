@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.handlers.process_support import eventually, process_hook, read_log
+from tests.handlers.process_support import process_hook, read_log
+from tests.support.waiting import wait_until_async
 
 from hookgate import Engine
 from hookgate.hook_event import HookEvent
@@ -167,7 +168,7 @@ async def test_publish_from_another_thread() -> None:
     thread = threading.Thread(target=lambda: bus.publish("gateway.ready"))
     thread.start()
     thread.join()
-    assert await eventually(lambda: seen == ["gateway.ready"])
+    await wait_until_async(lambda: seen == ["gateway.ready"], "gateway.ready observed")
     await bus.aclose()
 
 
@@ -215,7 +216,9 @@ async def test_process_hooks_get_notifications_filtered_by_observe(
             bus.publish(kind, {"Tool": "exec"}, scope={"session_key": "s-1"})
         await bus.drain()
         if expected:
-            assert await eventually(lambda: len(read_log(log)) == 1 + len(expected))
+            await wait_until_async(
+                lambda: len(read_log(log)) == 1 + len(expected), "every notification logged"
+            )
         await bus.aclose()
     messages = read_log(log)
     notifications = [m for m in messages if m["method"] == "hook.runtime_event"]
