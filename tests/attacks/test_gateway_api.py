@@ -18,6 +18,7 @@ import pytest
 from tests.server.gateway_process import GatewayProcess
 from tests.server.panel_support import TEST_SECRET_KEY
 from tests.server.test_replicas_redis import database  # noqa: F401 - fixture
+from tests.support.waiting import wait_until
 from tests.support.webhook_server import Reply, WebhookServer
 
 pytestmark = pytest.mark.timeout(180)
@@ -216,11 +217,9 @@ def test_a_tenant_key_cannot_read_another_tenants_audit(served: Served) -> None:
         "config": {"callable": "tests.server.hookfns:allow"},
     })
     dispatch(gateway, served.a_operator, "audited", session_id=session)
-    deadline = time.monotonic() + 10
-    while not gateway.rest("GET", f"/api/v1/executions?sessionId={session}",
-                           served.a_viewer).json()["executions"]:
-        assert time.monotonic() < deadline
-        time.sleep(0.05)
+    wait_until(lambda: gateway.rest("GET", f"/api/v1/executions?sessionId={session}",
+                                    served.a_viewer).json()["executions"],
+               "tenant a's audit row")
     b = served.b_admin
     assert gateway.rest("GET", f"/api/v1/executions?sessionId={session}", b).json()[
         "executions"] == []

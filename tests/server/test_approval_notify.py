@@ -3,11 +3,11 @@ nothing of the tool input; refused by the SSRF guard unless the destination is a
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
 from tests.server.conftest import start_gateway
+from tests.support.waiting import wait_until
 from tests.support.webhook_server import WebhookServer
 
 pytestmark = pytest.mark.timeout(90)
@@ -53,9 +53,7 @@ def test_new_approvals_are_posted_with_a_link_and_without_the_input(tmp_path: Pa
         )
         try:
             approval_id = ask_once(gateway)
-            deadline = time.monotonic() + 15
-            while not hook.requests and time.monotonic() < deadline:
-                time.sleep(0.05)
+            wait_until(lambda: hook.requests, "the approval webhook is called", seconds=15)
             [seen] = hook.requests
             body = seen.json
             assert seen.path == "/notify"
@@ -75,10 +73,8 @@ def test_a_loopback_webhook_is_refused_without_the_allowlist(tmp_path: Path) -> 
         gateway = start_gateway(tmp_path, "--approval-webhook", hook.url("/notify"))
         try:
             ask_once(gateway)
-            deadline = time.monotonic() + 15
-            while "hookgate.approval.notify_failed" not in gateway.log():
-                assert time.monotonic() < deadline, gateway.log()
-                time.sleep(0.05)
+            wait_until(lambda: "hookgate.approval.notify_failed" in gateway.log(),
+                       "the refused notification in the gateway log", seconds=15)
             assert hook.requests == []
             # The approval itself is there, waiting for a person.
             listed = gateway.rest("GET", "/api/v1/approvals").json()

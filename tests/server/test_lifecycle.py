@@ -6,14 +6,13 @@ from __future__ import annotations
 import asyncio
 import json
 import signal
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import httpx
 from tests.server.conftest import start_gateway
 from tests.server.gateway_process import GatewayProcess
 from tests.server.wsutil import fails, ok, open_ws
+from tests.support.waiting import wait_until
 
 from hookgate.store import Caller, ExecutionQuery, open_store
 
@@ -180,7 +179,8 @@ def test_graceful_shutdown_loses_no_row(tmp_path: Path) -> None:
         assert served.proc is not None
         served.proc.send_signal(signal.SIGTERM)
         stopping = '"key":"hookgate.gateway.stopping"'
-        assert _poll(lambda: stopping in served.log()), served.log()[-2000:]
+        wait_until(lambda: stopping in served.log(), "the gateway logs that it is stopping",
+                   seconds=60)
         # The shutdown began and waits for them.
         assert served.proc.poll() is None and not served.stopped_gracefully()
         gate.touch()
@@ -190,16 +190,6 @@ def test_graceful_shutdown_loses_no_row(tmp_path: Path) -> None:
         gate.touch()
         served.stop()
     assert count_rows(served.data_dir, session_id="shut") == sent
-
-
-def _poll(predicate: Callable[[], bool], within: float = 60.0) -> bool:
-    """Whether ``predicate`` holds within ``within`` seconds (a bound on waiting, not on speed)."""
-    deadline = time.monotonic() + within
-    while not predicate():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.02)
-    return True
 
 
 def test_sync_audit_mode_and_error_detail(tmp_path: Path) -> None:
@@ -261,11 +251,9 @@ def test_postgres_backend(tmp_path: Path) -> None:
             assert ok(ws, "hooks.dispatch", {"event": "pre_tool_use", "input": {}})[
                 "decision"
             ] == "block"
-            deadline = time.monotonic() + 10
-            rows: list = []
-            while not rows and time.monotonic() < deadline:
-                rows = ok(ws, "hooks.history", {"hookId": hook_id})["executions"]
-                time.sleep(0.05)
+            wait_until(lambda: ok(ws, "hooks.history", {"hookId": hook_id})["executions"],
+                       "the hook's audit row")
+            rows = ok(ws, "hooks.history", {"hookId": hook_id})["executions"]
             assert [r["decision"] for r in rows] == ["block"]
     finally:
         served.stop()

@@ -4,7 +4,6 @@ every method, and every kind of bad input (after which the connection keeps work
 from __future__ import annotations
 
 import json
-import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -13,6 +12,7 @@ import pytest
 from tests.server.conftest import Keys
 from tests.server.gateway_process import GatewayProcess
 from tests.server.wsutil import fails, ok, open_ws, request, send_raw
+from tests.support.waiting import wait_until
 from websockets.exceptions import InvalidStatus
 
 # The seed's frames, as the seed prints them (tests/fixtures/seeds/000_goclaw_hooks).
@@ -37,10 +37,8 @@ def audit_barrier(ws: Any) -> str:
     barrier = BLOCKER | {"name": "audit barrier", "matcher": "^barrier$"}
     marker_id: str = ok(ws, "hooks.create", barrier)["hookId"]
     ok(ws, "hooks.dispatch", {"event": "pre_tool_use", "input": {"tool_name": "barrier"}})
-    deadline = time.monotonic() + 10
-    while not ok(ws, "hooks.history", {"hookId": marker_id})["executions"]:
-        assert time.monotonic() < deadline, "the barrier's audit row never arrived"
-        time.sleep(0.02)
+    wait_until(lambda: ok(ws, "hooks.history", {"hookId": marker_id})["executions"],
+               "the barrier's audit row")
     ok(ws, "hooks.delete", {"hookId": marker_id})
     return marker_id
 
