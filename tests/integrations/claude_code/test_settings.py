@@ -64,7 +64,7 @@ def test_bridge_command_is_absolute_and_quoted(tmp_path: Path) -> None:
     python_relay = f"/usr/bin/hookgate claude-code --config '{tmp_path}/my hooks.yaml'"
     if shell_relay.available():
         folder = folder_of(os.environ)
-        assert command == (f"/bin/bash {shell_relay.SCRIPT} 1 {install_id()} 25 {folder} "
+        assert command == (f"/bin/bash -p {shell_relay.SCRIPT} 1 {install_id()} 25 {folder} "
                            f"{python_relay}")
     else:
         assert command == python_relay

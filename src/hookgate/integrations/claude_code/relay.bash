@@ -1,7 +1,7 @@
 # hookgate's per-event relay for Claude Code, Codex CLI and Gemini CLI: bash builtins only.
 #
 # The installed hook command is
-#   /bin/bash THIS_FILE 1 ID LIMIT FOLDER HOOKGATE AGENT [--config FILE | --gateway URL]
+#   /bin/bash -p THIS_FILE 1 ID LIMIT FOLDER HOOKGATE AGENT [--config FILE | --gateway URL]
 # 1 is the form of these arguments (a command installed for another form is refused), ID names the warm process's endpoint file (one per hookgate install), LIMIT is how many
 # seconds the warm process may take to answer (below the agent's own hook timeout, after
 # which Codex and Gemini let the action run), FOLDER is the warm process's folder as it was

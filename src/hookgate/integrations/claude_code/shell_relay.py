@@ -73,13 +73,16 @@ def endpoint_path(folder: str, ident: str | None = None) -> str:
 
 def relay_command(executable: str, agent: str, options: list[str], timeout_s: int,
                   folder: str | None = None) -> str:
-    """The hook command: ``/bin/bash relay.bash 1 ID LIMIT FOLDER HOOKGATE AGENT OPTIONS``,
+    """The hook command: ``/bin/bash -p relay.bash 1 ID LIMIT FOLDER HOOKGATE AGENT OPTIONS``,
     quoted for a shell; it ends in ``HOOKGATE AGENT OPTIONS``, the Python relay's own command
     line. ``folder``: the warm process's (default: this environment's), written into the
     command so that an event's environment never points the relay elsewhere."""
     limit = max(1, timeout_s - _MARGIN_S)
     where = folder or folder_of(os.environ)
-    parts = [BASH, SCRIPT, _FORM, install_id(), str(limit), where, executable, agent, *options]
+    # -p: bash takes no BASH_ENV file and no functions from the environment (an exported
+    # function named like a builtin would replace it)
+    parts = [BASH, "-p", SCRIPT, _FORM, install_id(), str(limit), where, executable, agent,
+             *options]
     return " ".join(shlex.quote(part) for part in parts)
 
 
