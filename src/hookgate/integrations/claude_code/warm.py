@@ -73,6 +73,11 @@ _PRELOAD: Final = (
     "select",
     "threading",
     "io",
+    # Codex and Gemini through a gateway (the shell relay's --gateway): the agent bridge
+    # asks it with hookgate's async client
+    "hookgate.integrations.agent_bridge",
+    "hookgate.client",
+    "asyncio",
 )
 
 
@@ -360,28 +365,33 @@ def _spare(server: _Server) -> None:
 
 
 def _accept(server: _Server, parent: int) -> tuple[socket.socket, bool]:
-    """The next connection on either listener (and whether it is the shell relay's); every
-    spare waits on both, the first to accept takes it."""
+    """The next connection on either listener (and whether it is the shell relay's). Every
+    spare waits on both through its own epoll with ``EPOLLEXCLUSIVE``: a connection wakes one
+    spare, not all of them (each woken spare would take the CPU from the relay that waits)."""
     import select
 
     listeners = [server.listener] + ([server.shell.listener] if server.shell else [])
+    poller = select.epoll()
     for listener in listeners:
         listener.setblocking(False)
+        poller.register(listener.fileno(), select.EPOLLIN | select.EPOLLEXCLUSIVE)
+    by_fd = {listener.fileno(): listener for listener in listeners}
     while True:
-        ready, _, _ = select.select(listeners, [], [], _TICK_S)
+        ready = poller.poll(_TICK_S)
         if not ready and os.getppid() != parent:
             os._exit(0)  # the warm process is gone: so are we
-        for listener in ready:
+        for fd, _ in ready:
             try:
-                conn, _ = listener.accept()
+                conn, _ = by_fd[fd].accept()
             except (BlockingIOError, InterruptedError):
                 continue  # another spare took it
             # From here the warm process's SIGTERM (its idle exit may cross an event that
             # just came in) no longer ends this worker; a handler, not SIG_IGN: hook
             # programs must not inherit an ignored SIGTERM.
             signal.signal(signal.SIGTERM, _ignore)
+            poller.close()
             conn.setblocking(True)
-            return conn, listener is not server.listener
+            return conn, by_fd[fd] is not server.listener
 
 
 def _serve_one(server: _Server, conn: socket.socket) -> None:
@@ -600,10 +610,18 @@ def _pretouch_shell(server: _Server) -> None:
         process_key(found[0])
         server.stale()
         if server.sample_file is not None:
+            from hookgate.integrations.agent_bridge import contract_for
+            from hookgate.integrations.agent_bridge import main as bridge_main
             from hookgate.integrations.claude_code.main import run
 
             run(BridgeArgs(config=server.sample_file), request.stdin, stdout=io.StringIO(),
                 stderr=io.StringIO())
+            # the other agents' path, on an event the sample file has no hook for
+            for agent, event in (("codex", "PostToolUse"), ("gemini", "AfterTool")):
+                sample = _SAMPLE.replace('"PreToolUse"', f'"{event}"').encode()
+                bridge_main(contract_for(agent), server.sample_file, None,
+                            stdin=io.BytesIO(sample), stdout=io.StringIO(),
+                            stderr=io.StringIO())
 
 
 def _run_event(agent: str, args: BridgeArgs, raw: bytes, out: io.StringIO,
