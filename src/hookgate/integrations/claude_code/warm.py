@@ -47,7 +47,7 @@ if TYPE_CHECKING:
 __all__ = ["DEFAULT_IDLE_S", "idle_seconds", "serve"]
 
 #: An hour: a new session within it finds the warm process (and its first event costs what
-#: any event does); idle, it holds about 35 MB (its three waiting workers share most pages).
+#: any event does); idle, it holds about 50 MB (PSS, with its three waiting workers).
 DEFAULT_IDLE_S: Final = 3600.0
 #: How often the idle warm process wakes to reap workers and check its socket file.
 _TICK_S: Final = 2.0
