@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from tests.support.anthropic_server import ScriptedAnthropic, say, use_tool
 from tests.support.claude_code_cli import ClaudeProject
 
@@ -19,15 +20,19 @@ def bash(command: str) -> dict[str, str]:
     return {"command": command, "description": "test command"}
 
 
-def setup(project: ClaudeProject) -> dict[str, str]:
+def setup(project: ClaudeProject, named_file: bool = True) -> dict[str, str]:
     (project.dir / "notes.txt").write_text("token=not-for-the-network\n")
     project.write_hooks([NO_EXFIL])
     project.install("--event", "PreToolUse")
-    return {"HOOKGATE_STATE_FILE": str(project.dir / "rule-state.json")}
+    return {"HOOKGATE_STATE_FILE": str(project.dir / "rule-state.json")} if named_file else {}
 
 
-def test_bash_after_a_read_is_blocked(project: ClaudeProject, api: ScriptedAnthropic) -> None:
-    env = setup(project)
+@pytest.mark.parametrize("named_file", [True, False], ids=["HOOKGATE_STATE_FILE", "default"])
+def test_bash_after_a_read_is_blocked(project: ClaudeProject, api: ScriptedAnthropic,
+                                      named_file: bool) -> None:
+    """Without HOOKGATE_STATE_FILE the history goes to ~/.local/state/hookgate/hook-state.json:
+    each hook call is a process of its own, and memory would forget the Read."""
+    env = setup(project, named_file)
     api.script(use_tool("Read", {"file_path": str(project.dir / "notes.txt")}),
                use_tool("Bash", bash("touch MARKER")), say("done"))
     run = project.run("read the notes, then touch a file", allow=("Bash", "Read"), **env)
@@ -37,6 +42,9 @@ def test_bash_after_a_read_is_blocked(project: ClaudeProject, api: ScriptedAnthr
     result = api.agent_calls[2].tool_results()[-1]
     assert result["is_error"] is True
     assert "no-exfil" in json.dumps(result)
+    kept = (project.dir / "rule-state.json" if named_file
+            else project.home / ".local" / "state" / "hookgate" / "hook-state.json")
+    assert kept.exists()
 
 
 def test_bash_without_a_read_runs(project: ClaudeProject, api: ScriptedAnthropic) -> None:

@@ -58,7 +58,7 @@ if TYPE_CHECKING:
     from hookgate.definition import HookDefinition
     from hookgate.settings import Settings
 
-__all__ = ["answer_event", "run_blocking"]
+__all__ = ["answer_event", "rule_state_path", "run_blocking"]
 
 #: Handler types this module runs itself.
 BLOCKING_HANDLERS: Final = frozenset({"command", "callable"})
@@ -96,7 +96,7 @@ def answer_event(
     except Exception as exc:  # as answer_claude_code does for the engine
         return failure_answer(event_name, f"evaluating {event_name} failed: {exc}")
     if outcome is None:
-        return _on_engine(data, definitions, settings)
+        return _on_engine(data, definitions, settings, env)
     return claude_answer(str(event_name), outcome, data.get("tool_response"))
 
 
@@ -255,8 +255,25 @@ def _call_on_thread(fn: HookFunction, view: HookEvent, timeout_s: float) -> Repl
     return HookReply(answer, failure, False, elapsed)
 
 
+def rule_state_path(environ: Mapping[str, str]) -> str | None:
+    """Where rule hooks keep their counters and history between ``hookgate claude-code``
+    calls (each is a process of its own, so memory would forget every call):
+    ``$HOOKGATE_STATE_FILE``, else ``hookgate/hook-state.json`` in ``$XDG_STATE_HOME``
+    (``~/.local/state``); ``None`` without a home to put it in."""
+    named = environ.get("HOOKGATE_STATE_FILE")
+    if named:
+        return named
+    base = environ.get("XDG_STATE_HOME") or (
+        os.path.join(environ["HOME"], ".local", "state") if environ.get("HOME") else None
+    )
+    return os.path.join(base, "hookgate", "hook-state.json") if base else None
+
+
 def _on_engine(
-    data: Mapping[str, Any], definitions: Sequence[HookDefinition], settings: Settings
+    data: Mapping[str, Any],
+    definitions: Sequence[HookDefinition],
+    settings: Settings,
+    environ: Mapping[str, str],
 ) -> ClaudeAnswer:
     """The event on the full engine (asyncio), with the definitions already loaded."""
     import asyncio
@@ -265,6 +282,11 @@ def _on_engine(
 
     async def answer() -> ClaudeAnswer:
         engine = Engine(settings=settings)
+        state_path = rule_state_path(environ)
+        if state_path and any(d.handler_type == "rule" for d in definitions):
+            from hookgate.state.stores import FileStateStore
+
+            engine.services.hook_state = FileStateStore(state_path)
         try:
             for definition in definitions:  # as Engine.load registers a file's hooks
                 engine.registry.put(definition)
