@@ -494,10 +494,8 @@ class Engine:
             and (not self._lists_types or "rule" in source.handler_types)  # type: ignore[attr-defined]
             and (has_hooks if spec.name == "pre_tool_use" else source.has_event("pre_tool_use"))
         )
-        if not watched and not has_hooks:
-            depth = data.get("depth")
-            if depth is None or (type(depth) is int and depth <= self.settings.max_depth):
-                return Outcome() if self.audit is None else self._unmatched(spec, data)
+        if not watched and not has_hooks and self._shallow(data):
+            return Outcome() if self.audit is None else self._unmatched(spec, data)
         if spec.prepare is not None or not KNOWN_FIELDS.issuperset(data):
             data = self._prepare(data, spec)
         problem = payload_problem(data)
