@@ -179,6 +179,7 @@ def test_payload_cannot_hang_its_hook_rows_on_another_record(served: dict[str, A
     })
     chain = _chained(gateway, keys["d_admin"], "tenant-d", 2)
     assert chain["intact"] is True and chain["hook_rows"] == 2
+    assert chain["unlisted_hook_rows"] == 0  # nothing hangs on the victim's record
     with sqlite3.connect(gateway.data_dir / SQLITE_FILE_NAME, timeout=30) as db:
         owners = [row[0] for row in db.execute(
             "SELECT dispatch_id FROM hook_executions WHERE tenant_id = 'tenant-d' ORDER BY seq"

@@ -440,3 +440,27 @@ def test_records_from_before_schema_17_keep_their_hash_and_cannot_be_passed_off_
     done = hookgate("audit", "verify", *store_args)
     assert done.returncode == 1
     assert f"BROKEN at place 4: altered: record {later[0].id} (place 4)" in done.stdout
+
+
+def test_hook_rows_written_after_their_record_are_counted_not_checked(tmp_path: Path) -> None:
+    """An edited input's rerun answered after its dispatch was (the agent waited again) writes
+    hook rows under a record already chained: outside its hash, counted apart, no break."""
+    store_args = ["--data-dir", str(tmp_path / "data")]
+    (tmp_path / "data").mkdir()
+    dispatched = seed_with_hooks(store_args, 3)
+    dispatch_id, _ = dispatched[1]
+
+    async def rerun() -> None:
+        store = await open_store(**_options(store_args))
+        try:
+            await store.write_executions([hook_row("acme", dispatch_id, "second", time.time())])
+        finally:
+            await store.close()
+
+    asyncio.run(rerun())
+    done = hookgate("audit", "verify", *store_args)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (
+        "tenant acme: intact, 3 records (places 1–3), 6 hook rows, 1 hook rows written after "
+        "their record (unchecked)" in done.stdout
+    )

@@ -100,6 +100,8 @@ def _line(chain: TenantChain) -> str:
     reach = f"places {head.base_seq + 1}–{head.seq}" if head else "no head"
     extra = f", {chain.hook_rows} hook rows" if chain.hook_rows else ""
     extra += f", {chain.unchained} from before the chain" if chain.unchained else ""
+    if chain.unlisted_hook_rows:
+        extra += f", {chain.unlisted_hook_rows} hook rows written after their record (unchecked)"
     if chain.problem is None:
         return f"tenant {chain.tenant_id}: intact, {chain.records} records ({reach}){extra}"
     problem = chain.problem

@@ -36,6 +36,8 @@ class ChainVerdict(BaseModel):
     unchained: int
     #: Hook rows checked: those of records written since schema 17 (each record covers its own).
     hook_rows: int = 0
+    #: Hook rows naming a record that does not list them (written after it): not checked.
+    unlisted_hook_rows: int = 0
     #: ``{tenant_id, seq, hash, base_seq, base_hash}``.
     head: dict[str, Any] | None
     #: ``{chain_seq, record_id, kind, why}``: the first place that does not hold.

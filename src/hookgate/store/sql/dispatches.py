@@ -306,6 +306,7 @@ def _verdict(head: ChainHead, walker: ChainWalker, unchained: Any) -> TenantChai
         walker.problem,
         int(unchained or 0),
         walker.hook_rows,
+        walker.unlisted_hook_rows,
     )
 
 
