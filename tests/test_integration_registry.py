@@ -108,10 +108,10 @@ def test_quality_gate_comes_from_goclaws_record() -> None:
 def test_the_cli_and_the_gateway_take_the_records_parts() -> None:
     """claude-code, codex and gemini are commands and bridges because their records say so;
     the gateway serves Claude Code's hook endpoint from its record."""
-    from hookgate.cli import BRIDGE_COMMANDS, main
+    from hookgate.cli import bridge_commands, main
     from hookgate.server.app import _integration_routes
 
-    assert {"claude-code", "codex", "gemini"} == BRIDGE_COMMANDS
+    assert bridge_commands() == {"claude-code", "codex", "gemini"}
     assert {"claude-code", "codex", "gemini"} <= set(main.commands)
     paths = {getattr(route, "path", None) for route in _integration_routes()}
     assert "/api/v1/claude-code/hook" in paths

@@ -18,14 +18,13 @@ from hookgate.integration_registry import integrations
 __all__ = ["main"]
 
 # Modules that each add commands to ``main`` (a ``register(main)`` function each); the
-# integrations' own come from their records.
+# integrations' own are added from their records (``_command_modules``).
 COMMAND_MODULES: tuple[str, ...] = (
     "hookgate.cli.check",
     "hookgate.cli.fire",
     "hookgate.cli.demo",
     "hookgate.cli.events",
     "hookgate.cli.migrate",
-    *(module for record in integrations() for module in record.cli_commands),
     "hookgate.cli.serve",
     "hookgate.cli.keys",
     "hookgate.cli.db",
@@ -45,11 +44,18 @@ LIGHT_COMMANDS: dict[str, str] = {
 }
 
 
-#: Commands that are an agent's hook: for them every failure, a usage error too, must answer
-#: "blocked" (exit 2), or the agent would go ahead.
-BRIDGE_COMMANDS: frozenset[str] = frozenset(
-    name for record in integrations() for name in record.bridge_commands
-)
+
+
+def _command_modules() -> tuple[str, ...]:
+    """Every module that adds commands: hookgate's own and the integrations'."""
+    return (*COMMAND_MODULES, *(m for record in integrations() for m in record.cli_commands))
+
+
+def bridge_commands() -> frozenset[str]:
+    """Commands that are an agent's hook (the integrations' records say which): for them
+    every failure, a usage error too, must answer "blocked" (exit 2), or the agent would go
+    ahead."""
+    return frozenset(name for record in integrations() for name in record.bridge_commands)
 
 
 class HookgateGroup(click.Group):
@@ -76,7 +82,7 @@ def _in_bridge(ctx: click.Context | None) -> bool:
     not one of its sub-commands (``claude-code install``) nor ``import codex``."""
     return (
         ctx is not None
-        and ctx.info_name in BRIDGE_COMMANDS
+        and ctx.info_name in bridge_commands()
         and ctx.parent is not None
         and ctx.parent.parent is None
     )
@@ -117,7 +123,7 @@ def _invoked_command(argv: list[str]) -> str | None:
 
 
 _light = LIGHT_COMMANDS.get(_invoked_command(sys.argv) or "")
-for _module in (_light,) if _light else COMMAND_MODULES:
+for _module in (_light,) if _light else _command_modules():
     try:
         importlib.import_module(_module).register(main)
     except ModuleNotFoundError as exc:  # a command whose optional dependency is missing
