@@ -190,6 +190,8 @@ async def test_stuck_shadow_workers_count_against_no_enforce_hook() -> None:
             assert [e.decision for e in outcome.trace if e.name == "guard"] == ["allow"]
         assert engine.threads.stuck == 0
         assert engine.shadow_runner.pool.stuck >= 1
+        stats = engine.stats.to_dict()
+        assert stats["hook_threads_stuck"] == 0 and stats["shadow_hook_threads_stuck"] >= 1
     finally:
         release.set()
         await engine.aclose()

@@ -79,6 +79,8 @@ class EngineStats:
     audit_records: int = 0
     threads: WorkerPool | None = None
     background: BackgroundQueue | None = None
+    #: The shadow hooks' own workers (made with the shadow runner, on first use).
+    shadow_threads: WorkerPool | None = None
 
     @property
     def background_queued(self) -> int:
@@ -105,6 +107,12 @@ class EngineStats:
         """Isolated hook calls given up at their deadline so far."""
         return self.threads.abandoned if self.threads is not None else 0
 
+    @property
+    def shadow_hook_threads_stuck(self) -> int:
+        """Shadow hooks' worker threads still running past their timeout (they count
+        against no enforce hook's cap)."""
+        return self.shadow_threads.stuck if self.shadow_threads is not None else 0
+
     def to_dict(self) -> dict[str, int]:
         return {
             "fired": self.fired,
@@ -114,6 +122,7 @@ class EngineStats:
             "audit_records": self.audit_records,
             "hook_threads_stuck": self.hook_threads_stuck,
             "hook_threads_abandoned": self.hook_threads_abandoned,
+            "shadow_hook_threads_stuck": self.shadow_hook_threads_stuck,
         }
 
 
@@ -244,6 +253,7 @@ class Engine:
                 settings, self.services, self._clock, shadow, dry, own_threads=True
             )
             runner.host_code_policy = self.runner.host_code_policy
+            self.stats.shadow_threads = runner.pool
             self._shadow = runner
         return self._shadow
 

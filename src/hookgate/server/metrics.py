@@ -69,6 +69,13 @@ class _StateCollector(Collector):
         )
         stuck.add_metric([], float(stats.get("hook_threads_stuck", 0)))
         yield stuck
+        shadow_stuck = GaugeMetricFamily(
+            "hookgate_shadow_hook_threads_stuck",
+            "Shadow hooks' worker threads still running past their timeout (a pool of their "
+            "own: they count against no enforce hook's cap).",
+        )
+        shadow_stuck.add_metric([], float(stats.get("shadow_hook_threads_stuck", 0)))
+        yield shadow_stuck
         abandoned = CounterMetricFamily(
             "hookgate_hook_threads_abandoned",
             "Plain hook calls given up at their deadline (the caller got the timeout).",
