@@ -513,6 +513,31 @@ def test_an_edited_input_is_checked_when_the_agent_waits_again(served: Served) -
     assert "blocked by test hook" in waited["reason"]
 
 
+def test_the_rerun_after_the_agent_waits_again_leaves_the_audit_chain_intact(
+    served: Served,
+) -> None:
+    """tenant: an edited input rerun after the dispatch answered ``pending`` writes hook rows
+    under a dispatch record already chained; the chain check must neither break on them (a
+    false alarm an auditor would have to explain away) nor count them as checked."""
+    gateway = served.gateway
+    approval_id = ask(gateway, served.agent, "cat audit")
+    assert decide(
+        gateway, served.approver, approval_id, updatedInput={"cmd": "rm -rf /var"}
+    ).status_code == 200
+    assert outcome(gateway, served.agent, approval_id)["decision"] == "block"
+    found: dict[str, Any] = {}
+
+    def rerun_recorded() -> bool:
+        answer = gateway.rest("GET", "/api/v1/audit/verify", params={"tenantId": TENANT})
+        assert answer.status_code == 200, answer.text
+        (verdict,) = answer.json()["tenants"]
+        found.update(verdict)
+        return bool(verdict["unlisted_hook_rows"])
+
+    wait_until(rerun_recorded, "the rerun's hook rows", seconds=30, poll_s=0.1)
+    assert found["intact"] is True, found["problem"]
+
+
 def test_a_harmless_edit_still_runs_as_edited(served: Served) -> None:
     """tenant: the control case of the two attacks above: an edit the later hooks accept
     runs, as edited (the fix must not turn every edit into a block)."""
