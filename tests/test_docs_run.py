@@ -153,9 +153,13 @@ def _workspace(made: dict[Path, Workspace], doc: Path, base: Path) -> Workspace:
     if doc not in made:
         path = base / doc.stem
         path.mkdir()
-        (path / "examples").symlink_to(ROOT / "examples")
+        # Copies, not links: a docs example that writes a file of the same name must not
+        # overwrite the repository's (one did, through a link to examples/guards.py).
+        shutil.copytree(
+            ROOT / "examples", path / "examples", ignore=shutil.ignore_patterns("__pycache__")
+        )
         # Hooks files in the docs name guards.py "beside the file", as examples/hooks.yaml does.
-        (path / "guards.py").symlink_to(ROOT / "examples" / "guards.py")
+        shutil.copyfile(ROOT / "examples" / "guards.py", path / "guards.py")
         (path / ".venv").symlink_to(Path(sys.executable).parent.parent)
         env = {k: v for k, v in os.environ.items() if not k.startswith("HOOKGATE_")}
         env.update(
