@@ -9,12 +9,14 @@ from __future__ import annotations
 import json
 import os
 import re
+import subprocess
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 from tests.support.shell_relay import (
+    HOOKGATE,
     FakeWarm,
     endpoint_file,
     free_port,
@@ -270,3 +272,38 @@ def test_a_command_installed_for_another_form_is_a_deny(agent: str, warm_folder:
     command = relay_command(agent, hooks).replace(f"{shell_relay.SCRIPT} 1 ",
                                                   f"{shell_relay.SCRIPT} 0 ")
     assert "install it again" in denied(agent, run_relay(command, EVENTS[agent]))
+
+
+def _installed_command(agent: str, hooks: Path, where: Path) -> str:
+    """``hookgate <agent> install`` into files under ``where``; the command it wrote."""
+    if agent == "claude-code":
+        settings = where / "settings.json"
+        args = ["--settings", str(settings), "--event", "PreToolUse"]
+    elif agent == "codex":
+        settings = where / "hooks.json"
+        args = ["--codex-home", str(where), "--event", "PreToolUse"]
+    else:
+        settings = where / "gemini.json"
+        args = ["--settings", str(settings), "--event", "BeforeTool"]
+    done = subprocess.run([HOOKGATE, agent, "install", "--config", str(hooks), *args],
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    event = "BeforeTool" if agent == "gemini" else "PreToolUse"
+    group = json.loads(settings.read_text())["hooks"][event][0]
+    return str(group["hooks"][0]["command"])
+
+
+@pytest.mark.parametrize("agent", list(EVENTS))
+def test_install_writes_the_shell_relay_and_starts_the_warm_process(
+    agent: str, warm_folder: Path, tmp_path: Path
+) -> None:
+    """The first event after install (a new session's) finds the warm process install
+    started, and the installed command reaches it without Python (``require``: a hand-over
+    to the Python relay would fail the event)."""
+    hooks = hooks_file(tmp_path, REPORT)
+    command = _installed_command(agent, hooks, tmp_path)
+    assert command.startswith(f"/bin/bash -p {shell_relay.SCRIPT} ")
+    wait_until(lambda: endpoint_file(warm_folder).exists(), "install's warm process", 60)
+    (_, pid), = warm_pids(warm_folder).items()
+    done = run_relay(command, EVENTS[agent], HG_MARK="first", HOOKGATE_SHELL_RELAY="require")
+    assert report(done)[::3] == ["first", str(pid)]
