@@ -169,6 +169,10 @@ def _workspace(made: dict[Path, Workspace], doc: Path, base: Path) -> Workspace:
             PATH=f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}",
             PYTHONPATH=os.pathsep.join([str(ROOT / "src"), str(ROOT)]),
         )
+        # The test session's warm folder (stopped at its end): `install` starts a warm
+        # process, which must not outlive the tests in the user's own folder.
+        if "HOOKGATE_CLAUDE_CODE_WARM_DIR" in os.environ:
+            env["HOOKGATE_CLAUDE_CODE_WARM_DIR"] = os.environ["HOOKGATE_CLAUDE_CODE_WARM_DIR"]
         made[doc] = Workspace(path, env)
     return made[doc]
 
