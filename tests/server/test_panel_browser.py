@@ -490,6 +490,8 @@ def test_keyboard_and_phone_width(browser: Any, lite: dict[str, Any]) -> None:
         page.keyboard.press("ArrowRight")
         expect(page.get_by_role("tab", name="Test")).to_be_focused()
         page.keyboard.press("ArrowRight")
+        expect(page.get_by_role("tab", name="Replay")).to_be_focused()
+        page.keyboard.press("ArrowRight")
         page.keyboard.press("Enter")
         expect(page.get_by_role("tab", name="History")).to_have_attribute("aria-selected", "true")
         overflow = page.evaluate(
