@@ -28,6 +28,7 @@ EXPECTED_TABLES = {
     "hook_breakers",
     "hook_executions",
     "hook_revisions",
+    "rule_state",
     "tenant_hook_budget",
     "hookgate_api_keys",
     "hookgate_state",
