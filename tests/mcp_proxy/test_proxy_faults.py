@@ -13,8 +13,8 @@ from tests.mcp_proxy.proxy_support import (
     demo_command,
     proxy_client,
     text_of,
-    wait_for,
 )
+from tests.support.waiting import wait_until
 
 
 async def test_a_crashed_upstream_is_an_error_then_restarts_on_the_next_call(
@@ -41,11 +41,11 @@ async def test_cancelling_a_call_cancels_it_upstream(tmp_path: Path) -> None:
     log = tmp_path / "proxy.log"
     async with proxy_client(["--config", HOOKS, "--", *demo_command(tmp_path)], log) as client:
         call = asyncio.create_task(client.call_tool("slow", {"seconds": 60}))
-        await asyncio.to_thread(wait_for, (tmp_path / "slow-started").exists, timeout=20)
+        await asyncio.to_thread(wait_until, (tmp_path / "slow-started").exists, "slow-started", 20)
         call.cancel()
         with pytest.raises(asyncio.CancelledError):
             await call
-        await asyncio.to_thread(wait_for, (tmp_path / "slow-cancelled").exists, timeout=20)
+        await asyncio.to_thread(wait_until, (tmp_path / "slow-cancelled").exists, "cancel", 20)
         # The connection stays usable after the cancellation.
         assert text_of(await client.call_tool("add", {"a": 2, "b": 2})) == "4"
 
@@ -85,7 +85,7 @@ async def test_a_call_past_the_call_timeout_is_an_error_and_cancelled_upstream(
         with pytest.raises(MCPError) as caught:
             await client.call_tool("slow", {"seconds": 60})
         assert caught.value.message == "MCP server demo_server did not answer tools/call within 1s"
-        await asyncio.to_thread(wait_for, (tmp_path / "slow-cancelled").exists, timeout=20)
+        await asyncio.to_thread(wait_until, (tmp_path / "slow-cancelled").exists, "cancel", 20)
         assert text_of(await client.call_tool("add", {"a": 3, "b": 4})) == "7"
 
 

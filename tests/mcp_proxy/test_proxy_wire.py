@@ -20,8 +20,8 @@ from tests.mcp_proxy.proxy_support import (
     demo_command,
     proxy_env,
     read_calls,
-    wait_for,
 )
+from tests.support.waiting import wait_until
 
 MODERN = "2026-07-28"
 ENVELOPE = {
@@ -182,10 +182,10 @@ async def test_cancelling_one_call_cancels_it_upstream_and_leaves_the_others(
     async with wire_proxy(tmp_path) as wire:
         await open_session(wire, "legacy")
         await wire.send({"id": "long", "method": "tools/call", "params": call("slow", seconds=60)})
-        await asyncio.to_thread(wait_for, (tmp_path / "slow-started").exists, timeout=20)
+        await asyncio.to_thread(wait_until, (tmp_path / "slow-started").exists, "slow-started", 20)
         await wire.send({"method": "notifications/cancelled",
                          "params": {"requestId": "long", "reason": "user pressed stop"}})
-        await asyncio.to_thread(wait_for, (tmp_path / "slow-cancelled").exists, timeout=20)
+        await asyncio.to_thread(wait_until, (tmp_path / "slow-cancelled").exists, "cancel", 20)
         assert text(await wire.call(11, "tools/call", call("add", a=4, b=4))) == "8"
         # A cancelled request is not answered (JSON-RPC); the next ones are.
         assert text(await wire.call(12, "tools/call", call("add", a=5, b=5))) == "10"
