@@ -192,6 +192,16 @@ def test_failing_shadow_hooks_block_nothing_and_trip_no_breaker(served: Served) 
              if line.startswith("hookgate_hook_threads_stuck ")]
     assert stuck and all(float(line.rsplit(" ", 1)[1]) == 0 for line in stuck), stuck
 
+    def shadow_workers_free() -> bool:
+        text = served.gateway.rest("GET", "/metrics").text
+        lines = [line for line in text.splitlines()
+                 if line.startswith("hookgate_shadow_hook_threads_stuck ")]
+        return bool(lines) and all(float(line.rsplit(" ", 1)[1]) == 0 for line in lines)
+
+    # The stalls release their shadow workers after 3 s; the tests after this one share the
+    # tenant, whose shadow hooks would otherwise be refused (TooManyStuck) until then.
+    wait_until(shadow_workers_free, "the stalled shadow workers are released", 30)
+
 
 def test_a_shadow_hooks_huge_answer_is_bounded(served: Served) -> None:
     """tenant: a shadow hook answers a megabyte of reason, context and rewritten input."""
