@@ -12,11 +12,11 @@ import asyncio
 import itertools
 import os
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from time import perf_counter
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from hookgate.audit import AuditSink, ExecutionRecord, new_dispatch_id
 from hookgate.chain import ChainSettings
@@ -65,7 +65,7 @@ if TYPE_CHECKING:
     from hookgate.handlers.rule.history import SessionHistory
     from hookgate.state.rules import Stamp
 
-__all__ = ["INPUT_GUARD_ID", "Engine", "EngineStats"]
+__all__ = ["INPUT_GUARD_ID", "ChainDriver", "Engine", "EngineStats", "RecordedRun"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 #: Events whose admitted calls the session history of rule hooks may record.
@@ -124,6 +124,18 @@ class EngineStats:
             "hook_threads_abandoned": self.hook_threads_abandoned,
             "shadow_hook_threads_stuck": self.shadow_hook_threads_stuck,
         }
+
+
+#: Drives an event's enforce chain (spec, payload, hooks) to its outcome: run_recorded.
+ChainDriver = Callable[[EventSpec, Mapping[str, Any], Sequence[CompiledHook]], Awaitable[Outcome]]
+
+
+class RecordedRun(NamedTuple):
+    """What :meth:`Engine.run_recorded` made of one event: its outcome (shadow hooks' rows
+    in its trace), and whether that outcome decides (a non-blocking chain's never does)."""
+
+    outcome: Outcome
+    decides: bool
 
 
 #: An event ready to drive, ``(spec, data, hooks, queued, stamps)``: the spec its chain runs
@@ -475,6 +487,27 @@ class Engine:
         if self._emit_outcome(spec, data, outcome, started):
             return self.runner.loop_thread().run(self._settle(spec, data, outcome))
         return outcome
+
+    async def run_recorded(
+        self, event: str, payload: Mapping[str, Any], *, wait: bool, drive: ChainDriver
+    ) -> RecordedRun:
+        """One recorded event through this engine as :meth:`fire` takes it (prepared,
+        selected, enforce chain, shadow hooks, the session history of rule hooks), with the
+        enforce chain driven by ``drive`` and nothing handed off (no audit, nobody asked):
+        replay's step (:mod:`hookgate.replay`)."""
+        resolved = self._resolve(event, payload, {}, wait)
+        if isinstance(resolved, Outcome):
+            return RecordedRun(resolved, True)  # decided before any hook (no hooks, limits)
+        spec, data, selected, queued, stamps = resolved
+        if queued and stamps:
+            await self._keep_history(stamps, None)  # kept before the chain, as fire does
+        hooks, shadow = self._split(selected)
+        outcome = await drive(spec, data, hooks) if hooks else Outcome()
+        if shadow:
+            await self._run_shadow(spec, data, shadow, outcome)
+        if stamps and not queued and outcome.decision != "block":
+            await self._keep_history(stamps, outcome if spec.blocking else None)
+        return RecordedRun(outcome, spec.blocking)
 
     def _resolve(
         self,

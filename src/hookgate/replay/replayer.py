@@ -197,7 +197,6 @@ class Replayer:
         """The candidate's decision for one recorded input: prepared, selected and run as
         the engine runs a live event (enforce chain, then shadow hooks, then the session
         history rule hooks look back on), at the time it was recorded."""
-        engine = self.engine
         self._now = recorded.created_at
         blocking = recorded.blocking
         if blocking is None:  # an older record: it blocked, so it was waited for
@@ -205,23 +204,16 @@ class Replayer:
         recordings = self._recordings
         recordings.current = recorded.answers
         recordings.missing = []
-        resolved = engine._resolve(recorded.event, recorded.payload, {}, blocking)
-        if isinstance(resolved, Outcome):
-            return Verdict(resolved.decision, resolved.reason)  # no hook to run
-        spec, data, selected, queued, stamps = resolved
-        if queued and stamps:
-            await engine._keep_history(stamps, None)  # kept before the chain, as live
-        hooks, shadow = engine._split(selected)
-        outcome = await self._run(spec, data, hooks) if hooks else Outcome()
-        if shadow:
-            await engine._run_shadow(spec, data, shadow, outcome)
-        if stamps and not queued and outcome.decision != "block":
-            await engine._keep_history(stamps, outcome if spec.blocking else None)
+        step = await self.engine.run_recorded(
+            recorded.event, recorded.payload, wait=blocking, drive=self._run
+        )
+        outcome = step.outcome
         would = _NO_SHADOW
-        if shadow:
+        rows = outcome._rows
+        if rows:
             would = tuple(
                 (row.hook.definition.name, row.decision)
-                for row in outcome._rows or ()
+                for row in rows
                 if row.decision and row.hook.definition.mode == "shadow"
             )
         if recordings.missing:
@@ -232,7 +224,7 @@ class Replayer:
         if pending is not None:
             named = pending.reason or f"hook {pending.definition.name!r} asks"
             return Verdict("ask", named, would)
-        if not spec.blocking:
+        if not step.decides:
             return Verdict("allow", None, would)  # a non-blocking chain never decides
         return Verdict(outcome.decision, outcome.reason, would)
 
