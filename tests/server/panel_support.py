@@ -9,10 +9,11 @@ only once its history row is committed.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
 import shutil
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -116,6 +117,52 @@ def panel_gateway(data_dir: Path, *, edition: str = "lite") -> GatewayProcess:
         args=("--edition", edition, "--audit-mode", "sync"),
         env={"HOOKGATE_SSRF_ALLOWLIST": "127.0.0.1", "HOOKGATE_SECRET_KEY": TEST_SECRET_KEY},
     )
+
+
+@contextlib.contextmanager
+def running_panel_gateway(
+    data_dir: Path,
+    roles: Mapping[str, str],
+    *,
+    master: str | None = None,
+    callables: bool = False,
+) -> Iterator[tuple[GatewayProcess, dict[str, str]]]:
+    """A started panel gateway with one key of tenant ``acme`` per name in ``roles``
+    (``name -> role``; the one named ``master`` has master scope), stopped on exit.
+    ``callables`` allows the ``tests.server.hookfns`` functions as callable hooks."""
+    require_chromium()
+    served = panel_gateway(data_dir)
+    if callables:
+        served.args = (*served.args, "--allow-callable", "tests.server.hookfns")
+    keys = {
+        name: served.create_key("acme", role, master=name == master)
+        for name, role in roles.items()
+    }
+    served.start()
+    try:
+        yield served, keys
+    finally:
+        served.stop()
+
+
+def add_callable_hook(
+    served: GatewayProcess, key: str, name: str, fn: str, matcher: str, **extra: Any
+) -> str:
+    """Create a tenant ``pre_tool_use`` hook calling ``tests.server.hookfns:<fn>``; its id."""
+    return str(rest_json(served, "POST", "/hooks", key, json={
+        "event": "pre_tool_use", "handler_type": "callable", "scope": "tenant",
+        "tenant_id": "acme", "name": name, "matcher": matcher,
+        "config": {"callable": f"tests.server.hookfns:{fn}"}, **extra,
+    })["hookId"])
+
+
+def dispatch_tool(
+    served: GatewayProcess, key: str, tool: str, session: str, **input_fields: Any
+) -> Any:
+    """Dispatch ``pre_tool_use`` of ``tool`` in ``session`` (empty input unless given)."""
+    event_input = {"tool_name": tool, "session_id": session, "tool_input": {}, **input_fields}
+    return rest_json(served, "POST", "/dispatch", key,
+                     json={"event": "pre_tool_use", "input": event_input})
 
 
 def rest_json(gateway: GatewayProcess, method: str, path: str, key: str, **kwargs: Any) -> Any:

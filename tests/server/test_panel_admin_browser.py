@@ -17,9 +17,8 @@ from tests.server.gateway_process import GatewayProcess
 from tests.server.panel_support import (
     browser,
     page,
-    panel_gateway,
-    require_chromium,
     rest_json,
+    running_panel_gateway,
     shot,
     sign_in,
 )
@@ -43,16 +42,9 @@ def _webhook(name: str, tenant: str, **extra: Any) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def admin_gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    require_chromium()
-    served = panel_gateway(tmp_path_factory.mktemp("admin-panel"))
-    keys = {
-        "master": served.create_key("acme", "admin", master=True),
-        "admin": served.create_key("acme", "admin"),
-        "operator": served.create_key("acme", "operator"),
-        "viewer": served.create_key("acme", "viewer"),
-    }
-    served.start()
-    try:
+    roles = {"master": "admin", "admin": "admin", "operator": "operator", "viewer": "viewer"}
+    with running_panel_gateway(tmp_path_factory.mktemp("admin-panel"), roles,
+                               master="master") as (served, keys):
         master = keys["master"]
         def create(hook: dict[str, Any]) -> str:
             return str(rest_json(served, "POST", "/hooks", master, json=hook)["hookId"])
@@ -70,8 +62,6 @@ def admin_gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str
             "tenant_id": "beta", "tool_name": "Bash", "session_id": "beta-session",
             "tool_input": {"command": "ls"}}})
         yield {"gateway": served, "keys": keys, "ids": ids}
-    finally:
-        served.stop()
 
 
 def test_admin_creates_a_key_sees_it_once_and_revokes_it(
@@ -223,7 +213,8 @@ def test_saving_a_private_webhook_url_warns_with_the_allow_list(
     # Fixed to an allowed address: saved without a warning, on to the hook.
     page.get_by_label("Webhook URL").fill("http://127.0.0.1:9/hook")
     page.get_by_role("button", name="Save changes").click()
-    expect(page.get_by_role("heading", level=1, name="internal audit sink")).to_be_visible()
+    saved_page = page.get_by_role("heading", level=1, name="internal audit sink", exact=True)
+    expect(saved_page).to_be_visible()
 
 
 @pytest.mark.parametrize("role", ["viewer", "operator"])
@@ -287,7 +278,7 @@ def test_form_sets_human_approval(page: Any, admin_gateway: dict[str, Any]) -> N
     page.get_by_label("Time to decide (ms)").fill("120000")
     page.get_by_label("If nobody decides").select_option("allow")
     page.get_by_role("button", name="Save changes").click()
-    expect(page.get_by_role("heading", level=1, name="acme-guard")).to_be_visible()
+    expect(page.get_by_role("heading", level=1, name="acme-guard", exact=True)).to_be_visible()
     expect(page.locator(".facts, dl").first).to_contain_text("always asks a person")
     stored = rest_json(served, "GET", f"/hooks/{hook_id}", master)["hook"]
     assert stored["approval"] == {"required": True, "timeout_ms": 120000, "on_timeout": "allow"}

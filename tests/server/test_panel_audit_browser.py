@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 from tests.server.gateway_process import GatewayProcess
 from tests.server.panel_support import (
+    add_callable_hook,
     browser,
     page,
-    panel_gateway,
-    require_chromium,
     rest_json,
+    running_panel_gateway,
     shot,
     sign_in,
 )
@@ -27,30 +27,16 @@ __all__ = ["browser", "page"]  # fixtures used here
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(90)]
 
 
-def _callable_gateway(data_dir: Path) -> GatewayProcess:
-    served = panel_gateway(data_dir)
-    served.args = (*served.args, "--allow-callable", "tests.server.hookfns")
-    return served
-
-
 @pytest.fixture(scope="module")
 def audit_gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    require_chromium()
-    served = _callable_gateway(tmp_path_factory.mktemp("audit-panel"))
-    keys = {
-        "admin": served.create_key("acme", "admin", master=True),
-        "viewer": served.create_key("acme", "viewer"),
-    }
-    served.start()
-    try:
+    roles = {"admin": "admin", "viewer": "viewer"}
+    with running_panel_gateway(tmp_path_factory.mktemp("audit-panel"), roles, master="admin",
+                               callables=True) as (served, keys):
         admin = keys["admin"]
-        ids = {}
-        for name, fn, tool in (("guard", "block", "Bash"), ("asker", "ask", "Write")):
-            ids[name] = rest_json(served, "POST", "/hooks", admin, json={
-                "event": "pre_tool_use", "handler_type": "callable", "scope": "tenant",
-                "tenant_id": "acme", "name": name, "matcher": tool,
-                "config": {"callable": f"tests.server.hookfns:{fn}"},
-            })["hookId"]
+        ids = {
+            name: add_callable_hook(served, admin, name, fn, tool)
+            for name, fn, tool in (("guard", "block", "Bash"), ("asker", "ask", "Write"))
+        }
         for n, tool in enumerate(("Bash", "Write", "Bash")):
             rest_json(served, "POST", "/dispatch", admin, json={"event": "pre_tool_use", "input": {
                 "tenant_id": "acme", "tool_name": tool, "session_id": f"sess-{n}",
@@ -58,8 +44,6 @@ def audit_gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str
             }, "approvalWaitS": 0})  # the asker's dispatch answers pending, not after 60 s
         rest_json(served, "DELETE", f"/hooks/{ids['asker']}", admin)
         yield {"gateway": served, "keys": keys, "ids": ids}
-    finally:
-        served.stop()
 
 
 def test_audit_view_filters_and_exports(page: Any, audit_gateway: dict[str, Any]) -> None:
@@ -151,5 +135,5 @@ def test_form_sets_on_error(page: Any, audit_gateway: dict[str, Any]) -> None:
     page.goto(f"{served.url}/#/hooks/{hook_id}/edit")
     page.get_by_label("On error").select_option("allow")
     page.get_by_role("button", name="Save changes").click()
-    expect(page.get_by_role("heading", level=1, name="guard")).to_be_visible()
+    expect(page.get_by_role("heading", level=1, name="guard", exact=True)).to_be_visible()
     assert rest_json(served, "GET", f"/hooks/{hook_id}", admin)["hook"]["on_error"] == "allow"

@@ -221,7 +221,8 @@ def test_create_http_hook_keeps_the_secret_header_write_only(
     # Every definition field is in the form, on_error included (it stays "block" here).
     expect(page.get_by_label("On error")).to_have_value("block")
     page.get_by_role("button", name="Save changes").click()
-    expect(page.get_by_role("heading", level=1, name="Guard /etc writes")).to_be_visible()
+    saved_page = page.get_by_role("heading", level=1, name="Guard /etc writes", exact=True)
+    expect(saved_page).to_be_visible()
     saved = rest_json(gateway, "GET", f"/hooks/{hook_id}", lite["keys"]["admin"])["hook"]
     assert saved["priority"] == 60 and saved["version"] == 2 and saved["on_error"] == "block"
 

@@ -14,11 +14,12 @@ import orjson
 import pytest
 from tests.server.gateway_process import GatewayProcess
 from tests.server.panel_support import (
+    add_callable_hook,
     browser,
+    dispatch_tool,
     page,
-    panel_gateway,
-    require_chromium,
     rest_json,
+    running_panel_gateway,
     shot,
     sign_in,
 )
@@ -32,29 +33,13 @@ pytestmark = [pytest.mark.browser, pytest.mark.timeout(120)]
 
 @pytest.fixture(scope="module")
 def chain_gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    require_chromium()
-    served = panel_gateway(tmp_path_factory.mktemp("chain-panel"))
-    served.args = (*served.args, "--allow-callable", "tests.server.hookfns")
-    keys = {
-        "master": served.create_key("acme", "admin", master=True),
-        "admin": served.create_key("acme", "admin"),
-        "viewer": served.create_key("acme", "viewer"),
-    }
-    served.start()
-    try:
-        rest_json(served, "POST", "/hooks", keys["master"], json={
-            "event": "pre_tool_use", "handler_type": "callable", "scope": "tenant",
-            "tenant_id": "acme", "name": "guard", "matcher": "Bash",
-            "config": {"callable": "tests.server.hookfns:block"},
-        })
+    roles = {"master": "admin", "admin": "admin", "viewer": "viewer"}
+    with running_panel_gateway(tmp_path_factory.mktemp("chain-panel"), roles, master="master",
+                               callables=True) as (served, keys):
+        add_callable_hook(served, keys["master"], "guard", "block", "Bash")
         for n in range(3):  # sync audit mode: each answer comes once its rows are committed
-            rest_json(served, "POST", "/dispatch", keys["admin"], json={
-                "event": "pre_tool_use",
-                "input": {"tool_name": "Bash", "session_id": f"s-{n}", "tool_input": {"n": n}},
-            })
+            dispatch_tool(served, keys["admin"], "Bash", f"s-{n}", tool_input={"n": n})
         yield {"gateway": served, "keys": keys}
-    finally:
-        served.stop()
 
 
 def test_admin_sees_the_chain_downloads_its_head_and_a_broken_hook_row(

@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 from tests.server.gateway_process import GatewayProcess
 from tests.server.panel_support import (
+    add_callable_hook,
     browser,
     page,
-    panel_gateway,
-    require_chromium,
     rest_json,
+    running_panel_gateway,
     shot,
     sign_in,
 )
@@ -29,14 +29,6 @@ pytestmark = [pytest.mark.browser, pytest.mark.timeout(120)]
 ISO = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
 
 
-def _hook(served: GatewayProcess, key: str, name: str, fn: str, tool: str, priority: int) -> str:
-    return str(rest_json(served, "POST", "/hooks", key, json={
-        "event": "pre_tool_use", "handler_type": "callable", "scope": "tenant",
-        "tenant_id": "acme", "name": name, "matcher": tool, "priority": priority,
-        "config": {"callable": f"tests.server.hookfns:{fn}"},
-    })["hookId"])
-
-
 def _dispatch(served: GatewayProcess, key: str, tool: str, session: str, **extra: Any) -> Any:
     return rest_json(served, "POST", "/dispatch", key, json={"event": "pre_tool_use", "input": {
         "tool_name": tool, "session_id": session, "agent_id": "agent-7",
@@ -46,21 +38,14 @@ def _dispatch(served: GatewayProcess, key: str, tool: str, session: str, **extra
 
 @pytest.fixture(scope="module")
 def dispatch_gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    require_chromium()
-    served = panel_gateway(tmp_path_factory.mktemp("dispatch-panel"))
-    served.args = (*served.args, "--allow-callable", "tests.server.hookfns")
-    keys = {
-        "admin": served.create_key("acme", "admin", master=True),
-        "operator": served.create_key("acme", "operator"),
-        "approver": served.create_key("acme", "approver"),
-        "viewer": served.create_key("acme", "viewer"),
-    }
-    served.start()
-    try:
+    roles = {"admin": "admin", "operator": "operator", "approver": "approver",
+             "viewer": "viewer"}
+    with running_panel_gateway(tmp_path_factory.mktemp("dispatch-panel"), roles,
+                               master="admin", callables=True) as (served, keys):
         admin, operator = keys["admin"], keys["operator"]
-        _hook(served, admin, "first-allow", "allow", "Write", 10)
-        _hook(served, admin, "asker", "ask", "Write", 5)
-        _hook(served, admin, "guard", "block", "Bash", 0)
+        add_callable_hook(served, admin, "first-allow", "allow", "Write", priority=10)
+        add_callable_hook(served, admin, "asker", "ask", "Write", priority=5)
+        add_callable_hook(served, admin, "guard", "block", "Bash", priority=0)
         blocked = _dispatch(served, operator, "Bash", "s-block")
         unmatched = _dispatch(served, operator, "Read", "s-none")
         asked = _dispatch(served, operator, "Write", "s-ask", approvalWaitS=0)
@@ -71,8 +56,6 @@ def dispatch_gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[
             "gateway": served, "keys": keys, "blocked": blocked["dispatch_id"],
             "unmatched": unmatched["dispatch_id"], "asked": asked["dispatch_id"],
         }
-    finally:
-        served.stop()
 
 
 def test_dispatch_list_and_filters(page: Any, dispatch_gateway: dict[str, Any]) -> None:

@@ -12,11 +12,12 @@ from typing import Any
 import pytest
 from tests.server.gateway_process import GatewayProcess
 from tests.server.panel_support import (
+    add_callable_hook,
     browser,
+    dispatch_tool,
     page,
-    panel_gateway,
-    require_chromium,
     rest_json,
+    running_panel_gateway,
     shot,
     sign_in,
 )
@@ -30,32 +31,17 @@ ISO = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
 
 @pytest.fixture(scope="module")
 def figures_gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    require_chromium()
-    served = panel_gateway(tmp_path_factory.mktemp("figures-panel"))
-    served.args = (*served.args, "--allow-callable", "tests.server.hookfns")
-    keys = {
-        "admin": served.create_key("acme", "admin", master=True),
-        "operator": served.create_key("acme", "operator"),
-        "viewer": served.create_key("acme", "viewer"),
-    }
-    served.start()
-    try:
-        ids = {}
-        for name, fn, tool in (("guard", "block", "Bash"), ("passer", "allow", "Read"),
-                               ("idle", "allow", "Never")):
-            ids[name] = rest_json(served, "POST", "/hooks", keys["admin"], json={
-                "event": "pre_tool_use", "handler_type": "callable", "scope": "tenant",
-                "tenant_id": "acme", "name": name, "matcher": f"^{tool}$",
-                "config": {"callable": f"tests.server.hookfns:{fn}"},
-            })["hookId"]
+    roles = {"admin": "admin", "operator": "operator", "viewer": "viewer"}
+    with running_panel_gateway(tmp_path_factory.mktemp("figures-panel"), roles, master="admin",
+                               callables=True) as (served, keys):
+        ids = {
+            name: add_callable_hook(served, keys["admin"], name, fn, f"^{tool}$")
+            for name, fn, tool in (("guard", "block", "Bash"), ("passer", "allow", "Read"),
+                                   ("idle", "allow", "Never"))
+        }
         for n, tool in enumerate(("Bash", "Bash", "Read", "Read", "Read")):
-            rest_json(served, "POST", "/dispatch", keys["operator"], json={
-                "event": "pre_tool_use",
-                "input": {"tool_name": tool, "session_id": f"s-{n}", "tool_input": {}},
-            })
+            dispatch_tool(served, keys["operator"], tool, f"s-{n}")
         yield {"gateway": served, "keys": keys, "ids": ids}
-    finally:
-        served.stop()
 
 
 def test_figures_are_computed_by_the_gateway(figures_gateway: dict[str, Any]) -> None:

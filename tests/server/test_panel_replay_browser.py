@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 from tests.server.panel_support import (
     browser,
+    dispatch_tool,
     page,
-    panel_gateway,
-    require_chromium,
     rest_json,
+    running_panel_gateway,
     shot,
     sign_in,
 )
@@ -30,23 +30,14 @@ RULE = {"limit": {"count": 2, "per": "session", "window_s": 2_592_000}}
 
 @pytest.fixture(scope="module")
 def replay_gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    require_chromium()
-    served = panel_gateway(tmp_path_factory.mktemp("replay-panel"))
-    keys = {
-        "admin": served.create_key("acme", "admin"),
-        "viewer": served.create_key("acme", "viewer"),
-    }
-    served.start()
-    try:
+    roles = {"admin": "admin", "viewer": "viewer"}
+    with running_panel_gateway(tmp_path_factory.mktemp("replay-panel"), roles) as (served, keys):
         hook_id = rest_json(served, "POST", "/hooks", keys["admin"], json={
             "event": "pre_tool_use", "handler_type": "rule", "scope": "tenant",
             "name": "exec-budget", "matcher": "^exec$", "config": RULE,
         })["hookId"]
         decisions = [
-            rest_json(served, "POST", "/dispatch", keys["admin"], json={
-                "event": "pre_tool_use",
-                "input": {"tool_name": "exec", "session_id": "s-1", "tool_input": {"cmd": c}},
-            })
+            dispatch_tool(served, keys["admin"], "exec", "s-1", tool_input={"cmd": c})
             for c in ("ls", "make", "make test", "git status")
         ]
         assert [d["decision"] for d in decisions] == ["allow", "allow", "block", "block"]
@@ -58,8 +49,6 @@ def replay_gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[st
         wait_until(committed, "the four dispatch records")
         yield {"gateway": served, "keys": keys, "hook_id": hook_id,
                "ids": [d["dispatch_id"] for d in decisions]}
-    finally:
-        served.stop()
 
 
 def test_replay_tab_replays_the_edited_hook(page: Any, replay_gateway: dict[str, Any]) -> None:

@@ -12,11 +12,12 @@ from typing import Any
 import pytest
 from tests.server.gateway_process import GatewayProcess
 from tests.server.panel_support import (
+    add_callable_hook,
     browser,
+    dispatch_tool,
     page,
-    panel_gateway,
-    require_chromium,
     rest_json,
+    running_panel_gateway,
     shot,
     sign_in,
 )
@@ -28,35 +29,20 @@ pytestmark = [pytest.mark.browser, pytest.mark.timeout(120)]
 
 @pytest.fixture(scope="module")
 def shadow_gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    require_chromium()
-    served = panel_gateway(tmp_path_factory.mktemp("shadow-panel"))
-    served.args = (*served.args, "--allow-callable", "tests.server.hookfns")
-    keys = {
-        "admin": served.create_key("acme", "admin", master=True),
-        "operator": served.create_key("acme", "operator"),
-        "viewer": served.create_key("acme", "viewer"),
-    }
-    served.start()
-    try:
-        ids = {}
-        for name, fn, tool, mode in (("shadow-rm", "block", "Bash", "shadow"),
-                                     ("guard", "allow", "Read", "enforce")):
-            ids[name] = rest_json(served, "POST", "/hooks", keys["admin"], json={
-                "event": "pre_tool_use", "handler_type": "callable", "scope": "tenant",
-                "tenant_id": "acme", "name": name, "matcher": f"^{tool}$", "mode": mode,
-                "config": {"callable": f"tests.server.hookfns:{fn}"},
-            })["hookId"]
+    roles = {"admin": "admin", "operator": "operator", "viewer": "viewer"}
+    with running_panel_gateway(tmp_path_factory.mktemp("shadow-panel"), roles, master="admin",
+                               callables=True) as (served, keys):
+        ids = {
+            name: add_callable_hook(served, keys["admin"], name, fn, f"^{tool}$", mode=mode)
+            for name, fn, tool, mode in (("shadow-rm", "block", "Bash", "shadow"),
+                                         ("guard", "allow", "Read", "enforce"))
+        }
         dispatches = []
         for n, tool in enumerate(("Bash", "Bash", "Bash", "Read")):
-            outcome = rest_json(served, "POST", "/dispatch", keys["operator"], json={
-                "event": "pre_tool_use",
-                "input": {"tool_name": tool, "session_id": f"s-{n}", "tool_input": {}},
-            })
+            outcome = dispatch_tool(served, keys["operator"], tool, f"s-{n}")
             assert outcome["decision"] == "allow"
             dispatches.append(outcome["dispatch_id"])
         yield {"gateway": served, "keys": keys, "ids": ids, "dispatches": dispatches}
-    finally:
-        served.stop()
 
 
 def test_the_list_shows_shadow_hooks_apart_with_their_would_blocks(
@@ -134,7 +120,7 @@ def test_the_form_sets_the_mode(page: Any, shadow_gateway: dict[str, Any]) -> No
     expect(mode).to_have_value("enforce")
     mode.select_option("shadow")
     page.get_by_role("button", name="Save changes").click()
-    expect(page.get_by_role("heading", level=1, name="guard")).to_be_visible()
+    expect(page.get_by_role("heading", level=1, name="guard", exact=True)).to_be_visible()
     stored = rest_json(served, "GET", f"/hooks/{ids['guard']}", keys["admin"])["hook"]
     assert stored["mode"] == "shadow"
     page.goto(f"{served.url}/#/hooks")
