@@ -36,10 +36,8 @@ from hookgate.store.sql.executions import (
     HOOK_ROW_COLUMNS,
     HOOK_ROW_DETAIL,
     HOOK_ROW_NAMES,
-    MAX_PAGE,
-    decode_cursor,
-    encode_cursor,
 )
+from hookgate.store.sql.listing import Where, newest_first_page
 
 __all__ = [
     "DISPATCH_COLUMNS",
@@ -189,35 +187,23 @@ def _replay_row(row: Row) -> DispatchRow:
     )
 
 
-def _dispatch_filters(caller: Caller, query: DispatchQuery) -> tuple[list[str], list[Any]]:
+def _dispatch_filters(caller: Caller, query: DispatchQuery) -> Where:
     """The WHERE terms (and their arguments) of a dispatch query, scoped to the caller."""
-    where: list[str] = []
-    args: list[Any] = []
-    tenant = query.tenant_id if caller.master else caller.tenant_id
-    if tenant is not None:
-        where.append("tenant_id = ?")
-        args.append(tenant)
+    where = Where()
+    where.tenant(caller, query.tenant_id)
     decision = query.decision
     if decision == "ask":  # every dispatch that asked a person, whatever was decided
-        where.append("approval_id IS NOT NULL")
+        where.add("approval_id IS NOT NULL")
         decision = None
-    for column, value in (
+    where.equal(
         ("session_id", query.session_id),
         ("agent_id", query.agent_id),
         ("tool_name", query.tool_name),
         ("decision", decision),
         ("event", query.event),
-    ):
-        if value is not None:
-            where.append(f"{column} = ?")
-            args.append(value)
-    if query.since is not None:
-        where.append("created_at >= ?")
-        args.append(float(query.since))
-    if query.until is not None:
-        where.append("created_at < ?")
-        args.append(float(query.until))
-    return where, args
+    )
+    where.window(query.since, query.until)
+    return where
 
 
 def _head(row: Row) -> ChainHead:
@@ -379,21 +365,13 @@ class DispatchTable(SqlBackend):
         return known
 
     async def query_dispatches(self, caller: Caller, query: DispatchQuery) -> DispatchPage:
-        where, args = _dispatch_filters(caller, query)
-        if query.cursor:
-            where.append("seq < ?")
-            args.append(decode_cursor(query.cursor))
-        limit = max(1, min(int(query.limit), MAX_PAGE))
-        clause = f" WHERE {' AND '.join(where)}" if where else ""
         async with self._read() as sql:
-            rows = await sql.fetch(
-                f"SELECT seq, {DISPATCH_COLUMNS} FROM dispatch_records{clause} "
-                f"ORDER BY seq DESC LIMIT {limit + 1}",
-                *args,
+            items, cursor = await newest_first_page(
+                sql, f"SELECT seq, {DISPATCH_COLUMNS} FROM dispatch_records",
+                _dispatch_filters(caller, query), query.cursor, query.limit,
+                dispatch_from_row, lambda row: row.seq,
             )
-        items = tuple(dispatch_from_row(row) for row in rows[:limit])
-        more = len(rows) > limit
-        return DispatchPage(items, encode_cursor(items[-1].seq) if more and items else None)
+        return DispatchPage(items, cursor)
 
     async def dispatches_in_order(
         self, caller: Caller, query: DispatchQuery, after_seq: int = 0
@@ -401,24 +379,24 @@ class DispatchTable(SqlBackend):
         """Up to ``query.limit`` records after ``after_seq``, oldest first (replay reads a
         window in the order it was written); filtered and scoped like :meth:`query_dispatches`.
         Only the columns replay reads: ``hooks`` and ``approval`` are left empty."""
-        where, args = _dispatch_filters(caller, query)
-        where.append("seq > ?")
-        args.append(int(after_seq))
+        where = _dispatch_filters(caller, query)
+        where.add("seq > ?", int(after_seq))
         limit = max(1, min(int(query.limit), REPLAY_PAGE))
         async with self._read() as sql:
             rows = await sql.fetch(
-                f"SELECT {_REPLAY_COLUMNS} FROM dispatch_records "
-                f"WHERE {' AND '.join(where)} ORDER BY seq LIMIT {limit}",
-                *args,
+                f"SELECT {_REPLAY_COLUMNS} FROM dispatch_records{where.clause()} "
+                f"ORDER BY seq LIMIT {limit}",
+                *where.args,
             )
         return tuple(_replay_row(row) for row in rows)
 
     async def count_dispatches(self, caller: Caller, query: DispatchQuery) -> int:
         """How many records the filters select (the cursor and limit are ignored)."""
-        where, args = _dispatch_filters(caller, query)
-        clause = f" WHERE {' AND '.join(where)}" if where else ""
+        where = _dispatch_filters(caller, query)
         async with self._read() as sql:
-            found = await sql.fetchval(f"SELECT count(*) FROM dispatch_records{clause}", *args)
+            found = await sql.fetchval(
+                f"SELECT count(*) FROM dispatch_records{where.clause()}", *where.args
+            )
         return int(found or 0)
 
     async def get_dispatch(self, caller: Caller, dispatch_id: str) -> DispatchRow:

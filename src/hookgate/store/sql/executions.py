@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import base64
-import binascii
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
@@ -17,9 +15,9 @@ from hookgate.store.base import (
     ExecutionRow,
     ExecutionTiming,
     NotFound,
-    StoreError,
 )
 from hookgate.store.sql.base import Row, SqlBackend, loads
+from hookgate.store.sql.listing import Where, newest_first_page
 
 __all__ = [
     "EXECUTION_COLUMNS",
@@ -27,15 +25,11 @@ __all__ = [
     "HOOK_ROW_COLUMNS",
     "HOOK_ROW_DETAIL",
     "HOOK_ROW_NAMES",
-    "MAX_PAGE",
     "ExecutionTable",
-    "decode_cursor",
-    "encode_cursor",
     "execution_from_row",
     "execution_params",
 ]
 
-MAX_PAGE: Final = 1000
 # Hook rows whose dispatch record covers them are deleted with it, not by age alone.
 _UNCHAINED: Final = (
     " AND (dispatch_id IS NULL OR NOT EXISTS (SELECT 1 FROM dispatch_records d "
@@ -130,20 +124,6 @@ def execution_from_row(row: Row) -> ExecutionRow:
     )
 
 
-def encode_cursor(seq: int) -> str:
-    return base64.urlsafe_b64encode(f"s{seq}".encode()).decode().rstrip("=")
-
-
-def decode_cursor(cursor: str) -> int:
-    try:
-        text = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
-        if not text.startswith("s"):
-            raise ValueError(text)
-        return int(text[1:])
-    except (binascii.Error, UnicodeDecodeError, ValueError):
-        raise StoreError(f"invalid history cursor {cursor!r}") from None
-
-
 
 class ExecutionTable(SqlBackend):
     """Execution rows: written in batches by the audit writer, queried by page, pruned."""
@@ -155,13 +135,9 @@ class ExecutionTable(SqlBackend):
             return await sql.executemany(EXECUTION_INSERT, [execution_params(r) for r in rows])
 
     async def query_executions(self, caller: Caller, query: ExecutionQuery) -> ExecutionPage:
-        where: list[str] = []
-        args: list[Any] = []
-        tenant = query.tenant_id if caller.master else caller.tenant_id
-        if tenant is not None:
-            where.append("tenant_id = ?")
-            args.append(tenant)
-        for column, value in (
+        where = Where()
+        where.tenant(caller, query.tenant_id)
+        where.equal(
             ("hook_ref", query.hook_id),  # the executed id: a deleted hook's rows too
             ("tool_name", query.tool_name),
             ("session_id", query.session_id),
@@ -169,30 +145,14 @@ class ExecutionTable(SqlBackend):
             ("event", query.event),
             ("agent_id", query.agent_id),
             ("hook_name", query.hook_name),
-        ):
-            if value is not None:
-                where.append(f"{column} = ?")
-                args.append(value)
-        if query.since is not None:
-            where.append("created_at >= ?")
-            args.append(float(query.since))
-        if query.until is not None:
-            where.append("created_at < ?")
-            args.append(float(query.until))
-        if query.cursor:
-            where.append("seq < ?")
-            args.append(decode_cursor(query.cursor))
-        limit = max(1, min(int(query.limit), MAX_PAGE))
-        clause = f" WHERE {' AND '.join(where)}" if where else ""
+        )
+        where.window(query.since, query.until)
         async with self._read() as sql:
-            rows = await sql.fetch(
-                f"SELECT seq, {EXECUTION_COLUMNS} FROM hook_executions{clause} "
-                f"ORDER BY seq DESC LIMIT {limit + 1}",
-                *args,
+            items, cursor = await newest_first_page(
+                sql, f"SELECT seq, {EXECUTION_COLUMNS} FROM hook_executions", where,
+                query.cursor, query.limit, execution_from_row, lambda row: row.seq,
             )
-        items = tuple(execution_from_row(row) for row in rows[:limit])
-        more = len(rows) > limit
-        return ExecutionPage(items, encode_cursor(items[-1].seq) if more and items else None)
+        return ExecutionPage(items, cursor)
 
     async def execution_timings(
         self, caller: Caller, tenant_id: str | None, since: float, until: float, limit: int
