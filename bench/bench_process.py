@@ -11,6 +11,14 @@ them alike) and the median per-call time is reported:
 * bare echo, ``cat``: a line written to ``cat`` and read back (the floor of a pipe round
   trip; reported for reference, the child itself is not doing JSON work);
 * a fresh Python interpreter per call, which is what a per-call command hook costs.
+
+The bare echo writes the very line hookgate writes for the event (:data:`REQUEST`: the same
+params, ``meta`` included), so the child does the same work for every candidate.
+
+``python -m bench.callgrind process`` counts this process's instructions per
+:data:`CALLGRIND_CALLS` round trips of each candidate (the child runs outside valgrind and is
+not counted; ``process:without`` is the bare echo, the ratio column is against it): what
+hookgate executes per round trip, whatever the machine's load.
 """
 
 from __future__ import annotations
@@ -21,6 +29,7 @@ import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
+from bench.callgrind import active, measured, rounds
 from bench.harness import Row, interleaved_medians_us
 from hookgate import Engine
 from hookgate.handlers.process.config import parse_spec
@@ -29,10 +38,14 @@ from hookgate.handlers.process.rpc import HookProcess
 
 SCRIPT = str(Path(__file__).parent / "scripts" / "jsonrpc_echo_hook.py")
 PAYLOAD = {"tool_name": "exec", "tool_input": {"cmd": "ls -la /tmp", "timeout": 30}}
+#: The request line hookgate writes for PAYLOAD (its first call: id 1).
 REQUEST = json.dumps(
     {"jsonrpc": "2.0", "id": 1, "method": "hook.before_tool",
-     "params": {"tool": "exec", "arguments": PAYLOAD["tool_input"]}}
+     "params": build_params("pre_tool_use", PAYLOAD)},
+    separators=(",", ":"),
 ).encode() + b"\n"
+#: Round trips per counted run under callgrind.
+CALLGRIND_CALLS = 500
 
 
 async def _pipe(*argv: str) -> tuple[asyncio.subprocess.Process, Callable[[], Awaitable[bytes]]]:
@@ -79,6 +92,9 @@ async def _measure(quick: bool, *, fresh: bool = True) -> dict[str, float]:
 
     try:
         candidates = {"hook": hook, "rpc": rpc, "same": same_child, "cat": cat}
+        if active():
+            await _count(candidates)
+            return {}
         await interleaved_medians_us(candidates, samples=200)  # warm up
         us = await interleaved_medians_us(candidates, samples=rounds)
         if fresh:
@@ -95,6 +111,19 @@ async def _measure(quick: bool, *, fresh: bool = True) -> dict[str, float]:
     return us
 
 
+async def _count(candidates: dict[str, Callable[[], Awaitable[object]]]) -> None:
+    """Under callgrind: each candidate's instructions for :data:`CALLGRIND_CALLS` calls."""
+    labels = {"hook": "engine.fire", "rpc": "channel", "same": "without", "cat": "cat"}
+    for make in candidates.values():
+        for _ in range(20):  # warm-up: the child's start, caches
+            await make()
+    for _ in range(rounds()):
+        for name, make in candidates.items():
+            with measured(f"process:{labels[name]}"):
+                for _ in range(CALLGRIND_CALLS):
+                    await make()
+
+
 def _round_trip(us: dict[str, float], group: str) -> Row:
     hook = us["hook"]
     return Row(group, "process hook round trip (engine.fire)", hook, "µs",
@@ -108,7 +137,9 @@ def round_trip_row(quick: bool = False) -> Row:
 
 
 def run(quick: bool = False) -> list[Row]:
-    us = asyncio.run(_measure(quick))
+    us = asyncio.run(_measure(quick, fresh=not active()))
+    if active():
+        return []
     hook = us["hook"]
     return [
         _round_trip(us, "process"),

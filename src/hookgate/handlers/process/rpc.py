@@ -22,9 +22,12 @@ import collections
 import contextlib
 import itertools
 import json
+import re
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Final
+
+import orjson
 
 from hookgate.audit import redact
 from hookgate.errors import HookgateError
@@ -417,7 +420,7 @@ class HookProcess:
         if not line.strip():
             return
         try:
-            message = json.loads(line)
+            message = _decode(line)
         except ValueError:
             self.bad_lines += 1
             log_event(
@@ -487,8 +490,58 @@ class HookProcess:
         )
 
 
+# -- the wire format ------------------------------------------------------------------------
+# Once per call each way, on the path the agent waits on: the standard library's encoder
+# costs ~47k instructions for a before_tool request and json.loads ~23k for its answer
+# (bench/bench_process.py, callgrind), most of a round trip's own work.
+
 _ENCODER: Final = json.JSONEncoder(default=str, separators=(",", ":"))
+_ORJSON_OPTIONS: Final = (
+    orjson.OPT_APPEND_NEWLINE
+    | orjson.OPT_NON_STR_KEYS
+    | orjson.OPT_PASSTHROUGH_DATACLASS
+    | orjson.OPT_PASSTHROUGH_DATETIME
+)
+
+
+def _default(value: Any) -> Any:
+    """What is not JSON, as the standard encoder with ``default=str`` writes it."""
+    if isinstance(value, tuple):  # a named tuple: its items, as json writes any tuple
+        return list(value)
+    return str(value)
 
 
 def _encode(message: dict[str, Any]) -> bytes:
+    """One message as a line: orjson (~9k instructions), and the standard encoder for what
+    orjson would write otherwise (non-ASCII text, which json escapes) or refuses (integers
+    over 64 bits, lone surrogates), so those lines are the bytes they always were."""
+    try:
+        line = orjson.dumps(message, default=_default, option=_ORJSON_OPTIONS)
+    except orjson.JSONEncodeError:
+        line = b""
+    if line.isascii() and line:
+        return line
     return _ENCODER.encode(message).encode() + b"\n"
+
+
+#: json's scanner (its C one): a JSON value at an index of a str, and where it ends.
+_scan: Final[Callable[[str, int], tuple[Any, int]]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
+_WHITESPACE: Final = re.compile(r"[ \t\n\r]*")
+
+
+def _decode(line: bytes) -> Any:
+    """``json.loads(line)``; ValueError if it is not JSON. A line that opens an object (every
+    answer) goes straight to json's C scanner (~9k instructions instead of ~23k: no encoding
+    detection, no Python-level decoder), with the same result and the same errors."""
+    if line[:1] != b"{" or line[1:2] == b"\0":  # (json.loads reads "{\0" as UTF-16)
+        return json.loads(line)
+    text = line.decode()
+    try:
+        value, end = _scan(text, 0)
+    except StopIteration as missing:
+        raise json.JSONDecodeError("Expecting value", text, missing.value) from None
+    if end != len(text):
+        end = _WHITESPACE.match(text, end).end()  # type: ignore[union-attr]
+        if end != len(text):
+            raise json.JSONDecodeError("Extra data", text, end)
+    return value
