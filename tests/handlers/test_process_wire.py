@@ -26,7 +26,7 @@ def _standard_line(message: Any) -> bytes:
     [
         {"tool": "exec", "arguments": {"cmd": "ls -la /tmp", "timeout": 30}},
         {"nested": [1, 2.5, -0.0, 1e20, True, None, {"a": [[]]}]},
-        {"text": "line\nbreak \"quoted\" back\\slash \t tab \x01 control"},
+        {"text": 'line\nbreak "quoted" back\\slash \t tab \x01 control'},
         {1: "int key", None: "none key", 2.5: "float key"},
         {"tuple": (1, 2), "named": Point(3, 4), "set": {7}},
         {"when": datetime.datetime(2026, 1, 2, 3, 4, 5), "id": uuid.UUID(int=5)},
