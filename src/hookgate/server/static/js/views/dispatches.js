@@ -5,11 +5,11 @@
 import { h, mount } from "../dom.js";
 import * as api from "../api.js";
 import { session, atLeast, viewedTenant } from "../session.js";
-import { allEvents } from "../catalogue.js";
 import { dispatchHref, hookHref } from "../router.js";
 import { formatDuration, isoTime, shortId } from "../format.js";
 import { decisionBadge, shadowBadge } from "../ui/badges.js";
-import { loadingState, errorState, emptyState } from "../ui/states.js";
+import { loadingState, errorState } from "../ui/states.js";
+import { auditFilterForm, cursorPages } from "../ui/cursor-pages.js";
 
 const PAGE_SIZE = 25;
 const TEXT_FILTERS = [
@@ -40,64 +40,24 @@ export async function renderDispatches(main, route, ctx) {
 const isoCell = (value) => h("time", { dateTime: isoTime(value), text: isoTime(value) });
 
 async function renderDispatchList(main, route, ctx) {
-  const filters = {};
-  const state = { cursors: [null], page: 0 };
   const results = h("div", { class: "dispatch-results" });
-  const field = (name, label, control) => h("div", { class: "filter" }, h("label", { class: "filter-label", for: `dispatch-${name}`, text: label }), control);
-  const inputs = TEXT_FILTERS.map(([name, label]) => field(name, label, h("input", { id: `dispatch-${name}`, name, type: "search", value: route.query[name] || "", autocomplete: "off" })));
-  const event = h("select", { id: "dispatch-event", name: "event" }, ["", ...allEvents().map((e) => e.name)].map((v) => h("option", { value: v, text: v || "All events" })));
-  const decision = h("select", { id: "dispatch-decision", name: "decision" }, DECISIONS.map((v) => h("option", { value: v, text: v || "All decisions", selected: route.query.decision === v })));
-  const since = h("input", { id: "dispatch-since", name: "since", type: "datetime-local" });
-  const form = h(
-    "form",
-    { class: "filters audit-filters", "aria-label": "Filter dispatches" },
-    inputs,
-    field("event", "Event", event),
-    field("decision", "Decision", decision),
-    field("since", "From", since),
-    h("button", { type: "submit", class: "btn", text: "Apply" }),
-  );
-  const read = () => {
-    for (const el of form.querySelectorAll("input, select")) {
-      let value = el.value.trim();
-      if (value && el.type === "datetime-local") value = new Date(value).toISOString();
-      filters[el.name] = value || null;
-    }
-  };
+  const { form, read } = auditFilterForm({ prefix: "dispatch", ariaLabel: "Filter dispatches", textFilters: TEXT_FILTERS, decisions: DECISIONS, route });
+  let filters = read();
+  const pages = cursorPages({
+    results,
+    ctx,
+    loadingText: "Loading dispatches…",
+    pagerLabel: "Dispatch pages",
+    fetchPage: (cursor) => api.dispatchPage(filters, { cursor, limit: PAGE_SIZE }),
+    itemsOf: (page) => page.dispatches,
+    table: dispatchTable,
+    empty: () => ["No dispatches match", "A record appears for every event an agent dispatches; try fewer filters."],
+  });
   form.addEventListener("submit", (e) => {
     e.preventDefault();
-    state.cursors = [null];
-    state.page = 0;
-    load();
+    filters = read();
+    pages.restart();
   });
-  const load = async () => {
-    read();
-    mount(results, loadingState("Loading dispatches…"));
-    let page;
-    try {
-      page = await api.dispatchPage(filters, { cursor: state.cursors[state.page], limit: PAGE_SIZE });
-    } catch (err) {
-      if (ctx.alive()) mount(results, errorState(err, load));
-      return;
-    }
-    if (!ctx.alive()) return;
-    if (page.nextCursor) state.cursors[state.page + 1] = page.nextCursor;
-    if (!page.dispatches.length && state.page === 0) {
-      mount(results, emptyState("No dispatches match", "A record appears for every event an agent dispatches; try fewer filters."));
-      return;
-    }
-    mount(
-      results,
-      dispatchTable(page.dispatches),
-      h(
-        "nav",
-        { class: "pager", "aria-label": "Dispatch pages" },
-        h("button", { type: "button", class: "btn btn-small", text: "Newer", disabled: state.page === 0, onclick: () => { state.page -= 1; load(); } }),
-        h("span", { class: "muted", text: `Page ${state.page + 1}` }),
-        h("button", { type: "button", class: "btn btn-small", text: "Older", disabled: !page.nextCursor, onclick: () => { state.page += 1; load(); } }),
-      ),
-    );
-  };
   mount(
     main,
     h("h1", { tabIndex: -1, text: "Audit" }),
@@ -106,7 +66,7 @@ async function renderDispatchList(main, route, ctx) {
     form,
     results,
   );
-  await load();
+  await pages.load();
 }
 
 function dispatchScope() {

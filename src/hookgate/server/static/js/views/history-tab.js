@@ -4,7 +4,7 @@ import * as api from "../api.js";
 import { session } from "../session.js";
 import { formatDuration, formatTime, relativeTime, stableJson, shortId } from "../format.js";
 import { decisionBadge } from "../ui/badges.js";
-import { loadingState, errorState, emptyState } from "../ui/states.js";
+import { cursorPages } from "../ui/cursor-pages.js";
 
 const PAGE_SIZE = 20;
 const RANGES = [
@@ -16,7 +16,7 @@ const RANGES = [
 const RANGE_MS = { "1h": 3600e3, "24h": 86400e3, "7d": 7 * 86400e3 };
 
 export function renderHistory(panel, hook, ctx) {
-  const state = { decision: "", range: "", cursors: [null], page: 0 };
+  const state = { decision: "", range: "" };
   const results = h("div", { class: "history-results" });
   const decision = h(
     "select",
@@ -31,50 +31,36 @@ export function renderHistory(panel, hook, ctx) {
     h("div", { class: "filter" }, h("label", { class: "filter-label", for: "history-range", text: "Time" }), range),
     h("button", { type: "submit", class: "btn", text: "Refresh" }),
   );
+  const pages = cursorPages({
+    results,
+    ctx,
+    loadingText: "Loading executions…",
+    pagerLabel: "History pages",
+    fetchPage: (cursor) => {
+      const since = state.range ? new Date(Date.now() - RANGE_MS[state.range]).toISOString() : null;
+      return api.history(hook.id, { cursor, limit: PAGE_SIZE, decision: state.decision || null, since });
+    },
+    itemsOf: (page) => page.executions,
+    table: (rows) => executionTable(rows),
+    empty: () => {
+      const filtered = state.decision || state.range;
+      return filtered
+        ? ["No executions match", "Try another decision or time range."]
+        : ["No executions yet", "Rows appear when agents dispatch events this hook matches. Dry-run tests are not recorded."];
+    },
+  });
   const restart = () => {
     state.decision = decision.value;
     state.range = range.value;
-    state.cursors = [null];
-    state.page = 0;
-    load();
+    pages.restart();
   };
   filters.addEventListener("change", restart);
   filters.addEventListener("submit", (event) => {
     event.preventDefault();
     restart();
   });
-
-  const load = async () => {
-    mount(results, loadingState("Loading executions…"));
-    const since = state.range ? new Date(Date.now() - RANGE_MS[state.range]).toISOString() : null;
-    let page;
-    try {
-      page = await api.history(hook.id, { cursor: state.cursors[state.page], limit: PAGE_SIZE, decision: state.decision || null, since });
-    } catch (err) {
-      if (ctx.alive()) mount(results, errorState(err, load));
-      return;
-    }
-    if (!ctx.alive()) return;
-    if (page.nextCursor) state.cursors[state.page + 1] = page.nextCursor;
-    if (!page.executions.length && state.page === 0) {
-      const filtered = state.decision || state.range;
-      mount(results, emptyState(filtered ? "No executions match" : "No executions yet", filtered ? "Try another decision or time range." : "Rows appear when agents dispatch events this hook matches. Dry-run tests are not recorded."));
-      return;
-    }
-    mount(
-      results,
-      executionTable(page.executions),
-      h(
-        "nav",
-        { class: "pager", "aria-label": "History pages" },
-        h("button", { type: "button", class: "btn btn-small", text: "Newer", disabled: state.page === 0, onclick: () => { state.page -= 1; load(); } }),
-        h("span", { class: "muted", text: `Page ${state.page + 1}` }),
-        h("button", { type: "button", class: "btn btn-small", text: "Older", disabled: !page.nextCursor, onclick: () => { state.page += 1; load(); } }),
-      ),
-    );
-  };
   mount(panel, filters, results);
-  load();
+  pages.load();
 }
 
 // The per-hook tab leaves out the hook and the event (the same on every row); the Audit view
