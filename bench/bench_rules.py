@@ -10,8 +10,10 @@ Rows (issue 29's goals):
   both reads the history and writes a stamp): at most 20 µs;
 * ``await fire`` with a ``limit`` rule on Redis (a loopback ``redis-server``: one Lua script
   per event): at most 1 ms; the baseline is one raw ``PING`` round trip with the same client;
-  and the heaviest rule event, ``after`` + ``limit`` with the history stamp written (three
-  round trips: ``MGET``, the limit's script, the stamp's script).
+  and the heaviest rule event, ``after`` + ``limit`` with the history stamp written: also one
+  script, one round trip (the rule has the chain's last word, so it keeps the event's stamp in
+  its own step: :mod:`hookgate.handlers.rule.pending`; ``tests/state/test_rule_redis_step.py``
+  counts the round trips).
 
 The memory rows are timed in turns with their baseline (:func:`interleaved_per_call_us`) by
 the wall clock and by CPU time; the machine is shared, so the ratio is the number to read.
@@ -116,7 +118,7 @@ def _redis_rows(min_time: float) -> list[Row]:
     from hookgate.state.shared import RedisStateStore
 
     prefix = f"hgbench-{uuid.uuid4().hex[:8]}:"
-    name = "await fire, limit rule, Redis"
+    name = "await fire, limit rule (1 round trip), Redis"
     try:
         asyncio.run(_ping())
     except Exception as exc:  # no Redis here: the row says so instead of a number
@@ -144,7 +146,7 @@ def _redis_rows(min_time: float) -> list[Row]:
     return [
         Row("rules", name, timed["rule"], "µs", baseline, timed["ping"], "<= 1000 µs",
             timed["rule"] <= 1000.0),
-        Row("rules", "await fire, after + limit rule + history stamp, Redis",
+        Row("rules", "await fire, after + limit rule + history stamp (1 round trip), Redis",
             timed["heaviest"], "µs", baseline, timed["ping"], "<= 1000 µs",
             timed["heaviest"] <= 1000.0),
     ]

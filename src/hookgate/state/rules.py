@@ -21,7 +21,17 @@ import json
 from collections.abc import Sequence
 from typing import NamedTuple, Protocol, runtime_checkable
 
-__all__ = ["Admission", "RuleKey", "RuleStateStore", "Stamp", "hashed_name"]
+__all__ = [
+    "Admission",
+    "LookBack",
+    "RuleAnswer",
+    "RuleKey",
+    "RuleStateStore",
+    "RuleStep",
+    "Stamp",
+    "SteppingStore",
+    "hashed_name",
+]
 
 
 class RuleKey(NamedTuple):
@@ -45,6 +55,39 @@ class Stamp(NamedTuple):
     key: RuleKey
     at: float
     ttl_s: float
+
+
+class LookBack(NamedTuple):
+    """One history check of a :class:`RuleStep`, over the next ``keys`` of its history keys:
+    ``absent`` (``after``: none may hold a live stamp) or present in order (``require``,
+    ``sequence``: each must, each no earlier than the one before). A stamp older than
+    ``within_s`` is not live."""
+
+    absent: bool
+    keys: int
+    within_s: float | None
+
+
+class RuleStep(NamedTuple):
+    """All a rule hook does to its store for one event, to be done in one atomic step (one
+    round trip): read the ``history`` keys and judge ``checks`` on them at ``now``; only when
+    they pass, admit on ``limit`` (key, count, ttl_s), and only when that admits too, keep
+    ``stamps`` (the event's session history, when the rule has the chain's last word)."""
+
+    history: Sequence[RuleKey]
+    checks: Sequence[LookBack]
+    limit: tuple[RuleKey, int, float] | None
+    stamps: Sequence[Stamp]
+    now: float
+
+
+class RuleAnswer(NamedTuple):
+    """What a :class:`RuleStep` found: whether the history checks passed, the admission
+    (``None`` when they did not, or without a limit), and the live stamps read."""
+
+    passed: bool
+    admission: Admission | None
+    history: dict[RuleKey, float]
 
 
 def hashed_name(key: RuleKey) -> str:
@@ -71,4 +114,13 @@ class RuleStateStore(Protocol):
 
     async def recall(self, keys: Sequence[RuleKey]) -> dict[RuleKey, float]:
         """The live stamps among ``keys`` (absent ones are left out)."""
+        ...
+
+
+@runtime_checkable
+class SteppingStore(Protocol):
+    """A store that takes a rule's whole :class:`RuleStep` in one round trip (Redis)."""
+
+    async def rule_step(self, step: RuleStep) -> RuleAnswer:
+        """Do ``step`` atomically: no other replica's step runs between its parts."""
         ...

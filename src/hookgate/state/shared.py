@@ -17,7 +17,14 @@ from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any, Protocol
 
 from hookgate.state.model import ScopeKey, StateChange
-from hookgate.state.rules import Admission, RuleKey, Stamp, hashed_name
+from hookgate.state.rules import (
+    Admission,
+    RuleAnswer,
+    RuleKey,
+    RuleStep,
+    Stamp,
+    hashed_name,
+)
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
@@ -206,6 +213,65 @@ end
 return 0
 """
 
+#: A rule's whole step for one event (hookgate.state.rules.RuleStep), atomic: read the
+#: history keys and judge the checks; when they pass, admit on the limit; when that admits,
+#: keep the stamps. KEYS: history keys, the limit's key (when the limit > 0), stamp keys.
+#: ARGV[1], words apart (one argument: each costs the client an encoding): now, the number of
+#: checks, (absent 1/0, keys, within or -1) per check, the limit (0: none), its ttl ms, then
+#: (time, ttl ms) per stamp. Answers {status, count, history...}: status 1 admitted, 0 the
+#: limit is full (at count), -1 a history check failed; history values in KEYS order.
+_STEP_LUA = """
+local arg = {}
+for word in string.gmatch(ARGV[1], '%S+') do arg[#arg + 1] = word end
+local now = tonumber(arg[1])
+local a = 3
+local k = 0
+local values = {}
+local passed = true
+for _ = 1, tonumber(arg[2]) do
+  local absent = arg[a] == '1'
+  local n = tonumber(arg[a + 1])
+  local within = tonumber(arg[a + 2])
+  a = a + 3
+  local before = nil
+  for _ = 1, n do
+    k = k + 1
+    local raw = redis.call('GET', KEYS[k])
+    values[k] = raw or false
+    local at = raw and tonumber(raw)
+    if at and within >= 0 and now - at > within then at = nil end
+    if absent then
+      if at then passed = false end
+    else
+      if not at or (before and at < before) then passed = false end
+      before = at
+    end
+  end
+end
+if not passed then return {-1, 0, unpack(values)} end
+local limit = tonumber(arg[a])
+local count = 0
+if limit > 0 then
+  k = k + 1
+  count = tonumber(redis.call('GET', KEYS[k]) or '0')
+  if count >= limit then return {0, count, unpack(values)} end
+  count = redis.call('INCR', KEYS[k])
+  if count == 1 then redis.call('PEXPIRE', KEYS[k], arg[a + 1]) end
+end
+a = a + 2
+for i = k + 1, #KEYS do
+  local held = redis.call('GET', KEYS[i])
+  if not held or tonumber(arg[a]) >= tonumber(held) then
+    redis.call('SET', KEYS[i], arg[a], 'PX', arg[a + 1])
+  end
+  a = a + 2
+end
+return {1, count, unpack(values)}
+"""
+#: Redis names kept per rule key (a session's keys recur on each of its events); dropped
+#: whole past this many.
+_NAMES_KEPT = 4096
+
 
 class RedisStateStore:
     """One Redis hash per scope; each field holds ``{"v": value, "e": expires_at}``. The hash
@@ -220,6 +286,8 @@ class RedisStateStore:
         self.clock = clock
         self._admit = client.register_script(_ADMIT_LUA)
         self._record = client.register_script(_RECORD_LUA)
+        self._step = client.register_script(_STEP_LUA)
+        self._names: dict[RuleKey, str] = {}
 
     def _name(self, key: ScopeKey) -> str:
         # Tenant ids and namespaces are caller input: hash them instead of splicing them in.
@@ -262,7 +330,12 @@ class RedisStateStore:
     # -- rule counters and stamps -----------------------------------------------------------
 
     def _rule_name(self, key: RuleKey) -> str:
-        return self.rule_prefix + hashed_name(key)
+        name = self._names.get(key)
+        if name is None:
+            if len(self._names) >= _NAMES_KEPT:
+                self._names.clear()
+            name = self._names[key] = self.rule_prefix + hashed_name(key)
+        return name
 
     async def admit(self, key: RuleKey, limit: int, ttl_s: float) -> Admission:
         milliseconds = max(1, int(ttl_s * 1000))
@@ -287,3 +360,28 @@ class RedisStateStore:
         values = await self.client.mget([self._rule_name(key) for key in keys])
         return {key: float(value) for key, value in zip(keys, values, strict=True)
                 if value is not None}
+
+    async def rule_step(self, step: RuleStep) -> RuleAnswer:
+        """The whole :class:`~hookgate.state.rules.RuleStep` in one script: one round trip."""
+        name = self._rule_name
+        keys = [name(key) for key in step.history]
+        words = [repr(step.now), str(len(step.checks))]
+        for check in step.checks:
+            within = -1.0 if check.within_s is None else check.within_s
+            words += ["1" if check.absent else "0", str(check.keys), repr(within)]
+        limit = step.limit
+        if limit is None:
+            words += ["0", "0"]
+        else:
+            keys.append(name(limit[0]))
+            words += [str(limit[1]), str(max(1, int(limit[2] * 1000)))]
+        for stamp in step.stamps:
+            keys.append(name(stamp.key))
+            words += [repr(stamp.at), str(max(1, int(stamp.ttl_s * 1000)))]
+        status, count, *values = await self._step(keys=keys, args=[" ".join(words)])
+        found = {key: float(value) for key, value in zip(step.history, values, strict=True)
+                 if value is not None}
+        if status < 0:
+            return RuleAnswer(False, None, found)
+        admission = None if limit is None else Admission(status > 0, int(count))
+        return RuleAnswer(True, admission, found)

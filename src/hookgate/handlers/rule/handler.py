@@ -22,13 +22,14 @@ from hookgate.events import get_event
 from hookgate.handlers.base import Capabilities, Handler, Invocation, PlainFunction, Services
 from hookgate.handlers.rule import judge
 from hookgate.handlers.rule.config import HISTORY_RULE_EVENT, config_problems
+from hookgate.handlers.rule.pending import OFFERED
 from hookgate.hook_event import HookEvent
 from hookgate.outcome import HookError, HookResult, InfrastructureError
 from hookgate.state.binding import store_for
-from hookgate.state.rules import Admission, RuleStateStore
+from hookgate.state.rules import Admission, LookBack, RuleStateStore, RuleStep, SteppingStore
 from hookgate.state.stores import MemoryStateStore
 
-__all__ = ["RuleHandler", "clock_of", "keeps_rules", "rule_store"]
+__all__ = ["RuleHandler", "clock_of", "keeps_rules", "rule_store", "takes_steps"]
 
 
 def clock_of(store: object) -> Callable[[], float]:
@@ -47,6 +48,18 @@ def keeps_rules(store: object) -> bool:
     known = _KEEPS_RULES.get(kind)
     if known is None:
         known = _KEEPS_RULES[kind] = isinstance(store, RuleStateStore)
+    return known
+
+
+#: Whether a store class takes a rule's whole step at once (likewise once per class).
+_TAKES_STEPS: dict[type, bool] = {}
+
+
+def takes_steps(store: object) -> bool:
+    kind = type(store)
+    known = _TAKES_STEPS.get(kind)
+    if known is None:
+        known = _TAKES_STEPS[kind] = isinstance(store, SteppingStore)
     return known
 
 
@@ -138,6 +151,8 @@ class RuleHandler(Handler):
             return refused
         store = rule_store(self.services)
         now = clock_of(store)()
+        if not call.dry_run and takes_steps(store):
+            return await self._step(rule, call, store, now)  # type: ignore[arg-type]
         try:
             if rule.needs:
                 keys = judge.history_keys(rule, payload)
@@ -157,3 +172,37 @@ class RuleHandler(Handler):
         except Exception as exc:  # the database or Redis: the gateway's failure, not the rule's
             raise InfrastructureError(f"rule state unavailable: {exc}") from None
         return judge.limit_verdict(rule, admission, ends_in)
+
+    async def _step(
+        self, rule: judge.CompiledRule, call: Invocation, store: SteppingStore, now: float
+    ) -> HookResult | None:
+        """The rule on a store that takes its whole step at once: history checks, admit and
+        (when this hook has the chain's last word) the event's history stamps, in one round
+        trip (:mod:`.pending`)."""
+        payload = call.payload
+        keys = judge.history_keys(rule, payload) if rule.needs else []
+        checks = [LookBack(need.role == "after", len(need.patterns), need.within_s)
+                  for need in rule.needs]
+        limit = rule.config.limit
+        ends_in = 0.0
+        counter = None
+        if limit is not None:
+            key, ends_in = judge.limit_key(rule, payload, now)
+            counter = (key, limit.count, ends_in)
+        offered = OFFERED.get()
+        if offered is not None and (offered.kept or offered.hook_id != call.hook.id
+                                    or offered.payload is not payload):
+            offered = None
+        stamps = offered.stamps if offered is not None else ()
+        try:
+            answer = await store.rule_step(RuleStep(keys, checks, counter, stamps, now))
+        except Exception as exc:  # Redis: the gateway's failure, not the rule's
+            raise InfrastructureError(f"rule state unavailable: {exc}") from None
+        if not answer.passed:
+            verdict = judge.history_verdict(rule, payload, keys, answer.history, now)
+            return verdict or judge.block(rule, "the session history does not allow this call")
+        if offered is not None and (answer.admission is None or answer.admission.admitted):
+            offered.kept = True
+        if answer.admission is None:
+            return None
+        return judge.limit_verdict(rule, answer.admission, ends_in)

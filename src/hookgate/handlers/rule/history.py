@@ -21,9 +21,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from hookgate.compiled_hook import HookList
+from hookgate.events import EVENTS_BY_NAME
 from hookgate.handlers.rule import judge
 from hookgate.handlers.rule.config import HISTORY_RULE_EVENT
-from hookgate.handlers.rule.handler import clock_of, keeps_rules
+from hookgate.handlers.rule.handler import clock_of, keeps_rules, takes_steps
+from hookgate.handlers.rule.pending import OFFERED, OfferedStamps
 from hookgate.log import log_event
 from hookgate.outcome import HookError, Outcome
 from hookgate.state.binding import store_for
@@ -87,7 +89,8 @@ class SessionHistory:
         if not plan.watches:
             return _NO_STAMPS
         tenant = judge.tenant_of(data)
-        now = clock_of(store_for(self.engine.services))()
+        store = store_for(self.engine.services)
+        now = clock_of(store)()
         found = []
         for watch in plan.watches:
             if watch.kind != kind or not watch.matcher.matches(tool):
@@ -96,7 +99,27 @@ class SessionHistory:
             if subject is not None:
                 key = judge.stamp_key(tenant, kind, watch.per, subject, watch.pattern)
                 found.append(Stamp(key, now, watch.ttl_s))
-        return tuple(found)
+        stamps = tuple(found)
+        if stamps and type(store) is not MemoryStateStore and takes_steps(store):
+            self._offer(event, data, stamps)
+        return stamps
+
+    def _offer(self, event: str, data: Mapping[str, Any], stamps: tuple[Stamp, ...]) -> None:
+        """Offer the stamps to the selection's last enforce hook when it is a rule hook
+        (:mod:`.pending`): its one step keeps them."""
+        select = getattr(self.engine.source, "select", None)
+        spec = EVENTS_BY_NAME.get(event)
+        last = None
+        if select is not None and spec is not None:
+            for compiled in reversed(select(spec, data)):
+                definition = compiled.definition
+                if definition.enabled and definition.mode != "shadow":
+                    last = definition
+                    break
+        offered = None
+        if last is not None and last.handler_type == "rule":
+            offered = OfferedStamps(stamps, data, last.id)
+        OFFERED.set(offered)
 
     def _plan(self, hooks: Sequence[CompiledHook]) -> HistoryPlan:
         handler: Any = None
@@ -132,6 +155,9 @@ class SessionHistory:
         history cannot be written is blocked (``outcome``): a later ``after`` check would
         miss it. A ``post_tool_use`` (``outcome`` None) only logs: a missing success stamp
         makes a later ``require`` block, never pass."""
+        offered = OFFERED.get()
+        if offered is not None and offered.kept and offered.stamps is stamps:
+            return  # the rule hook kept them in its own step
         store = self._store()
         try:
             if store is None:

@@ -27,6 +27,7 @@ __all__ = [
     "CompiledRule",
     "Needs",
     "Watch",
+    "block",
     "compile_rule",
     "history_keys",
     "history_verdict",
@@ -136,7 +137,7 @@ def stamp_key(tenant: str, kind: str, per: str, subject: str, pattern: str) -> R
     return RuleKey(tenant, (kind, per, subject, pattern))
 
 
-def _block(rule: CompiledRule, reason: str, **details: Any) -> HookResult:
+def block(rule: CompiledRule, reason: str, **details: Any) -> HookResult:
     return HookResult(decision="block", reason=f"rule {rule.name!r}: {reason}",
                       details={"rule": rule.name, **details})
 
@@ -146,7 +147,7 @@ def missing_subject(rule: CompiledRule, payload: Mapping[str, Any]) -> HookResul
     an agent must not slip past it by leaving its session id out."""
     for per in rule.pers:
         if per != "tenant" and payload.get(_SUBJECT_FIELD[per]) in (None, ""):
-            return _block(rule, f"the event has no {_NAMED[per]}, so the rule cannot be kept")
+            return block(rule, f"the event has no {_NAMED[per]}, so the rule cannot be kept")
     return None
 
 
@@ -180,7 +181,7 @@ def history_verdict(
             times.append(at)
         if need.role == "after":
             if times[0] is not None:
-                return _block(
+                return block(
                     rule,
                     f"{tool} is not allowed after a call matching {need.patterns[0]!r} in this "
                     f"{need.per} ({now - times[0]:.0f} s ago)",
@@ -190,7 +191,7 @@ def history_verdict(
         what = "succeeded" if need.kind == SUCCEEDED else "was made"
         for step, (pattern, at) in enumerate(zip(need.patterns, times, strict=True)):
             if at is None:
-                return _block(
+                return block(
                     rule,
                     f"{tool} needs an earlier call matching {pattern!r} that {what} in this "
                     f"{need.per}",
@@ -198,7 +199,7 @@ def history_verdict(
                 )
             before = times[step - 1] if step else None
             if before is not None and at < before:
-                return _block(
+                return block(
                     rule,
                     f"{tool} needs a call matching {pattern!r} after the latest call matching "
                     f"{need.patterns[step - 1]!r} in this {need.per}",
@@ -228,7 +229,7 @@ def limit_verdict(rule: CompiledRule, admission: Admission, ends_in: float
         return None
     limit = rule.config.limit
     assert limit is not None
-    return _block(
+    return block(
         rule,
         f"{admission.calls} of {limit.count} calls per {limit.per} in {limit.window_s:g} s "
         f"used; the window ends in {ends_in:.0f} s",
