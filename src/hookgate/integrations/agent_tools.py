@@ -11,15 +11,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-__all__ = ["AGENT_TOOL_NAMES", "canonical_tool"]
+__all__ = ["AGENT_TOOL_NAMES", "CODEX_TOOL_NAMES", "GEMINI_TOOL_NAMES", "canonical_tool"]
 
-#: The agent's tool name → hookgate's. The shell tools all take ``{"command": str, …}``.
-AGENT_TOOL_NAMES: Final[Mapping[str, str]] = {
-    # Codex CLI (hooks already see its unified exec tool as "Bash")
+#: Codex CLI's tool names → hookgate's (hooks already see its unified exec tool as "Bash").
+CODEX_TOOL_NAMES: Final[Mapping[str, str]] = {
     "exec_command": "Bash",
     "shell": "Bash",
     "local_shell": "Bash",
-    # Gemini CLI
+}
+#: Gemini CLI's tool names → hookgate's; the first Gemini name of each hookgate name is the
+#: one a ``format: gemini`` hook script is shown for it.
+GEMINI_TOOL_NAMES: Final[Mapping[str, str]] = {
     "run_shell_command": "Bash",
     "read_file": "Read",
     "read_many_files": "Read",
@@ -32,6 +34,8 @@ AGENT_TOOL_NAMES: Final[Mapping[str, str]] = {
     "web_fetch": "WebFetch",
     "google_web_search": "WebSearch",
 }
+#: The agent's tool name → hookgate's. The shell tools all take ``{"command": str, …}``.
+AGENT_TOOL_NAMES: Final[Mapping[str, str]] = {**CODEX_TOOL_NAMES, **GEMINI_TOOL_NAMES}
 
 
 def canonical_tool(payload: dict[str, Any]) -> None:

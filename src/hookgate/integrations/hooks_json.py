@@ -18,9 +18,24 @@ from typing import Any, Final
 
 from hookgate.errors import HookgateError
 
-__all__ = ["HooksFile", "HooksFileError"]
+__all__ = ["HooksFile", "HooksFileError", "replace_text"]
 
 _BACKUP_SUFFIX: Final = ".before-hookgate"
+
+
+def replace_text(path: Path, text: str) -> None:
+    """Write ``path`` whole or not at all: a temporary file beside it, then a rename."""
+    import os
+    import tempfile
+
+    fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent or ".")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as file:
+            file.write(text)
+        os.replace(temporary, path)
+    except BaseException:
+        os.unlink(temporary)
+        raise
 
 
 class HooksFileError(HookgateError, ValueError):
@@ -33,10 +48,14 @@ class HooksFile:
         self.backup = path.with_name(path.name + _BACKUP_SUFFIX)
         self._ours = re.compile(rf"(?:^|[\s/'\"])hookgate['\"]?\s+{re.escape(agent)}(?:\s|$)")
 
+    def runs_bridge(self, command: str) -> bool:
+        """Whether a hook command runs ``hookgate <agent>`` (hookgate's own entry)."""
+        return self._ours.search(command) is not None
+
     def is_ours(self, group: Any) -> bool:
         return isinstance(group, Mapping) and isinstance(group.get("hooks"), list) and any(
             isinstance(handler, Mapping) and isinstance(handler.get("command"), str)
-            and self._ours.search(handler["command"]) is not None
+            and self.runs_bridge(handler["command"])
             for handler in group["hooks"])
 
     def read(self, path: Path | None = None) -> dict[str, Any]:

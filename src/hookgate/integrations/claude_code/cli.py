@@ -306,7 +306,9 @@ def write_conversion(conversion: Any, output: str | None, *, agent: str = "claud
     else:
         text = yaml.safe_dump({"hooks": hooks}, sort_keys=False, allow_unicode=True)
     if output:
-        Path(output).write_text(text, encoding="utf-8")
+        from hookgate.integrations.hooks_json import replace_text
+
+        replace_text(Path(output), text)
         click.echo(f"{output}: {len(hooks)} hook(s) written", err=True)
     else:
         click.echo(text, nl=False)

@@ -5,6 +5,8 @@
   fails: Gemini CLI lets the tool run when a hook crashes or times out).
 * ``hookgate gemini install --config FILE [--gateway URL] [--scope project|user]``: hookgate
   in ``.gemini/settings.json`` of the project, or the user's ``~/.gemini/settings.json``.
+* ``hookgate import gemini SETTINGS.json [-o FILE]``: a hookgate hooks file made from the
+  hooks in a Gemini CLI settings file (:mod:`.settings_import`).
 """
 
 from __future__ import annotations
@@ -22,6 +24,11 @@ DEFAULT_TIMEOUT_MS = 30_000
 
 def register(main: click.Group) -> None:
     main.add_command(gemini)
+    group = main.commands.get("import")
+    if not isinstance(group, click.Group):
+        group = click.Group("import", help="Turn other systems' hook configs into hookgate files.")
+        main.add_command(group)
+    group.add_command(import_gemini)
 
 
 @click.group("gemini", invoke_without_command=True)
@@ -106,3 +113,39 @@ def uninstall(scope: str, settings_file: str | None) -> None:
     except HooksFileError as exc:
         raise click.ClickException(str(exc)) from None
     click.echo(f"removed {removed} hookgate hook group(s) from {path}")
+
+
+@click.command("gemini")
+@click.argument("settings_file", type=click.Path(dir_okay=False, exists=True))
+@click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
+              help="Write the hooks file here instead of stdout (.json writes JSON).")
+def import_gemini(settings_file: str, output: str | None) -> None:
+    """Convert the hooks of a Gemini CLI SETTINGS_FILE (settings.json) into a hookgate hooks
+    file.
+
+    Each command hook becomes a ``command`` hook with ``format: gemini`` (the script runs
+    unchanged, shown Gemini's input and read by Gemini's answer contract) on hookgate's event;
+    matchers keep their meaning under hookgate's tool names; ``timeout`` (ms) becomes
+    ``timeout_ms``; hookgate's own ``hookgate gemini`` entries are left out. A hook that
+    cannot be converted stops the import (exit 1, every problem listed, nothing written)."""
+    from hookgate.integrations.claude_code.cli import write_conversion
+    from hookgate.integrations.gemini.settings_import import (
+        GeminiImportError,
+        convert_gemini_settings,
+        definition_problems,
+        read_gemini_settings,
+    )
+
+    try:
+        document = read_gemini_settings(settings_file)
+    except GeminiImportError as exc:
+        raise click.ClickException(str(exc)) from None
+    conversion = convert_gemini_settings(document, Path(settings_file))
+    problems = conversion.problems or definition_problems(conversion)
+    if problems:
+        for problem in problems:
+            click.echo(f"not imported: {problem}", err=True)
+        raise click.ClickException(
+            f"{len(problems)} problem(s) in {settings_file}; nothing written (fix or remove "
+            "those hooks and import again)")
+    write_conversion(conversion, output, agent="gemini")
