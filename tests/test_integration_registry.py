@@ -153,7 +153,7 @@ def test_an_unknown_command_format_is_refused_with_the_known_ones() -> None:
     with pytest.raises(DefinitionError) as caught:
         validate_definition({"event": "stop", "handler_type": "command", "scope": "global",
                              "config": {"command": "true", "format": "parrot"}})
-    assert "format must be one of goclaw, claude_code, got 'parrot'" in str(caught.value)
+    assert "format must be one of goclaw, claude_code, gemini, got 'parrot'" in str(caught.value)
 
 
 def test_a_record_names_modules_and_imports_none() -> None:

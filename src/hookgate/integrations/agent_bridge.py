@@ -40,6 +40,8 @@ class AgentContract(Protocol):
     stop_events: frozenset[str]
     #: The agent's field names where hookgate's differ, per agent event.
     renames: Mapping[str, Mapping[str, str]]
+    #: The agent's tool names → hookgate's (:mod:`.agent_tools`).
+    tool_names: Mapping[str, str]
 
     def reply(self, event: str, outcome: Outcome, stop_blocks_so_far: int) -> BridgeReply: ...
 
@@ -116,7 +118,7 @@ def answer(contract: AgentContract, raw: bytes, decide: Decide,
             return BridgeReply()
         renames = contract.renames.get(event or "", {})
         payload = {renames.get(key, key): value for key, value in data.items()}
-        canonical_tool(payload)
+        canonical_tool(payload, contract.tool_names)
         outcome = decide(canonical, payload)
         blocks = 0
         session = str(data.get("session_id") or "")

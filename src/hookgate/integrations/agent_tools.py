@@ -38,14 +38,16 @@ GEMINI_TOOL_NAMES: Final[Mapping[str, str]] = {
 AGENT_TOOL_NAMES: Final[Mapping[str, str]] = {**CODEX_TOOL_NAMES, **GEMINI_TOOL_NAMES}
 
 
-def canonical_tool(payload: dict[str, Any]) -> None:
-    """Rename ``payload['tool_name']`` to hookgate's name in place (keeping the agent's) and
-    give a shell command as a list (Codex's ``["bash", "-lc", cmd]``) as one string."""
+def canonical_tool(payload: dict[str, Any], names: Mapping[str, str] = AGENT_TOOL_NAMES
+                   ) -> None:
+    """Rename ``payload['tool_name']`` to hookgate's name in place (keeping the agent's) by
+    the agent's table ``names``, and give a shell command as a list (Codex's ``["bash",
+    "-lc", cmd]``) as one string."""
     name = payload.get("tool_name")
-    if not isinstance(name, str) or name not in AGENT_TOOL_NAMES:
+    if not isinstance(name, str) or name not in names:
         return
     payload["agent_tool_name"] = name
-    payload["tool_name"] = AGENT_TOOL_NAMES[name]
+    payload["tool_name"] = names[name]
     tool_input = payload.get("tool_input")
     if payload["tool_name"] == "Bash" and isinstance(tool_input, dict):
         command = tool_input.get("command")

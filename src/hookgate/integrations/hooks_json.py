@@ -18,9 +18,42 @@ from typing import Any, Final
 
 from hookgate.errors import HookgateError
 
-__all__ = ["HooksFile", "HooksFileError", "replace_text"]
+__all__ = ["HooksFile", "HooksFileError", "replace_text", "strip_comments"]
 
 _BACKUP_SUFFIX: Final = ".before-hookgate"
+
+
+def strip_comments(text: str) -> str:
+    """``//`` and ``/* */`` comments out of JSON (Gemini CLI allows them in its settings.json),
+    strings left alone; each comment becomes spaces so positions in errors still hold."""
+    out: list[str] = []
+    index, length = 0, len(text)
+    while index < length:
+        char = text[index]
+        if char == '"':
+            end = index + 1
+            while end < length and text[end] != '"':
+                end += 2 if text[end] == "\\" else 1
+            out.append(text[index : end + 1])
+            index = end + 1
+        elif text.startswith("//", index):
+            end = text.find("\n", index)
+            end = length if end < 0 else end
+            out.append(" " * (end - index))
+            index = end
+        elif text.startswith("/*", index):
+            end = text.find("*/", index + 2)
+            end = length if end < 0 else end + 2
+            out.append(re.sub(r"[^\n]", " ", text[index:end]))
+            index = end
+        else:
+            # a run of ordinary characters at once (linear, and fast on large files)
+            end = index + 1
+            while end < length and text[end] not in '"/':
+                end += 1
+            out.append(text[index:end])
+            index = end
+    return "".join(out)
 
 
 def replace_text(path: Path, text: str) -> None:
@@ -43,8 +76,11 @@ class HooksFileError(HookgateError, ValueError):
 
 
 class HooksFile:
-    def __init__(self, path: Path, agent: str) -> None:
+    def __init__(self, path: Path, agent: str, *, comments: bool = False) -> None:
         self.path = path
+        #: Whether the agent reads the file as JSON with comments (Gemini CLI does); install
+        #: writes plain JSON, and the first install's backup keeps the commented original.
+        self.comments = comments
         self.backup = path.with_name(path.name + _BACKUP_SUFFIX)
         self._ours = re.compile(rf"(?:^|[\s/'\"])hookgate['\"]?\s+{re.escape(agent)}(?:\s|$)")
 
@@ -63,7 +99,8 @@ class HooksFile:
         if not path.exists():
             return {"hooks": {}}
         try:
-            document = json.loads(path.read_text(encoding="utf-8"))
+            text = path.read_text(encoding="utf-8")
+            document = json.loads(strip_comments(text) if self.comments else text)
         except (OSError, ValueError) as exc:
             raise HooksFileError(f"{path} is not readable JSON: {exc}") from None
         if not isinstance(document, dict) or not isinstance(document.get("hooks", {}), dict):

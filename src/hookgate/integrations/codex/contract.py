@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from hookgate.integrations.agent_reply import BridgeReply, block_reason
+from hookgate.integrations.agent_tools import CODEX_TOOL_NAMES
 from hookgate.outcome import Outcome
 
 __all__ = [
@@ -205,6 +206,7 @@ class CodexContract:
     renames: Mapping[str, Mapping[str, str]] = {
         "Stop": {"last_assistant_message": "last_message"}}
     stop_events = frozenset({"Stop"})
+    tool_names = CODEX_TOOL_NAMES
 
     def reply(self, event: str, outcome: Outcome, stop_blocks_so_far: int) -> BridgeReply:
         return codex_answer(event, outcome, stop_blocks_so_far=stop_blocks_so_far)

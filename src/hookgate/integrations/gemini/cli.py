@@ -86,7 +86,7 @@ def install(config_path: str | None, gateway_url: str | None, scope: str,
     path = settings_path(scope, settings_file)
     chosen = events or INSTALLED_EVENTS
     try:
-        HooksFile(path, "gemini").install(chosen, {"hooks": [
+        HooksFile(path, "gemini", comments=True).install(chosen, {"hooks": [
             {"type": "command", "name": "hookgate", "command": command,
              "timeout": timeout * 1000}]})
     except HooksFileError as exc:
@@ -109,7 +109,7 @@ def uninstall(scope: str, settings_file: str | None) -> None:
     """Take hookgate out of a Gemini CLI settings.json."""
     path = settings_path(scope, settings_file)
     try:
-        removed = HooksFile(path, "gemini").uninstall()
+        removed = HooksFile(path, "gemini", comments=True).uninstall()
     except HooksFileError as exc:
         raise click.ClickException(str(exc)) from None
     click.echo(f"removed {removed} hookgate hook group(s) from {path}")

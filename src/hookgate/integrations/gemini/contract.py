@@ -27,6 +27,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from hookgate.integrations.agent_reply import BridgeReply, block_reason
+from hookgate.integrations.agent_tools import GEMINI_TOOL_NAMES
 from hookgate.integrations.codex.contract import STOP_RETRIES
 from hookgate.outcome import Outcome
 
@@ -134,6 +135,7 @@ class GeminiContract:
     events = GEMINI_EVENTS
     renames = RENAMES
     stop_events = frozenset({"AfterAgent"})
+    tool_names = GEMINI_TOOL_NAMES
 
     def reply(self, event: str, outcome: Outcome, stop_blocks_so_far: int) -> BridgeReply:
         return gemini_answer(event, outcome, stop_blocks_so_far=stop_blocks_so_far)

@@ -16,6 +16,8 @@ Matchers keep Gemini's meaning:
   names the regex matches, keeps the regex for every other tool (MCP tools keep their names),
   and where one hookgate name stands for several Gemini names of which the regex matches only
   some, an ``if_expr`` leaves the others out (on ``agent_tool_name``).
+  (A Gemini tool named as one of hookgate's, ``Read``, would be taken for the renamed one:
+  Gemini CLI has none.)
 * ``SessionStart``/``SessionEnd``/``PreCompress``: Gemini compares the matcher with the
   source, reason or trigger for equality; so does the converted hook.
 * The other events ignore a matcher in Gemini CLI; it is left out (with a note).
@@ -41,7 +43,7 @@ from hookgate.events import get_event
 from hookgate.integrations.agent_tools import GEMINI_TOOL_NAMES
 from hookgate.integrations.claude_code.settings_format import Conversion
 from hookgate.integrations.gemini.contract import GEMINI_EVENTS
-from hookgate.integrations.hooks_json import HooksFile
+from hookgate.integrations.hooks_json import HooksFile, strip_comments
 
 __all__ = [
     "MAX_SETTINGS_BYTES",
@@ -72,39 +74,6 @@ _ENV_NAME: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 class GeminiImportError(HookgateError, ValueError):
     """The settings file cannot be read as Gemini CLI settings."""
-
-
-def strip_comments(text: str) -> str:
-    """``//`` and ``/* */`` comments out of JSON (Gemini CLI allows them in settings.json),
-    strings left alone; each comment becomes spaces so positions in errors still hold."""
-    out: list[str] = []
-    index, length = 0, len(text)
-    while index < length:
-        char = text[index]
-        if char == '"':
-            end = index + 1
-            while end < length and text[end] != '"':
-                end += 2 if text[end] == "\\" else 1
-            out.append(text[index : end + 1])
-            index = end + 1
-        elif text.startswith("//", index):
-            end = text.find("\n", index)
-            end = length if end < 0 else end
-            out.append(" " * (end - index))
-            index = end
-        elif text.startswith("/*", index):
-            end = text.find("*/", index + 2)
-            end = length if end < 0 else end + 2
-            out.append(re.sub(r"[^\n]", " ", text[index:end]))
-            index = end
-        else:
-            # a run of ordinary characters at once (linear, and fast on large files)
-            end = index + 1
-            while end < length and text[end] not in '"/':
-                end += 1
-            out.append(text[index:end])
-            index = end
-    return "".join(out)
 
 
 def _no_constant(name: str) -> Any:
