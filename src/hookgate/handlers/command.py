@@ -152,10 +152,12 @@ def is_command_format(name: object) -> bool:
 
 
 def command_input(
-    hook: HookDefinition, event: EventSpec, payload: Mapping[str, Any]
+    hook: HookDefinition, event: EventSpec, payload: Mapping[str, Any], *,
+    environ: Mapping[str, str] | None = None,
 ) -> tuple[bytes, dict[str, str], str | None]:
     """What the command gets: (stdin, environment, working directory). Shared by the handler
-    and the Claude Code bridge's loop-free runner, so both run a command alike."""
+    and the Claude Code bridge's loop-free runner, so both run a command alike. ``environ``:
+    the environment the command's own is drawn from (default: this process's)."""
     config = hook.config
     cwd = config.get("cwd")
     extra = {"HOOKGATE_EVENT": event.name, "HOOKGATE_HOOK_ID": hook.id}
@@ -165,7 +167,7 @@ def command_input(
     else:
         document, more = command_format.command_document(event, payload, cwd)
         extra.update(more)
-    env = base_environment(config.get("allowed_env_vars", ()), extra)
+    env = base_environment(config.get("allowed_env_vars", ()), extra, environ)
     return json.dumps(document, default=str).encode(), env, cwd
 
 

@@ -21,6 +21,7 @@ from typing import IO, TYPE_CHECKING, Any, Protocol
 
 from hookgate.integrations.agent_reply import BridgeReply, block_reason
 from hookgate.integrations.agent_tools import canonical_tool
+from hookgate.integrations.claude_code.in_place import NeedsFork
 from hookgate.outcome import Outcome
 
 if TYPE_CHECKING:
@@ -128,6 +129,8 @@ def answer(contract: AgentContract, raw: bytes, decide: Decide,
             counter.set(session, blocks + 1 if reply.stdout else 0)
             return reply
         return contract.reply(event or "", outcome, blocks)
+    except NeedsFork:
+        raise  # nothing ran: the warm process's resident hands the event to a fork
     except BaseException as exc:  # fail closed on anything, even an interrupt
         reason = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
         return contract.failure(event, f"internal error: {reason}")

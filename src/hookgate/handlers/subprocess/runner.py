@@ -261,10 +261,11 @@ def run_shell_blocking(
     stderr_cap: int,
     timeout_s: float,
     sandbox: Sandbox = NO_SANDBOX,
+    umask: int = -1,
 ) -> tuple[int, bytes, bytes, int]:
     """:func:`run_shell` without an event loop, with its own timeout: the same process group,
     caps and kills; raise :class:`ShellTimeout` when ``timeout_s`` passes (the group is
-    killed and the shell reaped first).
+    killed and the shell reaped first). ``umask``: the command's (default: this process's).
 
     The shell's exit is watched through a pidfd, so a background grandchild that keeps the
     pipes open does not hold the answer: the group is killed as soon as the shell is gone.
@@ -277,7 +278,7 @@ def run_shell_blocking(
         argv = sandbox.wrap(("/bin/sh", "-c", command), cwd)
         proc = subprocess.Popen(
             argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            cwd=cwd, env=dict(env), process_group=0,
+            cwd=cwd, env=dict(env), process_group=0, umask=umask,
         )
     except OSError as exc:
         where = f" in {cwd!r}" if cwd else ""

@@ -141,11 +141,19 @@ def load_definitions(
     path: str, *, edition: str, environ: Mapping[str, str]
 ) -> list[HookDefinition]:
     """The definitions of the hooks file at ``path``: from the cache when it holds this
-    exact file, else validated (and stored). Raise :class:`InvalidHooksFile`."""
+    exact file, else validated (and stored). Raise :class:`InvalidHooksFile`.
+
+    In the warm process's resident (an event answered in place, see :mod:`.in_place`) only
+    a cached file without ``callable`` hooks is answered; anything else raises
+    :class:`~.in_place.NeedsFork` (the validation, and any import of the user's modules,
+    happen in a fork), and ``sys.path`` is left alone."""
+    from hookgate.integrations.claude_code.in_place import NeedsFork, current
+
+    resident = current() is not None
     real = os.path.realpath(path)
     # As hookgate.config.load_hooks: ``callable: "guards:fn"`` finds guards.py beside the file.
     folder = os.path.dirname(real)
-    if folder not in sys.path:
+    if not resident and folder not in sys.path:
         sys.path.append(folder)
     where = cache_folder(environ)
     content: bytes | None = None
@@ -160,10 +168,14 @@ def load_definitions(
         key = _key(real, edition)
         entry_path = os.path.join(where, _entry_name(real))
         entry = _read_entry(entry_path, key, content)
+        if entry is not None and resident and entry.has_callables:
+            raise NeedsFork
         if entry is not None:
             cached = _definitions(entry)
             if cached is not None and _callables_resolve(cached):
                 return cached
+    if resident:
+        raise NeedsFork
     definitions, cacheable = _validate(path, folder, edition)
     if cacheable and entry_path is not None and key is not None and content is not None:
         _write_entry(entry_path, key, content, definitions)

@@ -39,6 +39,7 @@ from hookgate.chain import (
 from hookgate.events import KNOWN_FIELDS, EventSpec, UnknownEventError, normalize_payload
 from hookgate.hook_event import HookEvent
 from hookgate.host_code import HostCodePolicy
+from hookgate.integrations.claude_code import in_place
 from hookgate.integrations.claude_code.contract import (
     ClaudeAnswer,
     answer_claude_code,
@@ -107,7 +108,20 @@ def run_blocking(
     settings: Settings,
 ) -> Outcome | None:
     """``Engine.fire(spec.name, payload, wait=True)`` without an event loop; ``None`` (with
-    no hook run) when a hook of the event needs the engine."""
+    no hook run) when a hook of the event needs the engine (:class:`~.in_place.NeedsFork`
+    instead in the warm process's resident, which runs no engine)."""
+    outcome = _run_blocking(spec, payload, definitions, settings)
+    if outcome is None and in_place.current() is not None:
+        raise in_place.NeedsFork
+    return outcome
+
+
+def _run_blocking(
+    spec: EventSpec,
+    payload: Mapping[str, Any],
+    definitions: Sequence[HookDefinition],
+    settings: Settings,
+) -> Outcome | None:
     if any(d.handler_type == "rule" for d in definitions):
         return None  # rule hooks need the engine's session history, on every tool event
     source = HookRegistry(d for d in definitions if d.event == spec.name)
@@ -218,12 +232,19 @@ class _Runner:
         from hookgate.handlers.subprocess.runner import ShellTimeout, run_shell_blocking
 
         started = time.perf_counter()
+        # In the resident the relay's process is the event's, given to the command
+        # explicitly; elsewhere it is this process's own.
+        event = in_place.current()
         try:
-            stdin, env, cwd = command_input(definition, self.spec, payload)
+            stdin, env, cwd = command_input(
+                definition, self.spec, payload,
+                environ=None if event is None else event.environ,
+            )
             code, stdout, stderr, stdout_len = run_shell_blocking(
-                definition.config["command"], stdin, cwd, env,
+                definition.config["command"], stdin,
+                cwd if event is None else event.directory(cwd), env,
                 stdout_cap=STDOUT_CAP, stderr_cap=STDERR_CAP, timeout_s=timeout_s,
-                sandbox=self.settings.sandbox(),
+                sandbox=self.settings.sandbox(), umask=-1 if event is None else event.umask,
             )
             answer = command_answer(definition, self.spec, code, stdout, stderr, stdout_len)
         except ShellTimeout:

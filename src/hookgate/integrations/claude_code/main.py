@@ -20,6 +20,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import IO, Final
 
+from hookgate.integrations.claude_code.in_place import NeedsFork
 from hookgate.integrations.claude_code.startup import (
     CONFIG_NAMES,
     FAIL_CLOSED_EVENTS,
@@ -175,6 +176,8 @@ def run(
             stderr.write(_one_line(answer.stderr) + "\n")
             stderr.flush()
         return answer.exit_code
+    except NeedsFork:
+        raise  # nothing ran: the resident hands the event to a fork
     except BaseException as exc:  # fail closed on anything, even an interrupt
         reason = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
         return fail(peek_event(raw), f"internal error: {reason}", stderr)

@@ -36,7 +36,7 @@ import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Final
 
-from hookgate.integrations.claude_code import shell_relay
+from hookgate.integrations.claude_code import resident, shell_relay, shell_serve
 from hookgate.integrations.claude_code import warm_wire as wire
 from hookgate.integrations.claude_code.startup import BridgeArgs, parse_args
 from hookgate.integrations.claude_code.warm_place import failed_marker, peer_uid, process_key
@@ -194,7 +194,15 @@ class _Server:
         self.listener.listen(128)
         self.shell = _ShellListener.open(os.path.dirname(path))
         self.sample_file = _sample_file(path) if self.shell else None
+        if self.sample_file is not None:
+            _cache_sample(self.sample_file)
         self.notes_in, self.notes_out = os.pipe()
+        #: The resident worker (``relay.bash`` events answered in place), its pid and the
+        #: read end of a pipe only it holds open (it reads as ended once the resident is).
+        self.resident_wanted = self.shell is not None and not _resident_off(environ)
+        self.resident: int | None = None
+        self.resident_life: int | None = None
+        self.resident_started = 0.0
 
     def loop(self) -> None:
         import select
@@ -202,6 +210,8 @@ class _Server:
         last = refill_at = time.monotonic()
         while True:
             self._reap()
+            if self.resident_wanted and self.resident is None:
+                self._fork_resident()
             # A new worker's fork and warm-up would take the CPU from the event that is being
             # answered: while one worker still waits, it comes a little later.
             if not self.spares or time.monotonic() >= refill_at:
@@ -214,18 +224,44 @@ class _Server:
             wake = min(left, _TICK_S)
             if len(self.spares) < _SPARES:
                 wake = min(wake, max(refill_at - now, 0.0))
-            ready, _, _ = select.select([self.notes_in], [], [], wake)
-            if not ready:
+            waits = [self.notes_in] + ([self.resident_life] if self.resident_life else [])
+            ready, _, _ = select.select(waits, [], [], wake)
+            if (self.resident_life is not None and self.resident_life in ready
+                    and not self._resident_ended()):
+                return
+            if self.notes_in not in ready:
                 continue
             notes = os.read(self.notes_in, 4096)
             for start in range(0, len(notes) - len(notes) % 5, 5):
                 kind, pid = notes[start:start + 1], int.from_bytes(
                     notes[start + 1:start + 5], "big")
-                self.spares.discard(pid)
                 last = time.monotonic()
+                if kind == resident.NOTE_ACTIVE:
+                    continue
+                self.spares.discard(pid)
                 refill_at = last + _REFILL_DELAY_S
                 if kind == _NOTE_END:
                     return
+
+    def _fork_resident(self) -> None:
+        assert self.shell is not None
+        life_read, life_write = os.pipe()
+        gc.freeze()
+        pid = os.fork()
+        if pid == 0:
+            _resident(self, life_read)
+        os.close(life_write)  # the resident holds the only write end
+        self.resident, self.resident_life = pid, life_read
+        self.resident_started = time.monotonic()
+        self.children.add(pid)
+
+    def _resident_ended(self) -> bool:
+        """The resident is gone; ``False`` when it died so soon after its start that
+        another would too (the warm process then ends: relays start a new one)."""
+        assert self.resident_life is not None
+        os.close(self.resident_life)
+        self.resident = self.resident_life = None
+        return time.monotonic() - self.resident_started > _RESIDENT_MIN_LIFE_S
 
     def _fork_spare(self) -> None:
         gc.freeze()  # the worker's collector leaves what it inherited alone (no copy-on-write)
@@ -262,6 +298,7 @@ class _Server:
             ("pid", os.getppid()), ("socket", self.path), ("started", int(self.started)),
             ("idle_exit_s", self.idle_s), ("key", self.key.replace("\n", " | ")),
             ("shell_port", self.shell.endpoint.port if self.shell else "-"),
+            ("resident", self.resident or "-"),
         ))
 
     def unlink_socket(self) -> None:
@@ -279,6 +316,10 @@ class _Server:
         if self.sample_file is not None:
             with contextlib.suppress(OSError):
                 os.unlink(self.sample_file)
+        if self.resident is not None:
+            # It stops accepting, answers the events under way and exits.
+            with contextlib.suppress(OSError):
+                os.kill(self.resident, signal.SIGTERM)
         for pid in self.spares:
             # Waiting in accept(): it ends, nothing of its ran (a relay whose connection it
             # had not taken yet runs the event itself). One that has just taken an event
@@ -292,6 +333,24 @@ class _Server:
 _NOTE_TOOK: Final = b"T"
 _NOTE_END: Final = b"E"
 _SPARES: Final = 3
+#: A resident that dies sooner than this after its start is not started again.
+_RESIDENT_MIN_LIFE_S: Final = 5.0
+
+
+def _resident_off(environ: Mapping[str, str]) -> bool:
+    """``HOOKGATE_CLAUDE_CODE_WARM_RESIDENT=off``: every event in a fork of its own (as
+    before the resident; for comparisons)."""
+    return environ.get("HOOKGATE_CLAUDE_CODE_WARM_RESIDENT", "").strip().lower() in (
+        "off", "0", "no", "false")
+
+
+def _cache_sample(path: str) -> None:
+    """Validate the sample hooks file here once, so its definitions are cached for the
+    resident's warm-up (which validates nothing)."""
+    from hookgate.integrations.claude_code.definition_cache import edition_of, load_definitions
+
+    with contextlib.suppress(Exception):
+        load_definitions(path, edition=edition_of(os.environ), environ=os.environ)
 #: How long a used worker's replacement waits while another worker is still ready.
 _REFILL_DELAY_S: Final = 0.25
 
@@ -339,6 +398,23 @@ def _ignore(signum: int, frame: object) -> None:
     pass
 
 
+def _resident(server: _Server, life_read: int) -> None:
+    """The forked resident (:mod:`.resident`). Never returns."""
+    try:
+        for number in (signal.SIGTERM, signal.SIGCHLD):
+            signal.signal(number, signal.SIG_DFL)
+        os.close(server.lock_fd)
+        os.close(server.notes_in)
+        os.close(life_read)
+        server.listener.close()  # the Unix socket is the forked workers'
+        assert server.shell is not None
+    except BaseException:
+        os._exit(1)
+    resident.serve_resident(server, server.shell.listener, server.shell.endpoint,
+                            lambda kind: _note(server, kind),
+                            lambda: _note(server, _NOTE_END))
+
+
 def _spare(server: _Server) -> None:
     """A forked worker: wait for one connection, serve it, exit. Never returns."""
     try:
@@ -370,7 +446,10 @@ def _accept(server: _Server, parent: int) -> tuple[socket.socket, bool]:
     spare, not all of them (each woken spare would take the CPU from the relay that waits)."""
     import select
 
-    listeners = [server.listener] + ([server.shell.listener] if server.shell else [])
+    # With a resident, the shell relay's port is its alone (its events reach a worker
+    # through the Unix socket, handed over).
+    shell = server.shell if server.shell and not server.resident_wanted else None
+    listeners = [server.listener] + ([shell.listener] if shell else [])
     poller = select.epoll()
     for listener in listeners:
         listener.setblocking(False)
@@ -411,6 +490,8 @@ def _serve_one(server: _Server, conn: socket.socket) -> None:
                 _note(server, _NOTE_END)
                 return
             _event(conn, fds, length, server.key)  # never returns
+        elif kind == wire.HAND_OFF and server.shell is not None:
+            _serve_hand_off(server, conn, fds, length)  # never returns once it ran the event
         elif kind == wire.STATUS:
             conn.sendall(server.status().encode())
         elif kind == wire.STOP:
@@ -492,57 +573,59 @@ _Streams = tuple[io.TextIOWrapper, io.TextIOWrapper]
 
 
 def _serve_shell(server: _Server, conn: socket.socket) -> None:
-    """One event from ``relay.bash``: the peer checked, the tokens exchanged, the relay's
-    process taken over from ``/proc``, the event run as :mod:`.main` runs it, the answer
-    sent; refused (nothing ran) whenever that cannot be done exactly."""
-    import hmac
-
+    """One event from ``relay.bash`` (when no resident takes them): the peer checked, the
+    tokens exchanged, then :func:`_run_shell`."""
     assert server.shell is not None
     try:
-        conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        if shell_relay.loopback_peer_uid(conn.getsockname(), conn.getpeername()) \
-                != os.getuid():
-            return  # another user: not a word, not even the server token
-        conn.settimeout(_REQUEST_TIMEOUT_S)
-        conn.sendall(server.shell.endpoint.server_token.encode() + b"\n")
-        data = bytearray()
-        request = None
-        while request is None:
-            chunk = conn.recv(1 << 16)
-            if not chunk or len(data) > wire.MAX_BODY:
-                return
-            data += chunk
-            if b"\0" in chunk:
-                request = shell_relay.parse_request(bytes(data))
-        if not hmac.compare_digest(request.client_token,
-                                   server.shell.endpoint.client_token.encode()):
-            return
+        found = shell_serve.read_request(conn, server.shell.endpoint)
     except BaseException:
         return
+    if found is not None:
+        _run_shell(server, conn, found[0])
+
+
+def _serve_hand_off(server: _Server, conn: socket.socket, fds: list[int],
+                    length: int) -> None:
+    """An event the resident could not answer in place: the relay's connection and its
+    request; taken (``S``), run once the resident commits (``G``), as :func:`_run_shell`."""
+    assert server.shell is not None
+    if len(fds) != 1 or not 0 <= length <= wire.MAX_BODY:
+        return
+    relay = socket.socket(fileno=fds.pop())
+    with relay:
+        body = _receive(conn, length)
+        request = shell_relay.parse_request(body) if len(body) == length else None
+        if request is None or not shell_serve.token_matches(request, server.shell.endpoint):
+            return
+        conn.sendall(wire.STARTED)
+        if _receive(conn, 1) != wire.COMMIT:
+            return  # the resident gave up: it told the relay, nothing runs
+        _run_shell(server, relay, request)
+
+
+def _run_shell(server: _Server, conn: socket.socket,
+               request: shell_relay.ShellRequest) -> None:
+    """The relay's process taken over from ``/proc``, the event run as :mod:`.main` runs
+    it, the answer sent; refused (nothing ran) whenever that cannot be done exactly."""
     try:
         taken = _take_shell(server, request)
     except BaseException:
         taken = None
     if taken is None:
         with contextlib.suppress(BaseException):
-            conn.sendall(b"R\0")  # nothing ran: the relay hands the event on
+            conn.sendall(shell_serve.REFUSED)  # nothing ran: the relay hands the event on
         return
     args = taken
     conn.settimeout(None)  # the hooks' own timeouts hold
     out, err = io.StringIO(), io.StringIO()
     code = 2
     try:
-        code = _run_event(request.agent, args, request.stdin, out, err)
+        sys.stdout, sys.stderr = out, err
+        code = shell_serve.run_event(request.agent, args, request.stdin, out, err)
     finally:
-        reply = b"X\0%d\0%s\0%s\0" % (code & 0xFF, _text(out), _text(err))
         with contextlib.suppress(BaseException):
-            conn.sendall(reply)
+            conn.sendall(shell_serve.answer_bytes(code, out, err))
         os._exit(0)
-
-
-def _text(stream: io.StringIO) -> bytes:
-    """What the relay prints; bash cannot hold a NUL byte."""
-    return stream.getvalue().encode("utf-8", "surrogateescape").replace(b"\0", b"")
 
 
 def _take_shell(server: _Server, request: shell_relay.ShellRequest) -> BridgeArgs | None:
@@ -554,7 +637,7 @@ def _take_shell(server: _Server, request: shell_relay.ShellRequest) -> BridgeArg
     if args is None:
         return None
     proc = f"/proc/{request.pid}"
-    found = _process_of(proc)
+    found = shell_serve.process_of(proc)
     if found is None:
         return None
     environ, umask = found
@@ -571,27 +654,6 @@ def _take_shell(server: _Server, request: shell_relay.ShellRequest) -> BridgeArg
     return args
 
 
-def _process_of(proc: str) -> tuple[dict[str, str], int] | None:
-    """The environment and umask of the relay's process (``/proc/<pid>``), if it is ours."""
-    if os.stat(proc).st_uid != os.getuid():
-        return None
-    with open(f"{proc}/environ", "rb") as file:
-        raw_env = file.read()
-    umask = None
-    with open(f"{proc}/status", encoding="ascii", errors="replace") as status:
-        for line in status:
-            if line.startswith("Umask:"):
-                umask = int(line.split()[1], 8)
-    if umask is None:
-        return None
-    environ = {}
-    for entry in raw_env.split(b"\0"):
-        name, sep, value = entry.partition(b"=")
-        if sep:
-            environ[os.fsdecode(name)] = os.fsdecode(value)
-    return environ, umask
-
-
 #: A made-up shell relay request for :func:`_pretouch_shell` (its input is ``_SAMPLE``).
 _SHELL_SAMPLE: Final = b"\0".join((
     b"0" * 32, b"1", b"claude-code", b"2", b"--config", b"/warm-up.json", _SAMPLE.encode(), b""))
@@ -605,7 +667,7 @@ def _pretouch_shell(server: _Server) -> None:
         request = shell_relay.parse_request(_SHELL_SAMPLE)
         assert request is not None
         parse_args(request.options)
-        found = _process_of(f"/proc/{os.getpid()}")
+        found = shell_serve.process_of(f"/proc/{os.getpid()}")
         assert found is not None
         process_key(found[0])
         server.stale()
@@ -622,20 +684,6 @@ def _pretouch_shell(server: _Server) -> None:
                 bridge_main(contract_for(agent), server.sample_file, None,
                             stdin=io.BytesIO(sample), stdout=io.StringIO(),
                             stderr=io.StringIO())
-
-
-def _run_event(agent: str, args: BridgeArgs, raw: bytes, out: io.StringIO,
-               err: io.StringIO) -> int:
-    sys.stdout, sys.stderr = out, err
-    if agent == "claude-code":
-        from hookgate.integrations.claude_code.main import run
-
-        return run(args, raw, stdout=out, stderr=err)
-    from hookgate.integrations.agent_bridge import contract_for
-    from hookgate.integrations.agent_bridge import main as bridge_main
-
-    return bridge_main(contract_for(agent), args.config, args.gateway,
-                       stdin=io.BytesIO(raw), stdout=out, stderr=err)
 
 
 def _take(conn: socket.socket, fds: list[int], length: int,

@@ -1,6 +1,7 @@
 """The warm process's wire format, both ends (imports nothing: the relay runs it per event).
 
-A request is ``HGW1``, a kind byte (``E`` an event, ``Q`` status, ``T`` stop), a 4-byte
+A request is ``HGW1``, a kind byte (``E`` an event, ``Q`` status, ``T`` stop, ``H`` a hand-over
+from the resident), a 4-byte
 big-endian length and that many bytes of items, each a 4-byte length and its bytes. An
 event's items: the warm process's key, ``-`` or ``+`` and the ``--config`` path, the working
 directory, the environment (``NAME=value`` separated by NUL), the encoding and error handler
@@ -28,6 +29,7 @@ __all__ = [
     "COMMIT",
     "DONE",
     "EVENT",
+    "HAND_OFF",
     "MAGIC",
     "REFUSED",
     "STARTED",
@@ -41,6 +43,9 @@ MAGIC: Final = b"HGW1"
 EVENT: Final = b"E"
 STATUS: Final = b"Q"
 STOP: Final = b"T"
+#: From the warm process's resident (:mod:`.resident`): a ``relay.bash`` connection (its
+#: descriptor) and the request read from it, for a forked worker to answer.
+HAND_OFF: Final = b"H"
 REFUSED: Final = b"R"
 STARTED: Final = b"S"
 COMMIT: Final = b"G"

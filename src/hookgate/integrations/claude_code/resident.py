@@ -1,0 +1,260 @@
+"""The warm process's resident worker: ``relay.bash`` events answered in place, no fork each.
+
+The warm process (:mod:`.warm`) forks it once, after importing hookgate, and keeps one
+running. It alone accepts on the shell relay's loopback port and answers each connection
+on a thread of its own (agents run hooks in parallel), by the same code a forked worker
+runs (:mod:`.shell_serve`, :func:`.main.run`, the agent bridge), with the relay's process
+(environment, working directory, umask read from ``/proc/<pid>``) held by the thread
+(:mod:`.in_place`) and given explicitly to the command hooks' subprocesses: nothing of an
+event changes the process (no ``chdir``, no ``os.environ`` replaced, no ``sys.path`` entry).
+
+Which events it answers itself is :mod:`.in_place`'s rule: a hooks file in the definition
+cache with no ``callable`` hook, every hook of the event a command without ``state``. Every
+other event (a ``callable`` hook, a file just written or edited and so not cached yet,
+hooks that need the engine, ``--gateway``, anything unusual about the relay's process) is
+handed, before anything of it ran, to one of the warm process's forked workers over its
+Unix socket (the connection itself travels, ``SCM_RIGHTS``), which answers it as every event
+was answered before: its own fork, ``chdir``, environment, fresh imports of hook modules.
+The hand-over is committed like the Python relay's (``S``, then ``G``): a worker that did
+not take it runs nothing, and the relay is told ``R`` (nothing ran) and hands the event on.
+
+Each event keeps its own timeouts (its hooks' and the chain's budget); a hook that hangs
+holds its own thread only. Past ``MAX_IN_PLACE`` events at once, more go to the forked
+workers.
+"""
+
+from __future__ import annotations
+
+import array
+import contextlib
+import io
+import json
+import os
+import signal
+import socket
+import sys
+import threading
+import time
+from typing import TYPE_CHECKING, Final, NoReturn, Protocol
+
+from hookgate.integrations.claude_code import in_place, shell_relay, shell_serve
+from hookgate.integrations.claude_code import warm_wire as wire
+from hookgate.integrations.claude_code.startup import BridgeArgs, parse_args
+from hookgate.integrations.claude_code.warm_place import peer_uid, process_key
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+__all__ = ["MAX_IN_PLACE", "Warm", "hand_off_header", "serve_resident"]
+
+#: Events answered in place at once; more go to the forked workers.
+MAX_IN_PLACE: Final = 32
+#: How long a forked worker may take to take a handed-over event.
+_HAND_OFF_TIMEOUT_S: Final = 5.0
+_TICK_S: Final = 2.0
+#: A note to the warm process: an event came (its idle clock starts again).
+NOTE_ACTIVE: Final = b"A"
+
+
+class Warm(Protocol):
+    """What the resident needs of the warm process (:class:`.warm._Server`)."""
+
+    path: str
+    key: str
+    #: A hooks file of this process's own (one command hook that does nothing), cached.
+    sample_file: str | None
+
+    def stale(self) -> bool: ...
+
+    def unlink_socket(self) -> None: ...
+
+
+class _Resident:
+    def __init__(self, warm: Warm, listener: socket.socket, endpoint: shell_relay.Endpoint,
+                 note: Callable[[bytes], None], end: Callable[[], None]) -> None:
+        self.warm = warm
+        self.listener = listener
+        self.endpoint = endpoint
+        self.note = note
+        self.end = end
+        self.slots = threading.BoundedSemaphore(MAX_IN_PLACE)
+        self.ending = False
+
+    def loop(self, parent: int) -> None:
+        self.listener.settimeout(_TICK_S)
+        while not self.ending:
+            try:
+                conn, _ = self.listener.accept()
+            except TimeoutError:
+                if os.getppid() != parent:
+                    return  # the warm process is gone: so are we
+                continue
+            conn.settimeout(None)
+            self.note(NOTE_ACTIVE)
+            threading.Thread(target=self.answer, args=(conn,), name="hookgate-event").start()
+
+    def answer(self, conn: socket.socket) -> None:
+        """One relay's event, in place or handed to a forked worker; never raises."""
+        with conn:
+            try:
+                found = shell_serve.read_request(conn, self.endpoint)
+            except Exception:
+                return
+            if found is None:
+                return
+            request, data = found
+            if not self.slots.acquire(blocking=False):
+                self.hand_off(conn, data)
+                return
+            try:
+                self.in_place(conn, request, data)
+            finally:
+                self.slots.release()
+
+    def in_place(self, conn: socket.socket, request: shell_relay.ShellRequest,
+                 data: bytes) -> None:
+        try:
+            if self.warm.stale():
+                # hookgate's code changed: the warm process ends, and the next event finds
+                # a new one (this one: nothing ran, the relay hands it on)
+                self.warm.unlink_socket()
+                self.end()
+                conn.sendall(shell_serve.REFUSED)
+                return
+            found = _event_process(self.warm.key, request)
+        except Exception:
+            found = None
+        if found is None:
+            self.hand_off(conn, data)
+            return
+        args, event = found
+        out, err = io.StringIO(), io.StringIO()
+        try:
+            with in_place.running(event):
+                code = shell_serve.run_event(request.agent, args, request.stdin, out, err,
+                                             event.environ)
+        except in_place.NeedsFork:
+            self.hand_off(conn, data)
+            return
+        except BaseException as exc:  # run_event answers every failure itself; this is a bug
+            code = 2
+            err.write(f"hookgate: internal error in the warm process: {exc!r}\n")
+        with contextlib.suppress(OSError):
+            conn.sendall(shell_serve.answer_bytes(code, out, err))
+
+    def hand_off(self, conn: socket.socket, data: bytes) -> None:
+        """Give the event to a forked worker (nothing of it ran here); ``R`` to the relay
+        when none takes it."""
+        try:
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as unix:
+                unix.settimeout(_HAND_OFF_TIMEOUT_S)
+                unix.connect(self.warm.path)
+                if peer_uid(unix) != os.getuid():
+                    raise OSError("not our warm process")
+                fds = array.array("i", [conn.fileno()])
+                unix.sendmsg([hand_off_header(len(data))],
+                             [(socket.SOL_SOCKET, socket.SCM_RIGHTS, fds.tobytes())])
+                unix.sendall(data)
+                if unix.recv(1) != wire.STARTED:
+                    raise OSError("no worker took the event")
+                unix.sendall(wire.COMMIT)
+        except Exception:
+            with contextlib.suppress(OSError):
+                conn.sendall(shell_serve.REFUSED)
+
+
+def hand_off_header(length: int) -> bytes:
+    return wire.MAGIC + wire.HAND_OFF + length.to_bytes(4, "big")
+
+
+def _event_process(key: str, request: shell_relay.ShellRequest
+                   ) -> tuple[BridgeArgs, in_place.EventProcess] | None:
+    """The event's options and the relay's process, when the event may be answered in
+    place; ``None`` (a forked worker answers it, as always) otherwise."""
+    if request.agent not in shell_relay.AGENTS:
+        return None
+    args = parse_args(request.options)
+    if args is None or args.gateway:
+        return None
+    proc = f"/proc/{request.pid}"
+    found = shell_serve.process_of(proc)
+    if found is None:
+        return None
+    environ, umask = found
+    if process_key(environ) != key or environ.get("HOOKGATE_GATEWAY_URL"):
+        return None
+    cwd = os.readlink(f"{proc}/cwd")
+    if not os.path.isabs(cwd) or cwd.endswith(" (deleted)"):
+        return None
+    # Paths the event names relative to the relay's working directory are made whole here:
+    # this process's own is "/".
+    agent = request.agent.upper().replace("-", "_")
+    config = args.config or environ.get(f"HOOKGATE_{agent}_CONFIG")
+    if config:
+        config = os.path.join(cwd, config)
+    elif request.agent != "claude-code":
+        return None  # no policy: the fork reports it
+    elif not all(os.path.isabs(environ.get(name) or "/") for name in (
+            "CLAUDE_PROJECT_DIR", "CLAUDE_CONFIG_DIR", "HOME")):
+        return None
+    try:
+        data = json.loads(request.stdin)
+    except ValueError:
+        return None
+    if not isinstance(data, dict) or not os.path.isabs(str(data.get("cwd") or "")):
+        return None  # the hooks would see this process's working directory
+    return BridgeArgs(config=config), in_place.EventProcess(environ, cwd, umask)
+
+
+def serve_resident(warm: Warm, listener: socket.socket, endpoint: shell_relay.Endpoint,
+                   note: Callable[[bytes], None], end: Callable[[], None]) -> NoReturn:
+    """The resident's life, in the process the warm process forked for it: answer events
+    until told to stop (SIGTERM) or the warm process is gone, then wait for the events under
+    way and exit."""
+    import tempfile
+
+    code = 0
+    try:
+        parent = os.getppid()
+        tempfile.gettempdir()  # fixed now, from this process's environment, not an event's
+        in_place.install_environ()
+        resident = _Resident(warm, listener, endpoint, note, end)
+        _warm_up(resident)
+
+        def stop(signum: int, frame: object) -> None:
+            resident.ending = True  # the accept loop sees it within a tick
+
+        signal.signal(signal.SIGTERM, stop)
+        resident.loop(parent)
+        resident.ending = True
+        listener.close()
+        deadline = time.monotonic() + 600  # the hooks' own timeouts end them well before
+        for thread in threading.enumerate():
+            if thread is not threading.current_thread():
+                thread.join(max(0.0, deadline - time.monotonic()))
+    except BaseException:
+        code = 1
+    finally:
+        with contextlib.suppress(BaseException):
+            sys.stderr.flush()
+        os._exit(code)
+
+
+def _warm_up(resident: _Resident) -> None:
+    """Run a made-up event on the warm process's sample hooks file through the in-place
+    path once, for each agent, so that lazy imports and first-call costs are paid before a
+    relay waits for them."""
+    sample_file = resident.warm.sample_file
+    if sample_file is None:
+        return
+    umask = os.umask(0o022)
+    os.umask(umask)
+    event = in_place.EventProcess(dict(os.environ), "/", umask)
+    for agent, name, tool in (("claude-code", "PreToolUse", "Bash"),
+                              ("codex", "PreToolUse", "Bash"),
+                              ("gemini", "BeforeTool", "run_shell_command")):
+        sample = json.dumps({"session_id": "warm-up", "cwd": "/", "hook_event_name": name,
+                             "tool_name": tool, "tool_input": {"command": "true"}})
+        with contextlib.suppress(BaseException), in_place.running(event):
+            shell_serve.run_event(agent, BridgeArgs(config=sample_file), sample.encode(),
+                                  io.StringIO(), io.StringIO(), event.environ)

@@ -1,0 +1,94 @@
+"""The warm process's end of a ``relay.bash`` connection, shared by its two kinds of worker:
+the resident (:mod:`.resident`, events answered in place) and the forked worker
+(:mod:`.warm`, one event per fork). See :mod:`.shell_relay` for the protocol.
+"""
+
+from __future__ import annotations
+
+import hmac
+import io
+import os
+import socket
+from typing import Final
+
+from hookgate.integrations.claude_code import shell_relay
+from hookgate.integrations.claude_code import warm_wire as wire
+from hookgate.integrations.claude_code.startup import BridgeArgs
+
+__all__ = ["REFUSED", "answer_bytes", "process_of", "read_request", "run_event"]
+
+#: Nothing ran: the relay hands the event to the Python relay.
+REFUSED: Final = b"R\0"
+#: How long a relay may take to send its request.
+REQUEST_TIMEOUT_S: Final = 5.0
+
+
+def read_request(conn: socket.socket, endpoint: shell_relay.Endpoint
+                 ) -> tuple[shell_relay.ShellRequest, bytes] | None:
+    """The relay's request and its bytes, once the peer is this user's and the tokens are
+    exchanged; ``None`` (say nothing more, close) otherwise. Raises on a broken connection."""
+    conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    if shell_relay.loopback_peer_uid(conn.getsockname(), conn.getpeername()) != os.getuid():
+        return None  # another user: not a word, not even the server token
+    conn.settimeout(REQUEST_TIMEOUT_S)
+    conn.sendall(endpoint.server_token.encode() + b"\n")
+    data = bytearray()
+    request = None
+    while request is None:
+        chunk = conn.recv(1 << 16)
+        if not chunk or len(data) > wire.MAX_BODY:
+            return None
+        data += chunk
+        if b"\0" in chunk:
+            request = shell_relay.parse_request(bytes(data))
+    if not token_matches(request, endpoint):
+        return None
+    return request, bytes(data)
+
+
+def token_matches(request: shell_relay.ShellRequest, endpoint: shell_relay.Endpoint) -> bool:
+    return hmac.compare_digest(request.client_token, endpoint.client_token.encode())
+
+
+def process_of(proc: str) -> tuple[dict[str, str], int] | None:
+    """The environment and umask of the relay's process (``/proc/<pid>``), if it is ours."""
+    if os.stat(proc).st_uid != os.getuid():
+        return None
+    with open(f"{proc}/environ", "rb") as file:
+        raw_env = file.read()
+    umask = None
+    with open(f"{proc}/status", encoding="ascii", errors="replace") as status:
+        for line in status:
+            if line.startswith("Umask:"):
+                umask = int(line.split()[1], 8)
+    if umask is None:
+        return None
+    environ = {}
+    for entry in raw_env.split(b"\0"):
+        name, sep, value = entry.partition(b"=")
+        if sep:
+            environ[os.fsdecode(name)] = os.fsdecode(value)
+    return environ, umask
+
+
+def run_event(agent: str, args: BridgeArgs, raw: bytes, out: io.StringIO, err: io.StringIO,
+              environ: dict[str, str] | None = None) -> int:
+    """The event as ``hookgate AGENT OPTIONS`` answers it (``environ``: the relay's; default
+    this process's)."""
+    if agent == "claude-code":
+        from hookgate.integrations.claude_code.main import run
+
+        return run(args, raw, stdout=out, stderr=err, environ=environ)
+    from hookgate.integrations.agent_bridge import contract_for
+    from hookgate.integrations.agent_bridge import main as bridge_main
+
+    return bridge_main(contract_for(agent), args.config, args.gateway,
+                       stdin=io.BytesIO(raw), stdout=out, stderr=err, environ=environ)
+
+
+def answer_bytes(code: int, out: io.StringIO, err: io.StringIO) -> bytes:
+    """The ``X`` answer: the exit code, stdout and stderr (bash cannot hold a NUL byte)."""
+    def text(stream: io.StringIO) -> bytes:
+        return stream.getvalue().encode("utf-8", "surrogateescape").replace(b"\0", b"")
+
+    return b"X\0%d\0%s\0%s\0" % (code & 0xFF, text(out), text(err))
