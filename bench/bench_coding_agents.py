@@ -43,6 +43,7 @@ from bench.bench_claude_code import CHECK, EVENT, GATEWAY_HOOK, HOOKS, _stop_war
 from bench.bench_gateway import _start
 from bench.harness import Row
 from hookgate.integrations.claude_code import shell_relay
+from hookgate.integrations.claude_code import warm_wire as wire
 from hookgate.integrations.claude_code.settings_file import gateway_hook
 
 #: One tool event per agent, in its own shape, and one the hooks file has nothing for.
@@ -99,15 +100,18 @@ class _Figures:
 _TICK_MS: Final = 1000 / os.sysconf("SC_CLK_TCK")
 
 
-def _warm_cpu_ms(pid: int) -> float:
-    """The CPU the warm process and every worker it reaped used so far (a worker's hooks
-    included: it reaped them). Read from /proc: asking the warm process would take one of
-    its waiting workers."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return sum(int(value) for value in fields[11:15]) * _TICK_MS
+def _warm_cpu_ms(pids: list[int]) -> float:
+    """The CPU the warm process and its resident used so far, with every worker and hook
+    they reaped (a worker's hooks included: it reaped them). Read from /proc: asking the warm
+    process would take one of its waiting workers."""
+    total = 0.0
+    for pid in pids:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        total += sum(int(value) for value in fields[11:15]) * _TICK_MS
+    return total
 
 
-def _measure(runs: dict[str, _Run], rounds: int, warm_pid: int, base: str = "sh"
+def _measure(runs: dict[str, _Run], rounds: int, warm_pids: list[int], base: str = "sh"
              ) -> dict[str, _Figures]:
     """Medians per command, each round every command once (in a rotating order). The CPU
     is the per-event process tree's (median) plus the mean of what the warm process used
@@ -120,10 +124,10 @@ def _measure(runs: dict[str, _Run], rounds: int, warm_pid: int, base: str = "sh"
     for index in range(rounds):
         shift = index % len(names)
         for name in names[shift:] + names[:shift]:
-            warm_before = _warm_cpu_ms(warm_pid)
+            warm_before = _warm_cpu_ms(warm_pids)
             times[name].append(runs[name].timed())
             time.sleep(PAUSE_S)
-            warm[name] += _warm_cpu_ms(warm_pid) - warm_before
+            warm[name] += _warm_cpu_ms(warm_pids) - warm_before
     cpu = {name: statistics.median(t[1] for t in values) + warm[name] / rounds
            for name, values in times.items()}
     return {name: _Figures(
@@ -147,6 +151,18 @@ def _first_event_ms(run: _Run, folder: Path, rounds: int) -> float:
                    ) and time.monotonic() < deadline:
             time.sleep(0.02)
     return statistics.median(times)
+
+
+def _warm_and_resident(folder: Path) -> list[int]:
+    """The warm process's pid and its resident's (which answers the shell relay's events
+    in place; it lives on, so the warm process never reaps its CPU)."""
+    from tests.support.warm_bridge import ask
+
+    (sock,) = folder.glob("*.sock")
+    status = dict(line.split(": ", 1) for line in ask(sock, wire.STATUS).decode().splitlines()
+                  if ": " in line)
+    return [int(status["pid"])] + ([int(status["resident"])]
+                                   if status.get("resident", "-") != "-" else [])
 
 
 def run(quick: bool = False) -> list[Row]:
@@ -207,11 +223,9 @@ def _agent_rows(agent: str, hookgate: str, hooks: Path, url: str, key: str,
     # first: it leaves the warm process running, with its endpoint written
     first = _first_event_ms(_Run(local, stdin, {**env, "HOOKGATE_CLAUDE_CODE_WARM": "on"}),
                             warm_folder, max(5, rounds // 5))
-    from tests.support.warm_bridge import warm_pids
-
-    (_, warm_pid), = warm_pids(warm_folder).items()
-    _measure(runs, 2, warm_pid)  # warm up: the definition cache, the OS's caches
-    figures = _measure(runs, rounds, warm_pid)
+    pids = _warm_and_resident(warm_folder)
+    _measure(runs, 2, pids)  # warm up: the definition cache, the OS's caches
+    figures = _measure(runs, rounds, pids)
     bare = "bare sh hook script (same check)"
     sh_ms = figures["sh"].wall
 

@@ -23,8 +23,9 @@ CC = "hookgate.integrations.claude_code"
 #: The per-event relay: hands the event to the warm process.
 RELAY = {"hookgate", "hookgate.launcher", "hookgate.integrations", CC, f"{CC}.startup",
          f"{CC}.relay", f"{CC}.warm_place", f"{CC}.warm_wire", "hookgate.errors"}
-#: Always there: the entry point and its package (the relay, which runs the event itself).
-ENTRY = RELAY | {f"{CC}.main"}
+#: Always there: the entry point and its package (the relay, which runs the event itself),
+#: with the warm process's in-place rule (:mod:`.in_place`, imports nothing of hookgate).
+ENTRY = RELAY | {f"{CC}.main", f"{CC}.in_place"}
 #: An event the cached hooks file has no hook for: answered from the cache entry alone.
 NOTHING_TO_RUN = ENTRY | {f"{CC}.definition_cache", "hookgate.errors"}
 #: A cached file with command and callable hooks: the chain on the blocking driver.

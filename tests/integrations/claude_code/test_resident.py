@@ -12,7 +12,6 @@ import json
 import os
 import subprocess
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -24,12 +23,18 @@ from tests.support.warm_bridge import ask
 from hookgate.integrations.claude_code import shell_relay
 from hookgate.integrations.claude_code import warm_wire as wire
 
-pytestmark = pytest.mark.skipif(not shell_relay.available(),
-                                reason="the shell relay needs Linux and /bin/bash")
+pytestmark = pytest.mark.skipif(
+    not shell_relay.available(), reason="the shell relay needs Linux and /bin/bash"
+)
 
-EVENT: dict[str, Any] = {"session_id": "s", "cwd": "/tmp", "hook_event_name": "PreToolUse",
-                         "tool_name": "Bash", "tool_input": {"command": "ls"},
-                         "tool_use_id": "t1"}
+EVENT: dict[str, Any] = {
+    "session_id": "s",
+    "cwd": "/tmp",
+    "hook_event_name": "PreToolUse",
+    "tool_name": "Bash",
+    "tool_input": {"command": "ls"},
+    "tool_use_id": "t1",
+}
 #: The hook's report, as the reason of a block: mark, working folder, umask, its parent.
 REPORT = 'echo "$HG_MARK|$PWD|$(umask)|$PPID" >&2; exit 2'
 
@@ -40,9 +45,13 @@ def write_hooks(path: Path, *hooks: dict[str, Any]) -> Path:
 
 
 def command_hook(script: str, name: str = "cmd", **fields: Any) -> dict[str, Any]:
-    return {"name": name, "event": "pre_tool_use", "handler_type": "command",
-            "config": {"command": script, "allowed_env_vars": ["HG_MARK", "HG_WAIT"]},
-            **fields}
+    return {
+        "name": name,
+        "event": "pre_tool_use",
+        "handler_type": "command",
+        "config": {"command": script, "allowed_env_vars": ["HG_MARK", "HG_WAIT"]},
+        **fields,
+    }
 
 
 def reported(done: subprocess.CompletedProcess[str]) -> list[str]:
@@ -61,11 +70,17 @@ def resident_pid(folder: Path) -> int:
     return int(fields["resident"])
 
 
-def relay(hooks: Path, cwd: Path, umask: str = "022", **env: str
-          ) -> subprocess.CompletedProcess[str]:
+def relay(
+    hooks: Path, cwd: Path, umask: str = "022", **env: str
+) -> subprocess.CompletedProcess[str]:
     # require: a hand-over to the Python relay would fail the event instead
-    return run_relay(f"umask {umask}; {relay_command('claude-code', hooks)}", EVENT, cwd=cwd,
-                     HOOKGATE_SHELL_RELAY="require", **env)
+    return run_relay(
+        f"umask {umask}; {relay_command('claude-code', hooks)}",
+        EVENT,
+        cwd=cwd,
+        HOOKGATE_SHELL_RELAY="require",
+        **env,
+    )
 
 
 @pytest.fixture
@@ -81,9 +96,11 @@ def test_two_concurrent_events_each_see_their_own_process(
     # Each hook waits until the other has started: they finish only if both run at once.
     rendezvous = tmp_path / "rendezvous"
     rendezvous.mkdir()
-    wait = (f'touch {rendezvous}/"$HG_MARK"; n=0; '
-            f'while [ "$(ls {rendezvous} | wc -l)" -lt 2 ] && [ $n -lt 200 ]; do '
-            'sleep 0.05; n=$((n+1)); done; ')
+    wait = (
+        f'touch {rendezvous}/"$HG_MARK"; n=0; '
+        f'while [ "$(ls {rendezvous} | wc -l)" -lt 2 ] && [ $n -lt 200 ]; do '
+        "sleep 0.05; n=$((n+1)); done; "
+    )
     hooks = write_hooks(tmp_path / "hookgate.json", command_hook(wait + REPORT))
     start_warm(warm_folder, hooks, EVENT)
     resident = resident_pid(warm_folder)
@@ -153,15 +170,23 @@ def test_a_hooks_file_gaining_a_callable_hook_goes_to_a_fork_per_event(
     assert reported(relay(hooks, project))[3] == str(resident)
     module = tmp_path / "resident_guard.py"
     module.write_text("def allow(event):\n    return None\n")
-    write_hooks(hooks, {"name": "py", "event": "pre_tool_use", "handler_type": "callable",
-                        "config": {"callable": "resident_guard:allow"}},
-                command_hook(REPORT))
+    write_hooks(
+        hooks,
+        {
+            "name": "py",
+            "event": "pre_tool_use",
+            "handler_type": "callable",
+            "config": {"callable": "resident_guard:allow"},
+        },
+        command_hook(REPORT),
+    )
     parents = {reported(relay(hooks, project))[3] for _ in range(3)}
     assert str(resident) not in parents
     assert len(parents) == 3  # a fresh worker each time
     # and its module is imported fresh: an edit takes effect on the next event
-    module.write_text("def allow(event):\n    return {'decision': 'block', "
-                      "'reason': 'edited|/|0|0'}\n")
+    module.write_text(
+        "def allow(event):\n    return {'decision': 'block', 'reason': 'edited|/|0|0'}\n"
+    )
     assert reported(relay(hooks, project))[0] == "edited"
 
 
@@ -169,10 +194,15 @@ def test_a_hook_that_hangs_holds_no_other_event(
     warm_folder: Path, tmp_path: Path, project: Path
 ) -> None:
     started, release = tmp_path / "started", tmp_path / "release"
-    hangs = write_hooks(tmp_path / "hangs.json", command_hook(
-        f'if [ -n "$HG_WAIT" ]; then touch {started}; n=0; '
-        f'while [ ! -e {release} ] && [ $n -lt 180 ]; do sleep 0.05; n=$((n+1)); done; fi; '
-        + REPORT, timeout_ms=10000))
+    hangs = write_hooks(
+        tmp_path / "hangs.json",
+        command_hook(
+            f'if [ -n "$HG_WAIT" ]; then touch {started}; n=0; '
+            f"while [ ! -e {release} ] && [ $n -lt 180 ]; do sleep 0.05; n=$((n+1)); done; fi; "
+            + REPORT,
+            timeout_ms=10000,
+        ),
+    )
     quick = write_hooks(tmp_path / "quick.json", command_hook(REPORT))
     start_warm(warm_folder, quick, EVENT)
     resident = resident_pid(warm_folder)
@@ -181,10 +211,19 @@ def test_a_hook_that_hangs_holds_no_other_event(
     event.write_text(json.dumps(EVENT))
     with event.open("rb") as stdin:
         hanging = subprocess.Popen(
-            ["/bin/sh", "-c", relay_command("claude-code", hangs)], stdin=stdin,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=project,
-            env={**os.environ, "HG_MARK": "slow", "HG_WAIT": "1",
-                 "HOOKGATE_SHELL_RELAY": "require"})
+            ["/bin/sh", "-c", relay_command("claude-code", hangs)],
+            stdin=stdin,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=project,
+            env={
+                **os.environ,
+                "HG_MARK": "slow",
+                "HG_WAIT": "1",
+                "HOOKGATE_SHELL_RELAY": "require",
+            },
+        )
     try:
         wait_until(started.exists, "the hanging hook runs", 30)
         for mark in ("a", "b", "c"):

@@ -134,7 +134,47 @@ def read_entry(path: str, *, edition: str, environ: Mapping[str, str]) -> Entry 
             content = file.read()
     except OSError:
         return None  # the validation reports it
-    return _read_entry(os.path.join(where, _entry_name(real)), _key(real, edition), content)
+    return _entry(os.path.join(where, _entry_name(real)), _key(real, edition), content)[0]
+
+
+class _Held:
+    """An entry the warm process's resident read, with its definitions (see :func:`_entry`)."""
+
+    __slots__ = ("content", "definitions", "entry", "key")
+
+    def __init__(self, key: tuple[Any, ...], content: bytes, entry: Entry,
+                 definitions: list[HookDefinition]) -> None:
+        self.key = key
+        self.content = content
+        self.entry = entry
+        self.definitions = definitions
+
+
+#: The resident's entries, by entry file: a long-lived process need not read and decode an
+#: entry again while the hooks file's bytes (and the key) are the same. Only entries without
+#: ``callable`` hooks (the only ones it answers); bounded.
+_HELD: dict[str, _Held] = {}
+_MAX_HELD: Final = 256
+
+
+def _entry(entry_path: str, key: tuple[Any, ...], content: bytes
+           ) -> tuple[Entry | None, list[HookDefinition] | None]:
+    """The entry for this exact file (and, in the resident, its definitions when held)."""
+    from hookgate.integrations.claude_code.in_place import current
+
+    if current() is None:
+        return _read_entry(entry_path, key, content), None
+    held = _HELD.get(entry_path)
+    if held is not None and held.key == key and held.content == content:
+        return held.entry, list(held.definitions)
+    entry = _read_entry(entry_path, key, content)
+    definitions = None if entry is None or entry.has_callables else _definitions(entry)
+    if entry is not None and definitions is not None:
+        if len(_HELD) >= _MAX_HELD:
+            _HELD.clear()
+        _HELD[entry_path] = _Held(key, content, entry, definitions)
+        definitions = list(definitions)
+    return entry, definitions
 
 
 def load_definitions(
@@ -167,9 +207,11 @@ def load_definitions(
     if where is not None and content is not None:
         key = _key(real, edition)
         entry_path = os.path.join(where, _entry_name(real))
-        entry = _read_entry(entry_path, key, content)
-        if entry is not None and resident and entry.has_callables:
-            raise NeedsFork
+        entry, held = _entry(entry_path, key, content)
+        if held is not None:
+            return held  # the resident's, without callable hooks
+        if entry is not None and resident:
+            raise NeedsFork  # callable hooks, or definitions this hookgate cannot rebuild
         if entry is not None:
             cached = _definitions(entry)
             if cached is not None and _callables_resolve(cached):

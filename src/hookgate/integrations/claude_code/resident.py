@@ -70,8 +70,14 @@ class Warm(Protocol):
 
 
 class _Resident:
-    def __init__(self, warm: Warm, listener: socket.socket, endpoint: shell_relay.Endpoint,
-                 note: Callable[[bytes], None], end: Callable[[], None]) -> None:
+    def __init__(
+        self,
+        warm: Warm,
+        listener: socket.socket,
+        endpoint: shell_relay.Endpoint,
+        note: Callable[[bytes], None],
+        end: Callable[[], None],
+    ) -> None:
         self.warm = warm
         self.listener = listener
         self.endpoint = endpoint
@@ -111,8 +117,7 @@ class _Resident:
             finally:
                 self.slots.release()
 
-    def in_place(self, conn: socket.socket, request: shell_relay.ShellRequest,
-                 data: bytes) -> None:
+    def in_place(self, conn: socket.socket, request: shell_relay.ShellRequest, data: bytes) -> None:
         try:
             if self.warm.stale():
                 # hookgate's code changed: the warm process ends, and the next event finds
@@ -131,8 +136,9 @@ class _Resident:
         out, err = io.StringIO(), io.StringIO()
         try:
             with in_place.running(event):
-                code = shell_serve.run_event(request.agent, args, request.stdin, out, err,
-                                             event.environ)
+                code = shell_serve.run_event(
+                    request.agent, args, request.stdin, out, err, event.environ
+                )
         except in_place.NeedsFork:
             self.hand_off(conn, data)
             return
@@ -152,8 +158,10 @@ class _Resident:
                 if peer_uid(unix) != os.getuid():
                     raise OSError("not our warm process")
                 fds = array.array("i", [conn.fileno()])
-                unix.sendmsg([hand_off_header(len(data))],
-                             [(socket.SOL_SOCKET, socket.SCM_RIGHTS, fds.tobytes())])
+                unix.sendmsg(
+                    [hand_off_header(len(data))],
+                    [(socket.SOL_SOCKET, socket.SCM_RIGHTS, fds.tobytes())],
+                )
                 unix.sendall(data)
                 if unix.recv(1) != wire.STARTED:
                     raise OSError("no worker took the event")
@@ -167,8 +175,9 @@ def hand_off_header(length: int) -> bytes:
     return wire.MAGIC + wire.HAND_OFF + length.to_bytes(4, "big")
 
 
-def _event_process(key: str, request: shell_relay.ShellRequest
-                   ) -> tuple[BridgeArgs, in_place.EventProcess] | None:
+def _event_process(
+    key: str, request: shell_relay.ShellRequest
+) -> tuple[BridgeArgs, in_place.EventProcess] | None:
     """The event's options and the relay's process, when the event may be answered in
     place; ``None`` (a forked worker answers it, as always) otherwise."""
     if request.agent not in shell_relay.AGENTS:
@@ -194,8 +203,10 @@ def _event_process(key: str, request: shell_relay.ShellRequest
         config = os.path.join(cwd, config)
     elif request.agent != "claude-code":
         return None  # no policy: the fork reports it
-    elif not all(os.path.isabs(environ.get(name) or "/") for name in (
-            "CLAUDE_PROJECT_DIR", "CLAUDE_CONFIG_DIR", "HOME")):
+    elif not all(
+        os.path.isabs(environ.get(name) or "/")
+        for name in ("CLAUDE_PROJECT_DIR", "CLAUDE_CONFIG_DIR", "HOME")
+    ):
         return None
     try:
         data = json.loads(request.stdin)
@@ -206,8 +217,13 @@ def _event_process(key: str, request: shell_relay.ShellRequest
     return BridgeArgs(config=config), in_place.EventProcess(environ, cwd, umask)
 
 
-def serve_resident(warm: Warm, listener: socket.socket, endpoint: shell_relay.Endpoint,
-                   note: Callable[[bytes], None], end: Callable[[], None]) -> NoReturn:
+def serve_resident(
+    warm: Warm,
+    listener: socket.socket,
+    endpoint: shell_relay.Endpoint,
+    note: Callable[[bytes], None],
+    end: Callable[[], None],
+) -> NoReturn:
     """The resident's life, in the process the warm process forked for it: answer events
     until told to stop (SIGTERM) or the warm process is gone, then wait for the events under
     way and exit."""
@@ -250,11 +266,26 @@ def _warm_up(resident: _Resident) -> None:
     umask = os.umask(0o022)
     os.umask(umask)
     event = in_place.EventProcess(dict(os.environ), "/", umask)
-    for agent, name, tool in (("claude-code", "PreToolUse", "Bash"),
-                              ("codex", "PreToolUse", "Bash"),
-                              ("gemini", "BeforeTool", "run_shell_command")):
-        sample = json.dumps({"session_id": "warm-up", "cwd": "/", "hook_event_name": name,
-                             "tool_name": tool, "tool_input": {"command": "true"}})
+    for agent, name, tool in (
+        ("claude-code", "PreToolUse", "Bash"),
+        ("codex", "PreToolUse", "Bash"),
+        ("gemini", "BeforeTool", "run_shell_command"),
+    ):
+        sample = json.dumps(
+            {
+                "session_id": "warm-up",
+                "cwd": "/",
+                "hook_event_name": name,
+                "tool_name": tool,
+                "tool_input": {"command": "true"},
+            }
+        )
         with contextlib.suppress(BaseException), in_place.running(event):
-            shell_serve.run_event(agent, BridgeArgs(config=sample_file), sample.encode(),
-                                  io.StringIO(), io.StringIO(), event.environ)
+            shell_serve.run_event(
+                agent,
+                BridgeArgs(config=sample_file),
+                sample.encode(),
+                io.StringIO(),
+                io.StringIO(),
+                event.environ,
+            )

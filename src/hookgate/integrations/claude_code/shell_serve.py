@@ -23,8 +23,9 @@ REFUSED: Final = b"R\0"
 REQUEST_TIMEOUT_S: Final = 5.0
 
 
-def read_request(conn: socket.socket, endpoint: shell_relay.Endpoint
-                 ) -> tuple[shell_relay.ShellRequest, bytes] | None:
+def read_request(
+    conn: socket.socket, endpoint: shell_relay.Endpoint
+) -> tuple[shell_relay.ShellRequest, bytes] | None:
     """The relay's request and its bytes, once the peer is this user's and the tokens are
     exchanged; ``None`` (say nothing more, close) otherwise. Raises on a broken connection."""
     conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -71,8 +72,14 @@ def process_of(proc: str) -> tuple[dict[str, str], int] | None:
     return environ, umask
 
 
-def run_event(agent: str, args: BridgeArgs, raw: bytes, out: io.StringIO, err: io.StringIO,
-              environ: dict[str, str] | None = None) -> int:
+def run_event(
+    agent: str,
+    args: BridgeArgs,
+    raw: bytes,
+    out: io.StringIO,
+    err: io.StringIO,
+    environ: dict[str, str] | None = None,
+) -> int:
     """The event as ``hookgate AGENT OPTIONS`` answers it (``environ``: the relay's; default
     this process's)."""
     if agent == "claude-code":
@@ -82,12 +89,20 @@ def run_event(agent: str, args: BridgeArgs, raw: bytes, out: io.StringIO, err: i
     from hookgate.integrations.agent_bridge import contract_for
     from hookgate.integrations.agent_bridge import main as bridge_main
 
-    return bridge_main(contract_for(agent), args.config, args.gateway,
-                       stdin=io.BytesIO(raw), stdout=out, stderr=err, environ=environ)
+    return bridge_main(
+        contract_for(agent),
+        args.config,
+        args.gateway,
+        stdin=io.BytesIO(raw),
+        stdout=out,
+        stderr=err,
+        environ=environ,
+    )
 
 
 def answer_bytes(code: int, out: io.StringIO, err: io.StringIO) -> bytes:
     """The ``X`` answer: the exit code, stdout and stderr (bash cannot hold a NUL byte)."""
+
     def text(stream: io.StringIO) -> bytes:
         return stream.getvalue().encode("utf-8", "surrogateescape").replace(b"\0", b"")
 
