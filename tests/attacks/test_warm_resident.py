@@ -1,0 +1,129 @@
+"""Attacks on the warm process's resident (events answered in place, one long-lived process)
+and its hand-over of events to forked workers (``H`` on the warm process's Unix socket)."""
+
+from __future__ import annotations
+
+import array
+import json
+import os
+import shutil
+import socket
+import tempfile
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from tests.support.shell_relay import relay_command, run_relay, start_warm
+from tests.support.warm_bridge import stop_all
+
+from hookgate.integrations.claude_code import resident, shell_relay
+
+pytestmark = pytest.mark.skipif(
+    not shell_relay.available(), reason="the shell relay needs Linux and /bin/bash"
+)
+
+EVENT = {
+    "session_id": "s",
+    "cwd": "/tmp",
+    "hook_event_name": "PreToolUse",
+    "tool_name": "Bash",
+    "tool_input": {"command": "ls"},
+    "tool_use_id": "t1",
+}
+
+
+@pytest.fixture
+def folder(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Path]:
+    path = Path(tempfile.mkdtemp(prefix="hgw-", dir="/tmp"))
+    monkeypatch.setenv("HOOKGATE_CLAUDE_CODE_WARM_DIR", str(path))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    yield path
+    stop_all(path)
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def _hooks(where: Path, command: str) -> Path:
+    path = where / "hookgate.json"
+    path.write_text(
+        json.dumps(
+            {
+                "hooks": [
+                    {
+                        "name": "cmd",
+                        "event": "pre_tool_use",
+                        "handler_type": "command",
+                        "config": {"command": command, "allowed_env_vars": ["SECRET_OF_ONE"]},
+                    }
+                ]
+            }
+        )
+    )
+    return path
+
+
+def test_a_hand_off_without_the_client_token_runs_nothing(folder: Path, tmp_path: Path) -> None:
+    """a process of the same user sends the warm process's Unix socket a hand-over (as the
+    resident does) of a connection of its own, with a hooks file of its own and a made-up
+    client token: no worker runs it, nothing is said on the connection."""
+    start_warm(folder, _hooks(tmp_path, "true"), EVENT)
+    mark = tmp_path / "pwned"
+    evil = tmp_path / "evil"
+    evil.mkdir()
+    evil_hooks = _hooks(evil, f"touch {mark}")
+    request = b"\0".join(
+        [
+            b"f" * 32,
+            str(os.getpid()).encode(),
+            b"claude-code",
+            b"2",
+            b"--config",
+            str(evil_hooks).encode(),
+            json.dumps(EVENT).encode(),
+            b"",
+        ]
+    )
+    ours, theirs = socket.socketpair()
+    (sock,) = folder.glob("*.sock")
+    with ours, theirs, socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as unix:
+        unix.settimeout(20)
+        unix.connect(str(sock))
+        unix.sendmsg(
+            [resident.hand_off_header(len(request))],
+            [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [theirs.fileno()]).tobytes())],
+        )
+        unix.sendall(request)
+        assert unix.recv(1) == b""  # closed without taking it
+        theirs.close()
+        ours.settimeout(20)
+        assert ours.recv(64) == b""
+    assert not mark.exists()
+
+
+def test_an_event_never_sees_another_events_environment(folder: Path, tmp_path: Path) -> None:
+    """two sessions' events answered by the same resident at once: a secret in one relay's
+    environment (allowed to its hooks) never reaches the other's hooks, whatever the order."""
+    hooks = _hooks(tmp_path, 'echo "seen:${SECRET_OF_ONE:-none}" >&2; exit 2')
+    start_warm(folder, hooks, EVENT)
+    run_relay(relay_command("claude-code", hooks), EVENT)  # cached: in place from here
+    answers: dict[str, list[str]] = {"one": [], "other": []}
+
+    def events(name: str, env: dict[str, str]) -> None:
+        for _ in range(6):
+            done = run_relay(
+                relay_command("claude-code", hooks), EVENT, HOOKGATE_SHELL_RELAY="require", **env
+            )
+            answers[name].append(
+                json.loads(done.stdout)["hookSpecificOutput"]["permissionDecisionReason"]
+            )
+
+    threads = [
+        threading.Thread(target=events, args=("one", {"SECRET_OF_ONE": "s3cret"})),
+        threading.Thread(target=events, args=("other", {})),
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    assert answers["one"] == ["seen:s3cret"] * 6
+    assert answers["other"] == ["seen:none"] * 6
