@@ -1,15 +1,29 @@
-"""The warm ``hookgate claude-code`` process: hookgate's core imported once, an event per fork.
+"""The warm ``hookgate claude-code`` process: hookgate's core imported once; events answered
+in place by its resident, or one per fork.
 
 :mod:`.relay` starts it (detached, stdio on /dev/null, holding the lock file that keeps a
 second one from starting) the first time an event finds none, and hands it every event.
 It imports what answering an event needs (:mod:`.main`'s path: the definition cache, the
 blocking driver, the chain, the command and callable handlers, and the hooks-file
-validation), then waits on its Unix socket.
+validation), then listens on its Unix socket (the Python relay, :mod:`.relay`) and on a
+loopback port (the shell relay, ``relay.bash``, which every ``install`` writes).
 
-Each event runs in a **fresh fork** (the worker): it takes the relay's stdout and stderr,
-working directory, umask and environment (``os.environ`` is replaced by the relay's, so
-command hooks and ``callable`` functions see what they see without the warm process), and runs
-:func:`.main.run` exactly as a process of its own would, then reports the exit code. So:
+**In place, without a fork** (:mod:`.resident`): one long-lived forked worker, the resident,
+takes every ``relay.bash`` event and answers it on a thread of its own when the hooks file
+holds no host code of the user's: a hooks file in the definition cache (keyed on its exact
+bytes) without ``callable`` hooks, every hook of the event a command without ``state``
+(:mod:`.in_place`). The relay's environment, working directory and umask are the event's,
+given to its command hooks explicitly; nothing of the process changes per event.
+
+**In a fresh fork** (the worker), every other event: a hooks file with ``callable`` hooks
+(their modules must be imported fresh for each event, and never into a process that serves
+other projects), one not cached yet (new or just edited: its validation imports
+``callable`` targets), hooks that need the engine, ``--gateway``, and every event of the
+Python relay. The resident hands such an event over before anything of it ran. The worker
+takes the relay's stdout and stderr, working directory, umask and environment
+(``os.environ`` is replaced by the relay's, so command hooks and ``callable`` functions see
+what they see without the warm process), and runs :func:`.main.run` exactly as a process of
+its own would, then reports the exit code. So:
 
 * hook modules are imported by the worker, never by the warm process: an edited module
   takes effect on the next event, and no two events (or projects) share a ``sys.modules``;

@@ -11,8 +11,10 @@ the relay, it imports nothing but ``os``, ``sys`` and ``_socket``: it runs on ev
 * **The name**: one warm process per hookgate install (version and package folder), Python
   (executable and version) and ``PYTHONPATH`` (it decides which hook modules import); a
   hookgate upgrade or another Python never talks to an old process. Hooks files are not part
-  of it: every event runs in a fresh fork of the warm process, so hook modules of two
-  projects (or two events) never share a ``sys.modules``.
+  of it: an event whose hooks file has ``callable`` hooks runs in a fresh fork of the warm
+  process, so hook modules of two projects (or two events) never share a ``sys.modules``;
+  the others are answered in place by its resident, which imports no hook module at all
+  (:mod:`.in_place`).
 * **The peer**: both ends check the other's user id on the socket (``SO_PEERCRED``); where
   the system cannot tell (not Linux), there is no warm process.
 """
