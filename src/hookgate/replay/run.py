@@ -16,7 +16,7 @@ from collections.abc import AsyncIterable, Callable
 from dataclasses import dataclass
 
 from hookgate.events import UnknownEventError
-from hookgate.replay.records import Unreadable, open_recorded
+from hookgate.replay.records import RecordedDispatch, Unreadable, open_recorded
 from hookgate.replay.replayer import Replayer
 from hookgate.replay.report import ReplayReport
 from hookgate.replay.sources import BadLine
@@ -78,6 +78,10 @@ async def _replay_all(
     if bounds.max_seconds is not None:
         until = started + bounds.max_seconds
     clock = time.perf_counter
+    # Records opened here wait in order (an unreadable one as its id and why) and are
+    # replayed a batch at a time on the replay's own thread (Replayer.replay_many).
+    waiting: list[RecordedDispatch | tuple[str, str]] = []
+    queued = 0
     async for row in rows:
         if most is not None and seen >= most:
             report.stopped = f"the limit of {most} records was reached"
@@ -91,18 +95,42 @@ async def _replay_all(
                 progress(seen, total, clock() - started)
             await asyncio.sleep(0)  # a long replay on a gateway lets others be served
         if isinstance(row, BadLine):
-            report.add_unreadable(row.where, row.why)
+            waiting.append((row.where, row.why))
             continue
         try:
             recorded = open_recorded(row, keyring)
             sealed_tenant = recorded.payload.get("tenant_id")
             if sealed_tenant is not None and sealed_tenant != row.tenant_id:
                 raise Unreadable("its tenant is not the one its sealed input names")
-            verdict = await replayer.replay(recorded)
         except Unreadable as exc:
-            report.add_unreadable(row.id, str(exc))
+            waiting.append((row.id, str(exc)))
             continue
-        except UnknownEventError:
-            report.add_unreadable(row.id, f"unknown event {row.event!r}")
+        waiting.append(recorded)
+        queued += 1
+        if queued >= BATCH:
+            await _replay_waiting(waiting, replayer, report)
+            queued = 0
+    await _replay_waiting(waiting, replayer, report)
+
+
+#: Records replayed per hop to the replay's thread: a few ms of work, so ``max_seconds`` and
+#: a gateway's other requests wait little longer than for one record.
+BATCH = 256
+
+
+async def _replay_waiting(
+    waiting: list[RecordedDispatch | tuple[str, str]], replayer: Replayer, report: ReplayReport
+) -> None:
+    """Replay the waiting records and report them, and the unreadable ones, in order."""
+    records = [item for item in waiting if isinstance(item, RecordedDispatch)]
+    verdicts = iter(await replayer.replay_many(records) if records else ())
+    for item in waiting:
+        if not isinstance(item, RecordedDispatch):
+            report.add_unreadable(*item)
             continue
-        report.add(recorded, verdict)
+        verdict = next(verdicts)
+        if isinstance(verdict, UnknownEventError):
+            report.add_unreadable(item.id, f"unknown event {item.event!r}")
+        else:
+            report.add(item, verdict)
+    waiting.clear()
