@@ -49,6 +49,7 @@ __all__ = [
     "CHAIN_BASE",
     "CHAIN_COLUMNS",
     "GENESIS",
+    "HASHED_SELECT",
     "HOOK_ROW_BASE",
     "ChainBreak",
     "ChainEntry",
@@ -63,6 +64,7 @@ __all__ = [
     "legacy_record_hash",
     "link_hash",
     "record_hash",
+    "stored_values",
 ]
 
 #: The hash "before" the first record of a chain.
@@ -84,6 +86,22 @@ _APPROVAL: Final = _NAMES.index("approval")
 _DETAIL: Final = _NAMES.index("detail")
 #: How many of the hook rows' chained columns schema 17 had (see hook_row_digest).
 HOOK_ROW_BASE: Final = 22
+
+if len(_NAMES) != CHAIN_BASE:  # pragma: no cover - a guard for whoever adds a column
+    raise ImportError(
+        "a column past schema 17's is hashed only when set: ChainWalker.walk's fast path and "
+        "HASHED_SELECT hash the stored row as it comes and must learn that first"
+    )
+#: What verification reads of a record after ``seq, chain_seq, prev_hash, record_hash``:
+#: the items of the array its hash covers, in order (``detail`` as its length, then
+#: ``hook_rows``), then ``detail`` itself, so the array is one slice of the row as it comes.
+HASHED_SELECT: Final = (
+    ", ".join("length(detail)" if name == "detail" else name for name in _NAMES)
+    + ", hook_rows, detail"
+)
+_ROW_ID: Final = 4
+_ROW_HOOKS: Final = _ROW_ID + CHAIN_BASE
+_ROW_DETAIL: Final = _ROW_HOOKS + 1
 
 BreakKind = Literal["altered", "removed", "reordered"]
 
@@ -180,6 +198,13 @@ def hook_row_digest(values: Sequence[Any], names: Sequence[str], detail_index: i
 def hook_rows_text(rows: Sequence[tuple[str, str]]) -> str:
     """A record's ``hook_rows``: ``id=digest`` per hook row in write order, ``;`` between."""
     return ";".join(f"{row_id}={digest}" for row_id, digest in rows)
+
+
+def stored_values(row: Sequence[Any]) -> tuple[Any, ...]:
+    """A record's :data:`CHAIN_COLUMNS` values from a row read with :data:`HASHED_SELECT`
+    (after its four link columns): ``detail`` back in its place."""
+    content = row[_ROW_ID:_ROW_HOOKS]
+    return (*content[:_DETAIL], row[_ROW_DETAIL], *content[_DETAIL + 1 :])
 
 
 def _hook_map(text: str) -> dict[str, str]:
@@ -311,59 +336,77 @@ class ChainWalker:
 
     def walk(self, rows: Sequence[Sequence[Any]], found: Mapping[str, str]) -> bool:
         """Check a page of records in place order, without gaps: each row is ``seq,
-        chain_seq, prev_hash, record_hash, hook_rows`` then :data:`CHAIN_COLUMNS`; ``found``
-        maps a record's id to its hook rows as they are now (:func:`hook_rows_text`).
-        False once the chain is broken (stop walking)."""
+        chain_seq, prev_hash, record_hash`` then :data:`HASHED_SELECT` (the hashed array's
+        items, then ``detail``); ``found`` maps a record's id to its hook rows as they are
+        now (:func:`hook_rows_text`). False once the chain is broken (stop walking)."""
         if self.problem is not None:
             return False
         place, prev, write_seq = self._seq, self._hash, self._write_seq
         prev_bytes = prev.encode()
-        sha, content = _sha256, chain_content
+        sha, dumps, get = _sha256, _dumps, found.get
         checked = hooks = 0
         last_id = self._last_id
         for row in rows:
-            stored_hooks = row[4]
+            stored_hooks = row[_ROW_HOOKS]
+            body = None
             if (
-                stored_hooks is None  # an older record: its own form, through feed_record
-                or row[1] != place + 1
-                or row[2] != prev
-                or row[0] <= write_seq
-                or found.get(row[5], "") != stored_hooks
+                stored_hooks is not None  # None: an older record, its own form (feed_record)
+                and row[1] == place + 1
+                and row[2] == prev
+                and row[0] > write_seq
+                and get(row[_ROW_ID], "") == stored_hooks
             ):
+                detail = row[_ROW_DETAIL]
+                try:
+                    body = dumps(row[_ROW_ID:_ROW_DETAIL])
+                    if detail is not None:
+                        body += detail
+                except TypeError:  # a wide integer, or a detail that is not bytes
+                    body = None
+            if body is None:
                 self._seq, self._hash, self._write_seq, self._last_id = (
-                    place, prev, write_seq, last_id
+                    place,
+                    prev,
+                    write_seq,
+                    last_id,
                 )
                 self.records += checked
                 self.hook_rows += hooks
                 checked = hooks = 0
+                values = stored_values(row)
                 if not self.feed_record(
-                    row[1], row[2], row[3], row[5], row[0], row[5:], stored_hooks, found
+                    row[1], row[2], row[3], values[0], row[0], values, stored_hooks, found
                 ):
                     return False
                 place, prev, write_seq, last_id = (
-                    self._seq, self._hash, self._write_seq, self._last_id
+                    self._seq,
+                    self._hash,
+                    self._write_seq,
+                    self._last_id,
                 )
                 prev_bytes = prev.encode()
                 continue
             place += 1
-            now = sha(b"%s:%d:%s" % (prev_bytes, place, content(row[5:], stored_hooks)))
-            current = now.hexdigest()
+            current = sha(b"%s:%d:%s" % (prev_bytes, place, body)).hexdigest()
             if current != row[3]:
                 self._seq, self._hash, self._write_seq, self._last_id = (
-                    place - 1, prev, write_seq, last_id
+                    place - 1,
+                    prev,
+                    write_seq,
+                    last_id,
                 )
                 self.records += checked
                 self.hook_rows += hooks
                 return self._break(
                     place,
-                    row[5],
+                    row[_ROW_ID],
                     "altered",
-                    f"{_name(place, row[5])}: its content no longer gives its stored hash",
+                    f"{_name(place, row[_ROW_ID])}: its content no longer gives its stored hash",
                 )
             if stored_hooks:
                 hooks += stored_hooks.count(";") + 1
             checked += 1
-            prev, prev_bytes, write_seq, last_id = current, current.encode(), row[0], row[5]
+            prev, prev_bytes, write_seq, last_id = current, current.encode(), row[0], row[_ROW_ID]
         self._seq, self._hash, self._write_seq, self._last_id = place, prev, write_seq, last_id
         self.records += checked
         self.hook_rows += hooks

@@ -35,6 +35,7 @@ from hookgate.store.sql.dispatches import (
     DISPATCH_COLUMNS,
     HOOK_ROWS_SELECT,
     LINK_COLUMNS,
+    PG_PAGE_HOOK_ROWS,
     dispatch_params,
 )
 from hookgate.store.sql.executions import EXECUTION_COLUMNS, execution_params
@@ -209,6 +210,7 @@ class _Connection:
 class PostgresStore(SqlStore):
     backend = "postgres"
     lock_clause = " FOR UPDATE"
+    _page_hook_rows = PG_PAGE_HOOK_ROWS
 
     def __init__(
         self,

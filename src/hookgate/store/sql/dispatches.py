@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
+
+import orjson
 
 from hookgate.log import log_event
 from hookgate.store.base import (
@@ -21,6 +24,8 @@ from hookgate.store.base import (
 from hookgate.store.chain import (
     CHAIN_COLUMNS,
     GENESIS,
+    HASHED_SELECT,
+    HOOK_ROW_BASE,
     ChainEntry,
     ChainHead,
     ChainReport,
@@ -28,12 +33,11 @@ from hookgate.store.chain import (
     TenantChain,
     chain_content,
     hook_row_digest,
-    hook_rows_text,
     record_hash,
+    stored_values,
 )
 from hookgate.store.sql.base import Row, Sql, SqlBackend, loads, to_json
 from hookgate.store.sql.executions import (
-    HOOK_ROW_COLUMNS,
     HOOK_ROW_DETAIL,
     HOOK_ROW_NAMES,
 )
@@ -43,6 +47,7 @@ __all__ = [
     "DISPATCH_COLUMNS",
     "HOOK_ROWS_SELECT",
     "LINK_COLUMNS",
+    "PG_PAGE_HOOK_ROWS",
     "DispatchTable",
     "Fetch",
     "dispatch_from_row",
@@ -74,10 +79,10 @@ _ID_CHUNK: Final = 500
 #: Records read per query by replay.
 REPLAY_PAGE: Final = 2_000
 # One page of a chain being verified: its records (positional: seq, chain_seq, prev_hash,
-# record_hash, hook_rows, then the content columns), its gaps and its records' hook rows.
-# Records written after the head was read are for the next check.
+# record_hash, then HASHED_SELECT), its gaps and its records' hook rows. Records written
+# after the head was read are for the next check.
 _PAGE_RECORDS: Final = (
-    f"SELECT seq, chain_seq, prev_hash, record_hash, hook_rows, {DISPATCH_COLUMNS} "
+    f"SELECT seq, chain_seq, prev_hash, record_hash, {HASHED_SELECT} "
     "FROM dispatch_records WHERE tenant_id = ? AND chain_seq > ? AND chain_seq <= ? "
     "ORDER BY chain_seq LIMIT ?"
 )
@@ -88,16 +93,40 @@ _PAGE_GAPS: Final = (
 _UNCHAINED_COUNT: Final = (
     "SELECT count(*) FROM dispatch_records WHERE tenant_id = ? AND chain_seq IS NULL"
 )
-#: A dispatch's hook rows as the chain hashes them: write order, then the columns.
-HOOK_ROWS_SELECT: Final = f"SELECT seq, {HOOK_ROW_COLUMNS} FROM hook_executions"
+if len(HOOK_ROW_NAMES) != HOOK_ROW_BASE:  # pragma: no cover - see chain.HASHED_SELECT
+    raise ImportError("found_hook_rows hashes a hook row as it comes: teach it the new column")
+
+
+def _hashed_hook_columns(table: str) -> str:
+    # The hashed array's items in order (error_detail as its length), then error_detail.
+    return (
+        ", ".join(
+            f"length({table}{name})" if name == "error_detail" else f"{table}{name}"
+            for name in HOOK_ROW_NAMES
+        )
+        + f", {table}error_detail"
+    )
+
+
+#: A dispatch's hook rows as the chain hashes them: write order, then the hashed array's
+#: items (``error_detail`` as its length), then ``error_detail``.
+HOOK_ROWS_SELECT: Final = f"SELECT seq, {_hashed_hook_columns('')} FROM hook_executions"
 _HOOK_ROW_ID: Final = 1 + HOOK_ROW_NAMES.index("id")
 _HOOK_ROW_OWNER: Final = 1 + HOOK_ROW_NAMES.index("dispatch_id")
+_HOOK_ROW_END: Final = 1 + len(HOOK_ROW_NAMES)
 # Driven by the page's records (one index probe each), not by a set of their ids.
 _PAGE_HOOK_ROWS: Final = (
-    "SELECT h.seq, "
-    + ", ".join(f"h.{name}" for name in HOOK_ROW_NAMES)
-    + " FROM dispatch_records d JOIN hook_executions h ON h.dispatch_id = d.id "
+    f"SELECT h.seq, {_hashed_hook_columns('h.')}"
+    " FROM dispatch_records d JOIN hook_executions h ON h.dispatch_id = d.id "
     "WHERE d.tenant_id = ? AND d.chain_seq > ? AND d.chain_seq <= ? AND d.hook_rows IS NOT NULL"
+)
+_RECORD_HOOKS: Final = 4 + len(CHAIN_COLUMNS.split(","))
+# The same rows on PostgreSQL: its planner, seeing a page's 5,000 records, hashes them and
+# scans every hook row of the table for each page (quadratic in the log's size); an array of
+# ids makes it probe the dispatch_id index instead.
+PG_PAGE_HOOK_ROWS: Final = (
+    f"{HOOK_ROWS_SELECT} WHERE dispatch_id = ANY(ARRAY(SELECT id FROM dispatch_records "
+    "WHERE tenant_id = ? AND chain_seq > ? AND chain_seq <= ? AND hook_rows IS NOT NULL))"
 )
 #: Records read per query while verifying.
 VERIFY_PAGE: Final = 5_000
@@ -215,27 +244,39 @@ def _head(row: Row) -> ChainHead:
 def found_hook_rows(rows: Sequence[Sequence[Any]]) -> dict[str, str]:
     """Each dispatch's hook rows as they are now (:func:`~hookgate.store.chain.hook_rows_text`,
     in write order), from rows of ``HOOK_ROWS_SELECT``."""
-    by_dispatch: dict[str, list[tuple[int, str, str]]] = {}
+    by_dispatch: dict[str, list[tuple[int, str]]] = {}
+    sha, dumps, end = hashlib.sha256, orjson.dumps, _HOOK_ROW_END
     for row in rows:
-        digest = hook_row_digest(row[1:], HOOK_ROW_NAMES, HOOK_ROW_DETAIL)
-        by_dispatch.setdefault(row[_HOOK_ROW_OWNER], []).append(
-            (row[0], row[_HOOK_ROW_ID], digest)
-        )
+        # hook_row_digest's bytes, from the row as it comes (the array is one slice of it).
+        detail = row[end]
+        try:
+            body = dumps(row[1:end])
+            digest = sha(body + detail if detail is not None else body).hexdigest()
+        except TypeError:  # a wide integer, or a detail that is not bytes
+            values = (*row[1 : 1 + HOOK_ROW_DETAIL], detail, *row[2 + HOOK_ROW_DETAIL : end])
+            digest = hook_row_digest(values, HOOK_ROW_NAMES, HOOK_ROW_DETAIL)
+        entry = (row[0], f"{row[_HOOK_ROW_ID]}={digest}")
+        found = by_dispatch.get(row[_HOOK_ROW_OWNER])
+        if found is None:
+            by_dispatch[row[_HOOK_ROW_OWNER]] = [entry]
+        else:
+            found.append(entry)
     return {
-        dispatch: hook_rows_text([(row_id, digest) for _, row_id, digest in sorted(found)])
+        dispatch: found[0][1] if len(found) == 1 else ";".join(text for _, text in sorted(found))
         for dispatch, found in by_dispatch.items()
     }
 
 
 def _walk(walker: ChainWalker, page: _Page) -> None:
     """Feed a page to the walker: records positional (seq, chain_seq, prev_hash,
-    record_hash, hook_rows, then the content columns), merged with the page's gaps by place."""
+    record_hash, then HASHED_SELECT), merged with the page's gaps by place."""
     found = found_hook_rows(page.hook_rows)
     if not page.gaps:
         walker.walk(page.rows, found)
         return
     entries = [
-        ChainEntry(int(r[1]), r[2], r[3], r[5], int(r[0]), tuple(r)[5:], r[4]) for r in page.rows
+        ChainEntry(int(r[1]), r[2], r[3], r[4], int(r[0]), stored_values(r), r[_RECORD_HOOKS])
+        for r in page.rows
     ] + [ChainEntry(int(g[0]), g[1], g[2]) for g in page.gaps]
     entries.sort(key=_place)
     for entry in entries:
@@ -298,6 +339,9 @@ def _verdict(head: ChainHead, walker: ChainWalker, unchained: Any) -> TenantChai
 
 class DispatchTable(SqlBackend):
     """Dispatch records: written in batches by the audit writer, queried by page, pruned."""
+
+    #: The hook rows of a page of a chain being verified (tenant, after, upper).
+    _page_hook_rows: str = _PAGE_HOOK_ROWS
 
     async def write_dispatches(self, rows: Sequence[DispatchRow]) -> int:
         if not rows:
@@ -585,7 +629,7 @@ class DispatchTable(SqlBackend):
         full = len(rows) == VERIFY_PAGE
         upper = int(rows[-1][1]) if full else head.seq
         gaps = await self._chain_page(sql, _PAGE_GAPS, head.tenant_id, after, upper)
-        hook_rows = await self._chain_page(sql, _PAGE_HOOK_ROWS, head.tenant_id, after, upper)
+        hook_rows = await self._chain_page(sql, self._page_hook_rows, head.tenant_id, after, upper)
         return _Page(rows, gaps, full, upper, hook_rows)
 
     async def _chain_page(self, sql: Sql, query: str, *args: Any) -> Sequence[Sequence[Any]]:
