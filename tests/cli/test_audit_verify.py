@@ -312,6 +312,34 @@ def test_a_sqlite_hook_row_altered_behind_hookgates_back_is_named(tmp_path: Path
     )
 
 
+def test_sqlite_columns_rewritten_as_text_are_named_not_a_crash(tmp_path: Path) -> None:
+    """SQLite keeps any type in any column: text where a record's sealed detail or a hook
+    row's error detail (bytes) belongs is an altered record or hook row, not a crash of the
+    verifier (the hash covers bytes; text never hashes)."""
+    store_args = ["--data-dir", str(tmp_path / "data")]
+    (tmp_path / "data").mkdir()
+    dispatched = seed_with_hooks(store_args, 5)
+    dispatch_id, (first, _) = dispatched[1]
+    db_path = tmp_path / "data" / SQLITE_FILE_NAME
+    with sqlite3.connect(db_path) as db:
+        text = db.execute("UPDATE hook_executions SET error_detail = 'x' WHERE id = ?", (first,))
+        assert text.rowcount == 1
+    done = hookgate("audit", "verify", *store_args)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert (
+        f"BROKEN at place 2: altered: hook row {first} of record {dispatch_id} (place 2)"
+        in done.stdout
+    )
+    victim = dispatched[3][0]
+    with sqlite3.connect(db_path) as db:
+        db.execute("UPDATE hook_executions SET error_detail = NULL")
+        text = db.execute("UPDATE dispatch_records SET detail = 'sealed' WHERE id = ?", (victim,))
+        assert text.rowcount == 1
+    done = hookgate("audit", "verify", *store_args)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert f"BROKEN at place 4: altered: record {victim} (place 4)" in done.stdout
+
+
 def test_a_postgres_hook_row_deleted_behind_hookgates_back_is_named(tmp_path: Path) -> None:
     locations = store_location("postgres", tmp_path)
     store_args = next(locations)

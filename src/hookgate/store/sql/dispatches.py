@@ -254,7 +254,10 @@ def found_hook_rows(rows: Sequence[Sequence[Any]]) -> dict[str, str]:
             digest = sha(body + detail if detail is not None else body).hexdigest()
         except TypeError:  # a wide integer, or a detail that is not bytes
             values = (*row[1 : 1 + HOOK_ROW_DETAIL], detail, *row[2 + HOOK_ROW_DETAIL : end])
-            digest = hook_row_digest(values, HOOK_ROW_NAMES, HOOK_ROW_DETAIL)
+            try:
+                digest = hook_row_digest(values, HOOK_ROW_NAMES, HOOK_ROW_DETAIL)
+            except TypeError:  # rewritten with a type it never holds: no digest matches
+                digest = "unhashable"
         entry = (row[0], f"{row[_HOOK_ROW_ID]}={digest}")
         found = by_dispatch.get(row[_HOOK_ROW_OWNER])
         if found is None:
