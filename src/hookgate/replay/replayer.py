@@ -16,17 +16,21 @@ no model. A candidate outcall hook without a recording makes the dispatch ``unkn
 (never an allow).
 
 Chains whose hooks are all plain functions (callables, recorded answers) run without the
-event loop, as ``fire_sync`` runs them; others on the loop. :meth:`Replayer.replay_many` runs a
-batch of records on the replay's own loop thread (one thread hop for the batch, and the
-caller's loop keeps serving meanwhile): there a chain with ``isolate: thread`` functions runs
-as ``fire_sync`` runs it too, each call on a worker with its hard deadline, the thread waiting
-for it (nothing else waits on that thread), instead of a loop turn per call.
+event loop, as ``fire_sync`` runs them; others on the loop. For a candidate with
+``isolate: thread`` functions, :meth:`Replayer.replay_many` runs a batch of records on a
+loop thread of the replay's own (one thread hop per batch, the caller's loop serving others
+meanwhile), those functions in place there, each call watched against its deadline by the
+caller as a worker's is (:mod:`.own_thread`). Once a call overran, the caller finishes that
+record and the replay goes on with each isolated call on a worker, as live, waited for on a
+new thread of its own.
 """
 
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, NamedTuple
@@ -35,7 +39,8 @@ from hookgate.chain import Call, ChainSettings, HookReply, Reply, drive_sync, ru
 from hookgate.definition import HookDefinition
 from hookgate.engine import Engine
 from hookgate.events import UnknownEventError, get_event
-from hookgate.execution.drivers import drive_async
+from hookgate.execution.drivers import LoopThread, drive_async
+from hookgate.execution.plain_functions import PlainCalls
 from hookgate.handlers import Capabilities, Handler, Invocation, Services
 from hookgate.handlers.base import PlainFunction
 from hookgate.handlers.callable import is_isolated
@@ -43,6 +48,7 @@ from hookgate.hook_event import HookEvent
 from hookgate.host_code import HostCodePolicy
 from hookgate.outcome import HookError, Outcome
 from hookgate.registry import HookRegistry
+from hookgate.replay.own_thread import GaveUp, Watched, watch
 from hookgate.replay.records import RecordedDispatch
 from hookgate.reply_recording import OUTCALL_TYPES, UnusableRecording, reply_from_json
 from hookgate.settings import Settings
@@ -175,16 +181,22 @@ class Replayer:
                 runner.handlers[handler_type] = stand_in
                 self.engine.shadow_runner.handlers[handler_type] = stand_in
         self._runner = runner
-        #: Whether the replay runs on its own loop thread (:meth:`replay_many`) now.
-        self._on_own_thread = False
-        #: Whether batches go to that thread: only for ``isolate: thread`` functions, which
-        #: it spares a loop turn per call (other chains gain nothing from the hop; a live
-        #: outcall hook keeps to the caller's loop).
+        #: Whether batches go to a thread of the replay's own: only for ``isolate: thread``
+        #: functions, which it spares a hop per call (other chains gain nothing from it; a
+        #: live outcall hook keeps to the caller's loop).
         self._hop = not live and any(
             is_isolated(definition.config, always=settings.isolate_callables)
             for definition in self.registry.definitions()
             if definition.handler_type == "callable"
         )
+        #: The replay's own loop thread, and what runs on it: isolated functions in place,
+        #: watched (``_watched``), until one overran; then on workers (``_watched`` None).
+        self._thread: LoopThread | None = None
+        self._thread_id: int | None = None
+        self._watched: Watched | None = None
+        self._in_place = True
+        #: Replies given back to the chain of a record the caller finishes (:class:`GaveUp`).
+        self._script: deque[list[Reply]] | None = None
         self._chain_settings = ChainSettings(
             chain_budget_s=settings.chain_budget_s,
             max_depth=settings.max_depth,
@@ -207,41 +219,71 @@ class Replayer:
         self.engine.host_code_policy = policy
 
     async def aclose(self) -> None:
-        runner = self.engine.runner
-        loop_thread = runner.started_loop_thread
-        if loop_thread is None:
+        thread = self._thread
+        if thread is None:
             await self.engine.aclose()
             return
         # Its handlers were used on the replay's thread: closed there.
-        closing = asyncio.run_coroutine_threadsafe(self.engine.aclose(), loop_thread.loop)
-        await asyncio.wrap_future(closing)
-        runner.stop_loop_thread()
+        await asyncio.wrap_future(
+            asyncio.run_coroutine_threadsafe(self.engine.aclose(), thread.loop)
+        )
+        self._thread = None
+        thread.stop()
 
     async def replay_many(
         self, records: Sequence[RecordedDispatch]
     ) -> list[Verdict | UnknownEventError]:
-        """:meth:`replay` for each record in turn (on the replay's own loop thread, one hop
-        for the batch, when the candidate has isolated functions); an unknown event is given
+        """:meth:`replay` for each record in turn (on the replay's own thread, one hop for
+        the batch, when the candidate has isolated functions); an unknown event is given
         back as its error, in its place."""
         if not self._hop:
-            return await self._replay_each(records)
-        loop_thread = self.engine.runner.loop_thread()
-        batch = asyncio.run_coroutine_threadsafe(self._replay_each(records), loop_thread.loop)
-        return await asyncio.wrap_future(batch)
+            return await self._replay_each(records, None)
+        if self._thread is None:
+            self._thread = LoopThread()
+        watched = Watched() if self._in_place else None
+        batch = asyncio.wrap_future(asyncio.run_coroutine_threadsafe(
+            self._replay_each(records, watched), self._thread.loop
+        ))
+        if watched is None:
+            return await batch
+        gave_up = await watch(batch, watched)
+        if gave_up is None:
+            return batch.result()
+        return await self._finish(records, watched.verdicts, gave_up)
+
+    async def _finish(
+        self, records: Sequence[RecordedDispatch], verdicts: list[Any], gave_up: GaveUp
+    ) -> list[Verdict | UnknownEventError]:
+        """A call on the replay thread overran: that thread is left to its call (it unwinds
+        when the call returns); the record is finished here with the replies its chain had
+        and the timeout, and the rest go to a new thread, isolated calls on workers."""
+        abandoned, self._thread = self._thread, LoopThread()
+        assert abandoned is not None
+        abandoned.loop.call_soon_threadsafe(abandoned.loop.stop)
+        self._in_place = False
+        self._script = deque(gave_up.script)
+        try:
+            verdicts.append(await self.replay(records[gave_up.index]))
+        finally:
+            self._script = None
+        rest = records[gave_up.index + 1 :]
+        if rest:
+            verdicts += await self.replay_many(rest)
+        return verdicts
 
     async def _replay_each(
-        self, records: Sequence[RecordedDispatch]
+        self, records: Sequence[RecordedDispatch], watched: Watched | None
     ) -> list[Verdict | UnknownEventError]:
-        verdicts: list[Verdict | UnknownEventError] = []
-        self._on_own_thread = self._hop
-        try:
-            for recorded in records:
-                try:
-                    verdicts.append(await self.replay(recorded))
-                except UnknownEventError as exc:
-                    verdicts.append(exc)
-        finally:
-            self._on_own_thread = False
+        self._thread_id = threading.get_ident() if self._hop else None
+        self._watched = watched
+        verdicts: list[Verdict | UnknownEventError] = [] if watched is None else watched.verdicts
+        for recorded in records:
+            if watched is not None:
+                watched.next_record()
+            try:
+                verdicts.append(await self.replay(recorded))
+            except UnknownEventError as exc:
+                verdicts.append(exc)
         return verdicts
 
     async def replay(self, recorded: RecordedDispatch) -> Verdict:
@@ -283,19 +325,68 @@ class Replayer:
         runner, settings = self._runner, self._chain_settings
         plan = runner.plan(hooks, spec.name) if spec.blocking else None
         chain = run_chain(hooks, spec, data, settings)
-        # Isolated functions: on a worker with a hard deadline, waited for here when this is
-        # the replay's own thread (replay_many); else each call takes a turn of the loop.
-        if plan is not None and (not plan.isolated or self._on_own_thread):
-            run_batch = plan.run_batch
+        if plan is not None:
+            if self._script is not None:
+                return await self._drive_scripted(plan, chain, self._script)
+            if not plan.isolated:
+                run_batch = plan.run_batch
+            elif threading.get_ident() != self._thread_id:
+                run_batch = None  # the caller's loop: a turn of it per call
+            elif self._watched is not None:
+                run_batch = self._in_place_batches(plan, self._watched)
+            else:
+                # The replay's own thread, nothing else waits on it: each isolated call on a
+                # worker with its hard deadline, waited for here.
+                run_batch = plan.run_batch
+            if run_batch is not None:
+                batches = run_batch
 
-            def batch(
-                calls: tuple[Call, ...], payload: Mapping[str, Any], deadline: float | None
-            ) -> Sequence[Reply]:
-                return _restore_timeouts(run_batch(calls, payload, deadline))
+                def batch(
+                    calls: tuple[Call, ...], payload: Mapping[str, Any], deadline: float | None
+                ) -> Sequence[Reply]:
+                    return _restore_timeouts(batches(calls, payload, deadline))
 
-            return drive_sync(chain, batch)
+                return drive_sync(chain, batch)
         execute: Callable[[Call, Mapping[str, Any], float], Any] = self._execute(spec)
         return await drive_async(chain, execute, time.monotonic)
+
+    @staticmethod
+    def _in_place_batches(plan: Any, watched: Watched) -> Callable[..., list[Reply]]:
+        """A plan's batches run in place on the replay thread, each as a job its caller
+        watches (:mod:`.own_thread`)."""
+        functions, event = plan.functions, plan.event
+
+        def in_place(
+            calls: Sequence[Call], payload: Mapping[str, Any], deadline: float | None
+        ) -> list[Reply]:
+            job = PlainCalls(calls, functions, HookEvent(event, payload), deadline, time.monotonic)
+            watched.job = job
+            job.run_calls()
+            return watched.ran(job)
+
+        return in_place
+
+    async def _drive_scripted(
+        self, plan: Any, chain: Any, script: deque[list[Reply]]
+    ) -> Outcome:
+        """Finish a chain the replay thread began: its replies first, then each further
+        batch on a worker, as live."""
+        pool = self._runner.pool
+        try:
+            batch = next(chain)
+            while True:
+                calls, payload, deadline = batch
+                if script:
+                    replies: Sequence[Reply] = script.popleft()
+                else:
+                    view = HookEvent(plan.event, payload)
+                    replies = await pool.run_batch_async(
+                        calls, plan.functions, view, deadline, time.monotonic,
+                        payload.get("tenant_id"),
+                    )
+                batch = chain.send(_restore_timeouts(replies))
+        except StopIteration as done:
+            return done.value  # type: ignore[no-any-return]
 
     def _execute(self, spec: Any) -> Callable[[Call, Mapping[str, Any], float], Any]:
         runner = self._runner

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from hookgate.compiled_hook import HookList
@@ -51,8 +51,24 @@ class HistoryPlan:
     kind, with the longest TTL any rule wants)."""
 
     watches: tuple[judge.Watch, ...]
+    #: The watches a (stamp kind, tool name) matches, worked out on its first event (an
+    #: agent uses a few tools over and over: one dict lookup instead of a search per
+    #: pattern); dropped whole past :data:`_TOOLS_KEPT`.
+    by_tool: dict[tuple[str, str], tuple[judge.Watch, ...]] = field(default_factory=dict)
+
+    def matching(self, kind: str, tool: str) -> tuple[judge.Watch, ...]:
+        found = self.by_tool.get((kind, tool))
+        if found is None:
+            if len(self.by_tool) >= _TOOLS_KEPT:
+                self.by_tool.clear()
+            found = self.by_tool[kind, tool] = tuple(
+                watch for watch in self.watches
+                if watch.kind == kind and watch.matcher.matches(tool)
+            )
+        return found
 
 
+_TOOLS_KEPT: Final = 1024
 _EMPTY: Final = HistoryPlan(())
 
 
@@ -88,13 +104,14 @@ class SessionHistory:
             plan = self._plan(hooks)
         if not plan.watches:
             return _NO_STAMPS
+        watches = plan.matching(kind, tool)
+        if not watches:
+            return _NO_STAMPS
         tenant = judge.tenant_of(data)
         store = store_for(self.engine.services)
         now = clock_of(store)()
         found = []
-        for watch in plan.watches:
-            if watch.kind != kind or not watch.matcher.matches(tool):
-                continue
+        for watch in watches:
             subject = judge.subject_of(watch.per, data)
             if subject is not None:
                 key = judge.stamp_key(tenant, kind, watch.per, subject, watch.pattern)

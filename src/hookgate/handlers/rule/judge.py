@@ -81,6 +81,8 @@ class CompiledRule:
     watches: tuple[Watch, ...]
     #: Every ``per`` the rule counts by (its event must carry each id).
     pers: tuple[str, ...]
+    #: Whether every history check is an ``after`` (no stamp found: the call passes them).
+    absences_only: bool = False
 
 
 def rule_identity(hook: HookDefinition, model: RuleConfig) -> str:
@@ -118,7 +120,8 @@ def compile_rule(hook: HookDefinition) -> CompiledRule:
     name = hook.name or hook.id
     pers = [need.per for need in needs] + ([model.limit.per] if model.limit else [])
     return CompiledRule(name, rule_identity(hook, model), model, tuple(needs), watches,
-                        tuple(dict.fromkeys(pers)))
+                        tuple(dict.fromkeys(pers)),
+                        all(need.role == "after" for need in needs))
 
 
 def subject_of(per: str, payload: Mapping[str, Any]) -> str | None:
@@ -153,9 +156,9 @@ def missing_subject(rule: CompiledRule, payload: Mapping[str, Any]) -> HookResul
 
 def history_keys(rule: CompiledRule, payload: Mapping[str, Any]) -> list[RuleKey]:
     """The stamps the rule's history checks read (call :func:`missing_subject` first)."""
-    tenant = tenant_of(payload)
+    tenant = str(payload.get("tenant_id") or "")  # tenant_of and stamp_key, inline
     return [
-        stamp_key(tenant, need.kind, need.per, subject_of(need.per, payload) or "", pattern)
+        RuleKey(tenant, (need.kind, need.per, subject_of(need.per, payload) or "", pattern))
         for need in rule.needs
         for pattern in need.patterns
     ]
@@ -170,6 +173,8 @@ def history_verdict(
 ) -> HookResult | None:
     """A block when a history check fails, else ``None``; ``keys`` are
     :func:`history_keys`'s, in its order."""
+    if not stamps and rule.absences_only:
+        return None  # the common case of a taint rule: nothing to look back at
     tool = payload.get("tool_name") or "this call"
     place = iter(keys)
     for need in rule.needs:
