@@ -135,10 +135,13 @@ class RuleHandler(Handler):
             verdict = judge.history_verdict(rule, payload, keys, store.recall_now(keys), now)
             if verdict is not None:
                 return verdict
-        if rule.config.limit is None:
+        limit = rule.config.limit
+        if limit is None:
             return None
         key, ends_in = judge.limit_key(rule, payload, now)
-        admission = store.admit_now(key, rule.config.limit.count, ends_in)
+        admission = store.admit_now(key, limit.count, ends_in)
+        if admission.admitted:
+            return None  # the common answer, without a call to say so
         return judge.limit_verdict(rule, admission, ends_in)
 
     # -- on the loop (any store) -------------------------------------------------------------

@@ -218,11 +218,18 @@ def limit_key(rule: CompiledRule, payload: Mapping[str, Any], now: float
     """The counter of the current window and the seconds until the window ends."""
     limit = rule.config.limit
     assert limit is not None
-    window = int(now // limit.window_s)
-    ends_in = (window + 1) * limit.window_s - now
-    subject = subject_of(limit.per, payload) or ""
-    key = RuleKey(tenant_of(payload), ("limit", rule.identity, limit.per, subject, window))
-    return key, ends_in
+    window_s, per = limit.window_s, limit.per
+    window = int(now // window_s)
+    # subject_of and tenant_of, inline: this is once per event of a limit rule.
+    if per == "tenant":
+        subject = "*"
+    else:
+        value = payload.get(_SUBJECT_FIELD[per])
+        subject = str(value) if value not in (None, "") else ""
+    tenant = str(payload.get("tenant_id") or "")
+    return RuleKey(tenant, ("limit", rule.identity, per, subject, window)), (
+        (window + 1) * window_s - now
+    )
 
 
 def limit_verdict(rule: CompiledRule, admission: Admission, ends_in: float
