@@ -492,3 +492,16 @@ def test_hook_rows_written_after_their_record_are_counted_not_checked(tmp_path: 
         "tenant acme: intact, 3 records (places 1–3), 6 hook rows, 1 hook rows written after "
         "their record (unchecked)" in done.stdout
     )
+
+
+def test_a_sqlite_head_row_deleted_behind_hookgates_back_is_named(tmp_path: Path) -> None:
+    store_args = ["--data-dir", str(tmp_path / "data")]
+    (tmp_path / "data").mkdir()
+    seed(store_args, [record("acme", time.time()) for _ in range(4)])
+    with sqlite3.connect(tmp_path / "data" / SQLITE_FILE_NAME) as db:
+        assert db.execute("DELETE FROM audit_chain_heads").rowcount == 1
+    done = hookgate("audit", "verify", *store_args)
+    assert done.returncode == 1, done.stdout
+    assert "tenant acme: BROKEN at place 1: removed: the tenant has chained records" in (
+        done.stdout
+    )

@@ -155,3 +155,63 @@ async def test_a_chain_longer_than_a_page_is_walked_page_by_page(
     assert chain.problem is not None
     assert (chain.problem.kind, chain.problem.chain_seq) == ("removed", 9)
     assert chain.problem.record_id == rows[8].id
+
+
+async def test_many_tenants_are_checked_in_one_pass_with_the_same_verdicts(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Pages of 3 across tenants (a page holds the end of one chain and the start of the
+    next), gaps among them: every chain intact; then a record removed in one tenant and one
+    altered in another are named as a walk of that tenant alone names them, the rest intact."""
+    monkeypatch.setattr(dispatches, "VERIFY_PAGE", 3)
+    monkeypatch.setattr(dispatches, "_WALK_INLINE_MAX", 2)  # the threaded path too
+    now = time.time()
+    rows = {
+        tenant: [record(tenant, now - 10 * DAY, hooks=n % 3) for n in range(size)]
+        for tenant, size in (("a", 4), ("b", 7), ("c", 1), ("d", 5))
+    }
+    await store.write_dispatches([row for tenant in sorted(rows) for row in rows[tenant]])
+    assert await prune_dispatches(store, 30, unmatched_days=5) > 0  # leaves gaps
+    report = await store.verify_chain(MASTER)
+    assert report.intact, report.to_dict()
+    alone = [(await store.verify_chain(MASTER, name)).tenants[0] for name in sorted(rows)]
+    assert [t.to_dict() for t in report.tenants] == [t.to_dict() for t in alone]
+    async with store._write() as sql:  # type: ignore[attr-defined]
+        assert (
+            await sql.execute(
+                "DELETE FROM dispatch_records WHERE tenant_id = 'b' AND chain_seq = 5"
+            )
+            == 1
+        )
+        assert (
+            await sql.execute(
+                "UPDATE dispatch_records SET decision = 'block' WHERE tenant_id = 'd' "
+                "AND chain_seq = 2"
+            )
+            == 1
+        )
+    report = await store.verify_chain(MASTER)
+    verdicts = {t.tenant_id: t for t in report.tenants}
+    assert verdicts["a"].intact and verdicts["c"].intact
+    for name, (kind, place) in {"b": ("removed", 6), "d": ("altered", 2)}.items():
+        problem = verdicts[name].problem
+        assert problem is not None and (problem.kind, problem.chain_seq) == (kind, place)
+        assert (await store.verify_chain(MASTER, name)).tenants[0].to_dict() == verdicts[
+            name
+        ].to_dict()
+
+
+async def test_a_deleted_head_row_is_a_break_not_an_empty_chain(store: Store) -> None:
+    """Deleting a tenant's head row made its walk stop at place 0 and call it intact."""
+    await store.write_dispatches([record("a", time.time()) for _ in range(3)])
+    await store.write_dispatches([record("b", time.time()) for _ in range(2)])
+    async with store._write() as sql:  # type: ignore[attr-defined]
+        assert await sql.execute("DELETE FROM audit_chain_heads WHERE tenant_id = 'a'") == 1
+    for tenant in (None, "a"):
+        report = await store.verify_chain(MASTER, tenant)
+        verdicts = {t.tenant_id: t for t in report.tenants}
+        problem = verdicts["a"].problem
+        assert not report.intact and problem is not None
+        assert problem.kind == "removed" and "head row was deleted" in problem.why
+    assert (await store.verify_chain(MASTER, "b")).intact
+    assert (await store.verify_chain(MASTER, "nobody")).intact  # no chain at all

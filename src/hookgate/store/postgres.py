@@ -31,6 +31,7 @@ from hookgate.store.listen import LISTEN_APPLICATION, Notifications
 from hookgate.store.migrations import load_migrations
 from hookgate.store.sql import SqlStore
 from hookgate.store.sql.base import Row
+from hookgate.store.sql.chain_verify import PG_HOOK_ROWS as PG_PASS_HOOK_ROWS
 from hookgate.store.sql.dispatches import (
     DISPATCH_COLUMNS,
     HOOK_ROWS_SELECT,
@@ -211,6 +212,7 @@ class PostgresStore(SqlStore):
     backend = "postgres"
     lock_clause = " FOR UPDATE"
     _page_hook_rows = PG_PAGE_HOOK_ROWS
+    _pass_hook_rows = PG_PASS_HOOK_ROWS
 
     def __init__(
         self,

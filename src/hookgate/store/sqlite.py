@@ -17,9 +17,9 @@ import itertools
 import logging
 import sqlite3
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, contextmanager
 from datetime import date
 from pathlib import Path
 from typing import Any, Final, Literal, cast
@@ -33,7 +33,8 @@ from hookgate.store.location import SQLITE_FILE_NAME
 from hookgate.store.migrations import load_migrations, split_statements
 from hookgate.store.sql import SqlStore
 from hookgate.store.sql.base import Row
-from hookgate.store.sql.dispatches import walk_tenant_here
+from hookgate.store.sql.chain_verify import walk_tenants_here
+from hookgate.store.sql.dispatches import Fetch, walk_tenant_here
 from hookgate.store.sql.executions import EXECUTION_COLUMNS, execution_params
 
 __all__ = ["SqliteStore"]
@@ -325,17 +326,33 @@ class SqliteStore(SqlStore):
         return await asyncio.to_thread(self._walk_tenant, head)
 
     def _walk_tenant(self, head: ChainHead) -> TenantChain:
+        with self._chain_reader() as fetch:
+            return walk_tenant_here(fetch, head)
+
+    async def _verify_tenants(
+        self, sql: Any, heads: Mapping[str, ChainHead]
+    ) -> dict[str, TenantChain]:
+        # The pass, like one tenant's walk, in one thread on its own read transaction.
+        return await asyncio.to_thread(self._walk_tenants, heads)
+
+    def _walk_tenants(self, heads: Mapping[str, ChainHead]) -> dict[str, TenantChain]:
+        with self._chain_reader() as fetch:
+            return walk_tenants_here(fetch, heads)
+
+    @contextmanager
+    def _chain_reader(self) -> Iterator[Fetch]:
+        """A read-only connection of its own in one read transaction (every page sees the
+        same state of the file), rows as plain tuples."""
         conn = sqlite3.connect(
             f"file:{self.path}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_MS / 1000
         )
         try:
-            # One read transaction: every page sees the same state of the file.
             conn.execute("BEGIN")
 
             def fetch(query: str, *args: Any) -> list[tuple[Any, ...]]:
                 return conn.execute(query, args).fetchall()
 
-            return walk_tenant_here(fetch, head)
+            yield fetch
         finally:
             conn.close()
 

@@ -12,7 +12,7 @@ from hookgate.store.approvals import ApprovalStoreMixin
 from hookgate.store.base import Store
 from hookgate.store.sql.base import Row, Sql
 from hookgate.store.sql.budgets import BudgetTable
-from hookgate.store.sql.dispatches import DispatchTable
+from hookgate.store.sql.chain_verify import ChainVerify
 from hookgate.store.sql.executions import ExecutionTable
 from hookgate.store.sql.hooks import HookTable
 from hookgate.store.sql.key_check import SecretKeyCheck
@@ -25,7 +25,7 @@ __all__ = ["Row", "Sql", "SqlStore"]
 class SqlStore(
     HookTable,
     ExecutionTable,
-    DispatchTable,
+    ChainVerify,
     BudgetTable,
     ApiKeyTable,
     SecretKeyCheck,

@@ -7,7 +7,7 @@ import asyncio
 import contextlib
 import hashlib
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -28,7 +28,6 @@ from hookgate.store.chain import (
     HOOK_ROW_BASE,
     ChainEntry,
     ChainHead,
-    ChainReport,
     ChainWalker,
     TenantChain,
     chain_content,
@@ -48,11 +47,15 @@ __all__ = [
     "HOOK_ROWS_SELECT",
     "LINK_COLUMNS",
     "PG_PAGE_HOOK_ROWS",
+    "VERIFY_PAGE",
     "DispatchTable",
     "Fetch",
     "dispatch_from_row",
     "dispatch_params",
     "found_hook_rows",
+    "hashed_hook_columns",
+    "tenant_verdict",
+    "walk_page",
     "walk_tenant_here",
 ]
 
@@ -97,7 +100,7 @@ if len(HOOK_ROW_NAMES) != HOOK_ROW_BASE:  # pragma: no cover - see chain.HASHED_
     raise ImportError("found_hook_rows hashes a hook row as it comes: teach it the new column")
 
 
-def _hashed_hook_columns(table: str) -> str:
+def hashed_hook_columns(table: str) -> str:
     # The hashed array's items in order (error_detail as its length), then error_detail.
     return (
         ", ".join(
@@ -110,13 +113,13 @@ def _hashed_hook_columns(table: str) -> str:
 
 #: A dispatch's hook rows as the chain hashes them: write order, then the hashed array's
 #: items (``error_detail`` as its length), then ``error_detail``.
-HOOK_ROWS_SELECT: Final = f"SELECT seq, {_hashed_hook_columns('')} FROM hook_executions"
+HOOK_ROWS_SELECT: Final = f"SELECT seq, {hashed_hook_columns('')} FROM hook_executions"
 _HOOK_ROW_ID: Final = 1 + HOOK_ROW_NAMES.index("id")
 _HOOK_ROW_OWNER: Final = 1 + HOOK_ROW_NAMES.index("dispatch_id")
 _HOOK_ROW_END: Final = 1 + len(HOOK_ROW_NAMES)
 # Driven by the page's records (one index probe each), not by a set of their ids.
 _PAGE_HOOK_ROWS: Final = (
-    f"SELECT h.seq, {_hashed_hook_columns('h.')}"
+    f"SELECT h.seq, {hashed_hook_columns('h.')}"
     " FROM dispatch_records d JOIN hook_executions h ON h.dispatch_id = d.id "
     "WHERE d.tenant_id = ? AND d.chain_seq > ? AND d.chain_seq <= ? AND d.hook_rows IS NOT NULL"
 )
@@ -270,21 +273,30 @@ def found_hook_rows(rows: Sequence[Sequence[Any]]) -> dict[str, str]:
     }
 
 
-def _walk(walker: ChainWalker, page: _Page) -> None:
-    """Feed a page to the walker: records positional (seq, chain_seq, prev_hash,
-    record_hash, then HASHED_SELECT), merged with the page's gaps by place."""
-    found = found_hook_rows(page.hook_rows)
-    if not page.gaps:
-        walker.walk(page.rows, found)
+def walk_page(
+    walker: ChainWalker,
+    rows: Sequence[Sequence[Any]],
+    gaps: Sequence[Sequence[Any]],
+    found: Mapping[str, str],
+) -> None:
+    """Feed one tenant's page to its walker: records positional (seq, chain_seq, prev_hash,
+    record_hash, then HASHED_SELECT), merged by place with the page's gaps (chain_seq,
+    prev_hash, record_hash); ``found``: :func:`found_hook_rows` of the page's hook rows."""
+    if not gaps:
+        walker.walk(rows, found)
         return
     entries = [
         ChainEntry(int(r[1]), r[2], r[3], r[4], int(r[0]), stored_values(r), r[_RECORD_HOOKS])
-        for r in page.rows
-    ] + [ChainEntry(int(g[0]), g[1], g[2]) for g in page.gaps]
+        for r in rows
+    ] + [ChainEntry(int(g[0]), g[1], g[2]) for g in gaps]
     entries.sort(key=_place)
     for entry in entries:
         if not walker.feed(entry, found):
             return
+
+
+def _walk(walker: ChainWalker, page: _Page) -> None:
+    walk_page(walker, page.rows, page.gaps, found_hook_rows(page.hook_rows))
 
 
 @dataclass(frozen=True, slots=True)
@@ -325,10 +337,10 @@ def walk_tenant_here(fetch: Fetch, head: ChainHead) -> TenantChain:
         after = upper
     walker.finish()
     (unchained,) = fetch(_UNCHAINED_COUNT, head.tenant_id)[0]
-    return _verdict(head, walker, unchained)
+    return tenant_verdict(head, walker, unchained)
 
 
-def _verdict(head: ChainHead, walker: ChainWalker, unchained: Any) -> TenantChain:
+def tenant_verdict(head: ChainHead, walker: ChainWalker, unchained: Any) -> TenantChain:
     return TenantChain(
         head.tenant_id,
         walker.records,
@@ -414,9 +426,13 @@ class DispatchTable(SqlBackend):
     async def query_dispatches(self, caller: Caller, query: DispatchQuery) -> DispatchPage:
         async with self._read() as sql:
             items, cursor = await newest_first_page(
-                sql, f"SELECT seq, {DISPATCH_COLUMNS} FROM dispatch_records",
-                _dispatch_filters(caller, query), query.cursor, query.limit,
-                dispatch_from_row, lambda row: row.seq,
+                sql,
+                f"SELECT seq, {DISPATCH_COLUMNS} FROM dispatch_records",
+                _dispatch_filters(caller, query),
+                query.cursor,
+                query.limit,
+                dispatch_from_row,
+                lambda row: row.seq,
             )
         return DispatchPage(items, cursor)
 
@@ -598,33 +614,6 @@ class DispatchTable(SqlBackend):
                 )
         return str(found) if found is not None else None
 
-    async def verify_chain(self, caller: Caller, tenant_id: str | None = None) -> ChainReport:
-        """Walk each visible tenant's chain from its base to its head (see
-        :class:`~hookgate.store.chain.ChainWalker`); the first break per tenant."""
-        started = time.perf_counter()
-        tenant = tenant_id if caller.master else caller.tenant_id
-        heads = {head.tenant_id: head for head in await self.chain_heads(caller, tenant)}
-        async with self._read() as sql:
-            if tenant is None:
-                # Chained records whose tenant has no head: the head row was deleted.
-                rows = await sql.fetch(
-                    "SELECT DISTINCT tenant_id FROM dispatch_records WHERE chain_seq IS NOT NULL"
-                )
-                for row in rows:
-                    heads.setdefault(row["tenant_id"], ChainHead(row["tenant_id"], 0, GENESIS))
-            elif tenant not in heads:
-                heads[tenant] = ChainHead(tenant, 0, GENESIS)
-            verdicts = []
-            for name in sorted(heads):
-                verdict = await self._verify_tenant(sql, heads[name])
-                if not verdict.intact:
-                    # Retention may have moved the base while we walked: check once more.
-                    now = await self._head_of(sql, name)
-                    if now is not None and now.base_seq != heads[name].base_seq:
-                        verdict = await self._verify_tenant(sql, now)
-                verdicts.append(verdict)
-        return ChainReport(tuple(verdicts), time.perf_counter() - started)
-
     async def _verify_page(self, sql: Sql, head: ChainHead, after: int) -> _Page:
         rows = await self._chain_page(
             sql, _PAGE_RECORDS, head.tenant_id, after, head.seq, VERIFY_PAGE
@@ -640,6 +629,7 @@ class DispatchTable(SqlBackend):
         return await sql.fetch(query, *args)  # type: ignore[return-value]
 
     async def _head_of(self, sql: Sql, tenant: str) -> ChainHead | None:
+        """A tenant's head as it is now (None: it has none)."""
         row = await sql.fetchrow(
             "SELECT tenant_id, seq, hash, base_seq, base_hash FROM audit_chain_heads "
             "WHERE tenant_id = ?",
@@ -669,4 +659,4 @@ class DispatchTable(SqlBackend):
                 with contextlib.suppress(asyncio.CancelledError):
                     await reading
         walker.finish()
-        return _verdict(head, walker, await sql.fetchval(_UNCHAINED_COUNT, head.tenant_id))
+        return tenant_verdict(head, walker, await sql.fetchval(_UNCHAINED_COUNT, head.tenant_id))
