@@ -110,4 +110,3 @@ def _timeout(seconds: float) -> Reply:
 def _forget(batch: asyncio.Future[Any]) -> None:
     if not batch.cancelled():
         batch.exception()  # retrieved: an abandoned batch ends with Abandoned
-

@@ -189,6 +189,8 @@ class Replayer:
             for definition in self.registry.definitions()
             if definition.handler_type == "callable"
         )
+        #: Whether the candidate has shadow hooks (their rows are read off each outcome).
+        self._shadow = any(d.mode == "shadow" for d in self.registry.definitions())
         #: The replay's own loop thread, and what runs on it: isolated functions in place,
         #: watched (``_watched``), until one overran; then on workers (``_watched`` None).
         self._thread: LoopThread | None = None
@@ -303,7 +305,7 @@ class Replayer:
         outcome = step.outcome
         would = _NO_SHADOW
         rows = outcome._rows
-        if rows:
+        if rows and self._shadow:
             would = tuple(
                 (row.hook.definition.name, row.decision)
                 for row in rows
