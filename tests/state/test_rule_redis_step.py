@@ -205,3 +205,28 @@ async def test_two_replicas_admit_exactly_the_limit_with_history(redis_url: str)
             await engine.aclose()
         for client in clients:
             await client.aclose()
+
+
+async def test_hostile_ids_stay_out_of_the_script_arguments(redis_url: str) -> None:
+    """Session ids are agent input: they reach Redis only hashed into key names, never into
+    the script's word list, so spaces, Lua patterns and newlines neither break nor bend it."""
+    from hookgate.handlers.prompt.redis_state import connect
+
+    client = connect(redis_url)
+    clock = Clock()
+    engine = engine_on(
+        client,
+        clock,
+        WATCHER,
+        rule("budget", "^exec$", limit={"count": 2, "window_s": 60}, after={"tool": "^Read$"}),
+    )
+    try:
+        for session in ("a b 1 0 -1", "%S+ 99\n1", "' or 1 --"):
+            decisions = [(await fire(engine, "exec", session=session)).decision for _ in range(3)]
+            assert decisions == ["allow", "allow", "block"], session
+            assert (await fire(engine, "Read", session=session)).decision == "allow"
+            tainted = await fire(engine, "exec", session=session)
+            assert tainted.decision == "block" and "'^Read$'" in tainted.reason, session
+    finally:
+        await engine.aclose()
+        await client.aclose()
