@@ -6,11 +6,15 @@ order."""
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import threading
 import time
 from types import ModuleType
 from typing import Any
+
+import pytest
+from tests.support.waiting import wait_until_async
 
 from hookgate.definition import HookDefinition
 from hookgate.definition_model import validate_definition
@@ -46,7 +50,7 @@ def recorded(n: int, cmd: str) -> RecordedDispatch:
     )
 
 
-def guard_hook(on_timeout: str) -> HookDefinition:
+def guard_hook(on_timeout: str, timeout_ms: int = 200) -> HookDefinition:
     config = {"callable": "tests.replay.test_replay_threads:guard", "isolate": "thread"}
     return validate_definition(
         {
@@ -54,7 +58,7 @@ def guard_hook(on_timeout: str) -> HookDefinition:
             "scope": "global",
             "handler_type": "callable",
             "name": "guard",
-            "timeout_ms": 200,
+            "timeout_ms": timeout_ms,
             "on_timeout": on_timeout,
             "config": config,
         }
@@ -136,3 +140,23 @@ async def test_a_record_finished_by_the_caller_keeps_what_its_chain_already_did(
     assert [v.decision for v in verdicts] == ["allow", "block", "block", "block"]
     assert "timed out" in (verdicts[1].reason or "")  # not the limit: counted once
     assert "2 of 2" in (verdicts[2].reason or "")
+
+
+async def test_a_replay_called_off_calls_off_its_thread_s_batch() -> None:
+    module = hook_module()
+    release, threads = module.RELEASE, module.THREADS
+    release.clear()
+    threads.clear()
+    replayer = Replayer([guard_hook("block", timeout_ms=10_000)])
+    records = [recorded(0, "hang"), *(recorded(n, "ls") for n in range(1, 50))]
+    running = asyncio.ensure_future(replayer.replay_many(records))
+    try:
+        await wait_until_async(lambda: threads, "the hung call started")
+        running.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await running
+    finally:
+        release.set()
+        await replayer.aclose()
+    # The batch stopped at the cancellation: the records after the hung one never ran.
+    assert [cmd for cmd, _ in threads] == ["hang"]

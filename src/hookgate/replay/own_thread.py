@@ -21,7 +21,7 @@ from typing import Any
 from hookgate.chain import HookReply, Reply
 from hookgate.execution.plain_functions import PlainCalls
 
-__all__ = ["Abandoned", "GaveUp", "Watched", "watch"]
+__all__ = ["Abandoned", "GaveUp", "Watched", "call_off", "watch"]
 
 
 class Abandoned(BaseException):
@@ -45,6 +45,9 @@ class Watched:
         self.done: list[list[Reply]] = []
 
     def next_record(self) -> None:
+        """A record starts on the replay thread (:class:`Abandoned` when given up on)."""
+        if self.abandoned:
+            raise Abandoned
         self.done = []
 
     def ran(self, job: PlainCalls) -> list[Reply]:
@@ -101,6 +104,16 @@ async def watch(batch: asyncio.Future[Any], watched: Watched) -> GaveUp | None:
         # The thread's batch ends with Abandoned once the call returns: nobody waits for it.
         batch.add_done_callback(_forget)
         return GaveUp(record, script)
+
+
+def call_off(batch: asyncio.Future[Any], watched: Watched) -> None:
+    """The caller no longer waits (its replay was cancelled): the thread stops at its next
+    call or record (it runs plain code that never gives its loop a turn to see a cancel)."""
+    with watched.lock:
+        watched.abandoned = True
+        if watched.job is not None:
+            watched.job.abandoned = True
+    batch.add_done_callback(_forget)
 
 
 def _timeout(seconds: float) -> Reply:

@@ -48,7 +48,7 @@ from hookgate.hook_event import HookEvent
 from hookgate.host_code import HostCodePolicy
 from hookgate.outcome import HookError, Outcome
 from hookgate.registry import HookRegistry
-from hookgate.replay.own_thread import GaveUp, Watched, watch
+from hookgate.replay.own_thread import GaveUp, Watched, call_off, watch
 from hookgate.replay.records import RecordedDispatch
 from hookgate.reply_recording import OUTCALL_TYPES, UnusableRecording, reply_from_json
 from hookgate.settings import Settings
@@ -248,7 +248,11 @@ class Replayer:
         ))
         if watched is None:
             return await batch
-        gave_up = await watch(batch, watched)
+        try:
+            gave_up = await watch(batch, watched)
+        except asyncio.CancelledError:
+            call_off(batch, watched)  # the replay was called off: so is the thread's batch
+            raise
         if gave_up is None:
             return batch.result()
         return await self._finish(records, watched.verdicts, gave_up)
