@@ -287,6 +287,74 @@ async def test_a_coroutine_is_cancelled_at_its_deadline() -> None:
     await engine.aclose()
 
 
+async def test_a_short_deadline_after_long_ones_is_kept() -> None:
+    """Deadlines share one loop timer: a hung hook with a short timeout is cancelled at its own
+    deadline even while the timer waits for a longer one, and after many quick calls."""
+    engine = Engine()
+
+    @engine.hook("pre_tool_use", matcher="^slow$", timeout_ms=10_000)
+    async def patient(event: Any) -> None:
+        await asyncio.sleep(0)
+
+    @engine.hook("pre_tool_use", matcher="^hung$", timeout_ms=100)
+    async def hung(event: Any) -> None:
+        await asyncio.Event().wait()
+
+    for _ in range(300):  # many done deadlines, 10 s away
+        assert (await engine.fire("pre_tool_use", {"tool_name": "slow"})).decision == "allow"
+    long_call = asyncio.ensure_future(engine.fire("pre_tool_use", {"tool_name": "slow"}))
+    started = time.monotonic()
+    outcome = await engine.fire("pre_tool_use", {"tool_name": "hung"})
+    assert outcome.decision == "block" and "timed out" in str(outcome.reason)
+    assert time.monotonic() - started < 5  # its own 100 ms, not the 10 s one's
+    assert (await long_call).decision == "allow"
+    await engine.aclose()
+
+
+async def test_concurrent_deadlines_each_cancel_their_own_hook() -> None:
+    """Calls running at once, with different timeouts: each hung one times out, the others
+    answer, whatever order their deadlines come in."""
+    from hookgate.chain import HookReply
+    from hookgate.execution.coroutines import run_with_deadline
+
+    async def hang() -> None:
+        await asyncio.Event().wait()
+
+    async def answer(after: float) -> str:
+        await asyncio.sleep(after)
+        return "done"
+
+    calls = [
+        run_with_deadline(hang(), 0.3),
+        run_with_deadline(answer(0.05), 20.0),
+        run_with_deadline(hang(), 0.1),
+        run_with_deadline(answer(0.0), 0.2),
+        run_with_deadline(hang(), 0.2),
+    ]
+    started = time.monotonic()
+    replies: list[HookReply] = list(await asyncio.gather(*calls))
+    assert [reply.timed_out for reply in replies] == [True, False, True, False, True]
+    assert [reply.answer for reply in replies] == [None, "done", None, "done", None]
+    assert time.monotonic() - started < 10
+
+
+async def test_a_callers_cancellation_is_passed_on() -> None:
+    """Cancelling the caller (not the deadline) cancels it: no timeout reply."""
+    from hookgate.execution.coroutines import run_with_deadline
+
+    started = asyncio.Event()
+
+    async def hang() -> None:
+        started.set()
+        await asyncio.Event().wait()
+
+    task = asyncio.ensure_future(run_with_deadline(hang(), 30.0))
+    await started.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+
+
 # -- filters -------------------------------------------------------------------------------------
 
 

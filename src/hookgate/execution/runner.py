@@ -10,7 +10,7 @@ on a worker, which the cancellation abandons).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -36,7 +36,6 @@ from hookgate.outcome import HookError, HookResult, Outcome, TraceRow
 from hookgate.shadow import ShadowChains, shadow_row
 from hookgate.state.binding import (
     STATE_CHANGES_DETAIL,
-    PendingState,
     commit_state,
     prepare_state,
     store_for,
@@ -158,21 +157,22 @@ class HookRunner:
             return drive_sync(run_chain(hooks, spec, data, self.chain_settings), plan.run_batch)
         return self.loop_thread().run(self.run(spec, data, hooks))
 
-    async def run(
+    def run(
         self, spec: EventSpec, data: Mapping[str, Any], hooks: Sequence[CompiledHook]
-    ) -> Outcome:
-        """A chain on the event loop."""
+    ) -> Coroutine[Any, Any, Outcome]:
+        """A chain on the event loop. Returns the driver's own coroutine rather than awaiting
+        it in one of ours: one coroutine frame less on every call's way down and back up."""
         plan = self.plan(hooks, spec.name) if spec.blocking else None
-        if plan is not None:
-            if not plan.isolated:  # nothing to wait for: no loop turn needed
-                chain = run_chain(hooks, spec, data, self.chain_settings)
-                return drive_sync(chain, plan.run_batch)
-            return await self._drive_plain(plan, run_chain(hooks, spec, data, self.chain_settings))
-        return await drive_async(
-            run_chain(hooks, spec, data, self.chain_settings),
-            lambda call, payload, timeout: self.execute(spec, call, payload, timeout),
-            self.clock,
-        )
+        chain = run_chain(hooks, spec, data, self.chain_settings)
+        if plan is None:
+            return drive_async(
+                chain,
+                lambda call, payload, timeout: self.execute(spec, call, payload, timeout),
+                self.clock,
+            )
+        if plan.isolated:
+            return self._drive_plain(plan, chain)
+        return _ready(drive_sync(chain, plan.run_batch))  # nothing to wait for: no loop turn
 
     async def dry_run(
         self, spec: EventSpec, data: Mapping[str, Any], hooks: Sequence[CompiledHook]
@@ -333,11 +333,24 @@ class HookRunner:
             handler = self.handler(definition.handler_type)
         except Exception as exc:
             return HookReply(None, exc, False, 0.0)
-        return await run_with_deadline(
-            self._invoke(handler, definition, spec, payload, timeout_s, dry_run), timeout_s
+        if definition.config.get("state"):
+            return await run_with_deadline(
+                self._with_state(handler, definition, spec, payload, timeout_s, dry_run),
+                timeout_s,
+            )
+        # The handler's own coroutine under the deadline (no frame of ours around it).
+        reply = await run_with_deadline(
+            handler.run(
+                Invocation(
+                    definition, spec, payload, timeout_s, self.services, dry_run, self._threads
+                )
+            ),
+            timeout_s,
         )
+        _ignore_state_changes(reply[0])
+        return reply
 
-    async def _invoke(
+    async def _with_state(
         self,
         handler: Handler,
         definition: HookDefinition,
@@ -346,20 +359,18 @@ class HookRunner:
         timeout_s: float,
         dry_run: bool,
     ) -> Any:
-        pending: PendingState | None = None
-        if definition.config.get("state"):
-            state_store = store_for(self.services)
-            payload, pending = await prepare_state(state_store, definition, payload)
+        """A hook with ``config.state``: its state in with the payload, its changes saved
+        (not in a dry run) before the answer counts."""
+        state_store = store_for(self.services)
+        payload, pending = await prepare_state(state_store, definition, payload)
         answer = await handler.run(
             Invocation(
                 definition, spec, payload, timeout_s, self.services, dry_run, self._threads
             )
         )
         if pending is not None and not dry_run:
-            answer = await commit_state(state_store, pending, answer)
-        elif isinstance(answer, HookResult) and STATE_CHANGES_DETAIL in answer.details:
-            answer.details.pop(STATE_CHANGES_DETAIL)
-            answer.details["state_ignored"] = "the hook has no config.state"
+            return await commit_state(state_store, pending, answer)
+        _ignore_state_changes(answer)
         return answer
 
     def refusal(self, definition: HookDefinition) -> str | None:
@@ -373,6 +384,18 @@ class HookRunner:
             refusals.clear()
         refusal = refusals[key] = self.host_code_policy.refusal(definition, edition)
         return refusal
+
+
+def _ignore_state_changes(answer: Any) -> None:
+    """State changes a hook answered while no state is saved for it (no ``config.state``, or
+    a dry run) are dropped, and the trace says so."""
+    if isinstance(answer, HookResult) and STATE_CHANGES_DETAIL in answer.details:
+        answer.details.pop(STATE_CHANGES_DETAIL)
+        answer.details["state_ignored"] = "the hook has no config.state"
+
+
+async def _ready(outcome: Outcome) -> Outcome:
+    return outcome
 
 
 def _segments(
