@@ -364,9 +364,7 @@ class HookRunner:
         state_store = store_for(self.services)
         payload, pending = await prepare_state(state_store, definition, payload)
         answer = await handler.run(
-            Invocation(
-                definition, spec, payload, timeout_s, self.services, dry_run, self._threads
-            )
+            Invocation(definition, spec, payload, timeout_s, self.services, dry_run, self._threads)
         )
         if pending is not None and not dry_run:
             return await commit_state(state_store, pending, answer)
