@@ -23,23 +23,11 @@ _RESOLUTION: Final = time.get_clock_info("monotonic").resolution
 _SWEEP_ABOVE: Final = 64
 
 
-class _Expiry:
-    """Cancels a task when a hook's time is up, and remembers that it did."""
-
-    __slots__ = ("done", "fired", "task")
-
-    def __init__(self, task: asyncio.Task[Any]) -> None:
-        self.task: asyncio.Task[Any] | None = task
-        self.fired = False
-        #: Out of the watch: the call ended, or its time was up.
-        self.done = False
-
-    def fire(self) -> None:
-        self.fired = True
-        self.done = True
-        task, self.task = self.task, None
-        if task is not None:
-            task.cancel()
+#: A watched call: ``[deadline, order, task, fired]``, a list so that the heap compares it
+#: in C (``order`` is unique: the task is never compared). ``task`` is ``None`` once the entry
+#: is done (the call ended, or its time was up and it was cancelled: then ``fired``).
+_Entry = list[Any]
+_DEADLINE, _TASK, _FIRED = 0, 2, 3
 
 
 class _Deadlines:
@@ -57,28 +45,28 @@ class _Deadlines:
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
-        #: ``(deadline, order, expiry)``; ``order`` keeps expiries from being compared.
-        self.heap: list[tuple[float, int, _Expiry]] = []
+        self.heap: list[_Entry] = []
         self.order = itertools.count()
         self.timer: asyncio.TimerHandle | None = None
         self.armed_at = math.inf
         #: Done entries still in the heap.
         self.done = 0
 
-    def watch(self, expiry: _Expiry, deadline: float) -> None:
-        heapq.heappush(self.heap, (deadline, next(self.order), expiry))
+    def watch(self, task: asyncio.Task[Any], deadline: float) -> _Entry:
+        entry = [deadline, next(self.order), task, False]
+        heapq.heappush(self.heap, entry)
         if deadline < self.armed_at:
             self._arm(deadline)
+        return entry
 
-    def release(self, expiry: _Expiry) -> None:
+    def release(self, entry: _Entry) -> None:
         """The call ended (whatever way): its entry is done."""
-        if expiry.done:
+        if entry[_TASK] is None:
             return  # its time was up: already out
-        expiry.done = True
-        expiry.task = None
+        entry[_TASK] = None
         self.done += 1
         if self.done > _SWEEP_ABOVE and self.done * 2 > len(self.heap):
-            self.heap = [entry for entry in self.heap if not entry[2].done]
+            self.heap = [entry for entry in self.heap if entry[_TASK] is not None]
             heapq.heapify(self.heap)
             self.done = 0
 
@@ -93,14 +81,17 @@ class _Deadlines:
         self.armed_at = math.inf
         heap = self.heap
         due = self.loop.time() + _RESOLUTION
-        while heap and (heap[0][0] <= due or heap[0][2].done):
-            expiry = heapq.heappop(heap)[2]
-            if expiry.done:
+        while heap and (heap[0][_DEADLINE] <= due or heap[0][_TASK] is None):
+            entry = heapq.heappop(heap)
+            task = entry[_TASK]
+            if task is None:
                 self.done -= 1
             else:
-                expiry.fire()
+                entry[_TASK] = None
+                entry[_FIRED] = True
+                task.cancel()
         if heap:
-            self._arm(heap[0][0])
+            self._arm(heap[0][_DEADLINE])
 
 
 class _PerThread(threading.local):
@@ -110,13 +101,9 @@ class _PerThread(threading.local):
 #: Each thread's watch, for the loop it runs (a loop runs on one thread; a thread may run
 #: several loops one after another, as ``asyncio.run`` does).
 _watches: Final = _PerThread()
-
-
-def _deadlines(loop: asyncio.AbstractEventLoop) -> _Deadlines:
-    deadlines = _watches.deadlines
-    if deadlines is None or deadlines.loop is not loop:
-        deadlines = _watches.deadlines = _Deadlines(loop)
-    return deadlines
+#: ``HookReply(...)`` without the named tuple's Python ``__new__`` (~1.4k instructions less,
+#: once per call).
+_reply: Final = tuple.__new__
 
 
 async def run_with_deadline(work: Awaitable[Any], timeout_s: float) -> HookReply:
@@ -132,24 +119,26 @@ async def run_with_deadline(work: Awaitable[Any], timeout_s: float) -> HookReply
     task = asyncio.current_task()
     assert task is not None
     loop = task.get_loop()
-    deadlines = _deadlines(loop)
-    expiry = _Expiry(task)
-    deadlines.watch(expiry, loop.time() + timeout_s)
+    deadlines = _watches.deadlines
+    if deadlines is None or deadlines.loop is not loop:
+        deadlines = _watches.deadlines = _Deadlines(loop)
+    entry = deadlines.watch(task, loop.time() + timeout_s)
     try:
         answer = await work
     except asyncio.CancelledError:
-        if expiry.fired and task.uncancel() == 0:
-            return HookReply(None, None, True, (time.perf_counter() - started) * 1000)
+        if entry[_FIRED] and task.uncancel() == 0:
+            return _reply(HookReply, (None, None, True, (time.perf_counter() - started) * 1000))
         raise
     except Exception as exc:
-        return HookReply(None, exc, False, (time.perf_counter() - started) * 1000)
+        return _reply(HookReply, (None, exc, False, (time.perf_counter() - started) * 1000))
     finally:
-        deadlines.release(expiry)
+        deadlines.release(entry)
     elapsed = time.perf_counter() - started
-    if expiry.fired:
+    if entry[_FIRED]:
         # The handler swallowed the cancellation and answered late: still a timeout.
         task.uncancel()
-        return HookReply(None, None, True, elapsed * 1000)
+        return _reply(HookReply, (None, None, True, elapsed * 1000))
     if elapsed > timeout_s:
-        return HookReply(None, None, True, elapsed * 1000)  # it held the loop past its time
-    return HookReply(answer, None, False, elapsed * 1000)
+        # It held the loop past its time.
+        return _reply(HookReply, (None, None, True, elapsed * 1000))
+    return _reply(HookReply, (answer, None, False, elapsed * 1000))

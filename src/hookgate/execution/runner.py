@@ -338,15 +338,17 @@ class HookRunner:
                 self._with_state(handler, definition, spec, payload, timeout_s, dry_run),
                 timeout_s,
             )
-        # The handler's own coroutine under the deadline (no frame of ours around it).
-        reply = await run_with_deadline(
-            handler.run(
+        # The handler's own coroutine under the deadline (no frame of ours around it). A
+        # handler whose run is a plain method handing back a coroutine may raise here.
+        try:
+            work = handler.run(
                 Invocation(
                     definition, spec, payload, timeout_s, self.services, dry_run, self._threads
                 )
-            ),
-            timeout_s,
-        )
+            )
+        except Exception as exc:
+            return HookReply(None, exc, False, 0.0)
+        reply = await run_with_deadline(work, timeout_s)
         _ignore_state_changes(reply[0])
         return reply
 

@@ -15,7 +15,7 @@ malformed answer always blocks a blocking event.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Coroutine, Mapping
 from typing import Any, ClassVar
 
 from hookgate.definition import HookDefinition
@@ -57,17 +57,25 @@ class ProcessHandler(Handler):
         #: Processes of replaced or removed hooks, closing; aclose waits for them.
         self._retired: set[HookProcess] = set()
 
-    async def run(self, call: Invocation) -> HookResult | Mapping[str, Any] | None:
+    def run(self, call: Invocation) -> Coroutine[Any, Any, HookResult | Mapping[str, Any] | None]:
+        # A plain method handing back the coroutine that does the work: one coroutine frame
+        # less on each call's way down and back up (a process hook's round trip is quick).
         hook = call.hook
-        spec = self._spec(hook)
+        key = (hook.id, hook.version)
+        spec = self._specs.get(key)
+        if spec is None:
+            spec = self._spec(hook)
         event = call.event.name
         if event == "runtime_event":
             kind = call.payload.get("kind")
             if not isinstance(kind, str) or not observes(spec.observe, kind):
-                return None  # not in this hook's observe list
+                return _nothing()  # not in this hook's observe list
         if call.dry_run:
-            return await self._dry_run(call, spec)
-        return await self._run(call, self._child(hook, spec, event))
+            return self._dry_run(call, spec)
+        child = self._last.get(key)  # the per-call fast path of _child
+        if child is None or child.closed or child.loop is not asyncio.get_running_loop():
+            child = self._child(hook, spec, event)
+        return self._run(call, child)
 
     async def _dry_run(
         self, call: Invocation, spec: ProcessSpec
@@ -120,7 +128,9 @@ class ProcessHandler(Handler):
                 details={"method": method, "rpc_error_code": exc.code, "pid": child.pid},
             ) from None
         result = decode_answer(event, answer, call.payload)
-        result.details.update(method=method, pid=child.pid)
+        details = result.details
+        details["method"] = method
+        details["pid"] = child.pid
         if isinstance(answer, dict) and "state" in answer:  # hook state changes out
             result.details["state_changes"] = answer["state"]
         return result
@@ -154,6 +164,7 @@ class ProcessHandler(Handler):
     # -- children -------------------------------------------------------------------------
 
     def _spec(self, hook: HookDefinition) -> ProcessSpec:
+        """The hook version's parsed config (parsed once per version)."""
         key = (hook.id, hook.version)
         spec = self._specs.get(key)
         if spec is None:
@@ -243,3 +254,7 @@ class ProcessHandler(Handler):
             if child not in mine:
                 child.close_soon()
         await asyncio.gather(*(child.aclose() for child in mine), return_exceptions=True)
+
+
+async def _nothing() -> None:
+    return None

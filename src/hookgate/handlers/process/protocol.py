@@ -122,7 +122,7 @@ def decode_answer(event: str, answer: Any, payload: Mapping[str, Any]) -> HookRe
     """The hookgate answer for a process hook's ``result``; MalformedAnswer if it is not one."""
     if answer is None:
         answer = {}  # PicoClaw decodes an empty result into zero values
-    if not isinstance(answer, Mapping):
+    if type(answer) is not dict and not isinstance(answer, Mapping):  # (a dict: no ABC check)
         raise MalformedAnswer(f"the answer must be a JSON object, got {type(answer).__name__}")
     reason = answer.get("reason")
     if reason is not None and not isinstance(reason, str):
@@ -161,7 +161,10 @@ def decode_answer(event: str, answer: Any, payload: Mapping[str, Any]) -> HookRe
         if result is None:
             raise MalformedAnswer("action 'respond' needs a result")
         return HookResult(result=result, reason=reason)
-    return HookResult(updated_input=_replacement(event, answer, payload), reason=reason)
+    updated_input = _replacement(event, answer, payload)
+    if updated_input is None and reason is None:
+        return HookResult()  # a plain continue (the common answer): no keywords to pass
+    return HookResult(updated_input=updated_input, reason=reason)
 
 
 def _replacement(event: str, answer: Mapping[str, Any], payload: Mapping[str, Any]) -> Any:

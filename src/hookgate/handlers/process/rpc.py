@@ -24,7 +24,7 @@ import itertools
 import json
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from typing import Any, Final
 
 import orjson
@@ -107,10 +107,17 @@ class HookProcess:
     def closed(self) -> bool:
         return self.state in ("closing", "closed")
 
-    async def call(self, method: str, params: Any) -> Any:
-        """Send a request and wait for its answer; RpcError for an error answer."""
-        if self.state != "running":
-            await self._ready()
+    def call(self, method: str, params: Any) -> Coroutine[Any, Any, Any]:
+        """Send a request and wait for its answer; RpcError for an error answer.
+
+        A plain method handing back the request's own coroutine while the process runs (one
+        coroutine frame less per call); otherwise one that starts it first."""
+        if self.state == "running":
+            return self._request(method, params)
+        return self._call_when_ready(method, params)
+
+    async def _call_when_ready(self, method: str, params: Any) -> Any:
+        await self._ready()
         return await self._request(method, params)
 
     async def notify(self, method: str, params: Any) -> None:
