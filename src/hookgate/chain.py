@@ -590,8 +590,9 @@ class _Chain:
 
     def _decide(self, row: TraceRow, definition: Any, result: HookResult) -> bool:
         """One answer on a blocking event; True when it ends the chain."""
-        outcome, label = self.outcome, definition.label
+        outcome = self.outcome
         if result.abort is not None:
+            label = definition.label
             row.decision = "abort"
             outcome.abort = result.abort
             outcome.continue_ = result.continue_ and result.abort != "hard"
@@ -617,6 +618,7 @@ class _Chain:
                 self._rewrite(result)
             return False  # like an allow: the chain goes on; the person decides at the end
         if result.blocks:
+            label = definition.label
             row.decision = "block"
             outcome.continue_ = result.continue_
             outcome.retry = result.retry
@@ -715,7 +717,10 @@ class _Chain:
     def _note(self, row: TraceRow, result: HookResult) -> None:
         """Record what every answer carries: details, reason, and context (kept in order)."""
         if result.details:
-            _details(row).update(result.details)
+            if row.details is None:
+                row.details = dict(result.details)
+            else:
+                row.details.update(result.details)
         if result.reason:
             _details(row)["reason"] = result.reason
         if result.additional_context:

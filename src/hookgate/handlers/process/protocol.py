@@ -88,8 +88,9 @@ def build_params(event: str, payload: Mapping[str, Any]) -> dict[str, Any]:
     """The params of the request for ``event`` (one of :data:`METHODS`)."""
     meta = _meta(event, payload)
     if event in ("pre_tool_use", "approve_tool"):
+        arguments = payload.get("tool_input")  # _arguments, inline: once per tool call
         return {"meta": meta, "tool": payload.get("tool_name") or "",
-                "arguments": _arguments(payload)}
+                "arguments": {} if arguments is None else arguments}
     if event == "post_tool_use":
         duration_ms = payload.get("duration_ms")
         return {
@@ -144,6 +145,11 @@ def decode_answer(event: str, answer: Any, payload: Mapping[str, Any]) -> HookRe
             reason=reason or "denied by approval hook (its answer did not approve)",
         )
     action = answer.get("action") or "continue"
+    if action == "continue" or action == "modify":  # the common answers first
+        updated_input = _replacement(event, answer, payload)
+        if updated_input is None and reason is None:
+            return HookResult()  # a plain continue: no keywords to pass
+        return HookResult(updated_input=updated_input, reason=reason)
     if action not in ACTIONS:
         raise MalformedAnswer(
             f"unknown action {action!r}; expected one of {', '.join(ACTIONS)}"
@@ -156,15 +162,10 @@ def decode_answer(event: str, answer: Any, payload: Mapping[str, Any]) -> HookRe
         raise MalformedAnswer(f"action {action!r} is only valid for before_tool")
     if action == "deny_tool":
         return HookResult(decision="block", reason=reason or "Tool execution denied by hook")
-    if action == "respond":
-        result = answer.get("result")
-        if result is None:
-            raise MalformedAnswer("action 'respond' needs a result")
-        return HookResult(result=result, reason=reason)
-    updated_input = _replacement(event, answer, payload)
-    if updated_input is None and reason is None:
-        return HookResult()  # a plain continue (the common answer): no keywords to pass
-    return HookResult(updated_input=updated_input, reason=reason)
+    result = answer.get("result")  # action == "respond"
+    if result is None:
+        raise MalformedAnswer("action 'respond' needs a result")
+    return HookResult(result=result, reason=reason)
 
 
 def _replacement(event: str, answer: Mapping[str, Any], payload: Mapping[str, Any]) -> Any:
