@@ -69,6 +69,7 @@ from hookgate.outcome import (
     PendingApproval,
     TraceRow,
     coerce_result,
+    matched_row,
 )
 
 if TYPE_CHECKING:
@@ -536,10 +537,11 @@ class _Chain:
                 continue
             answer, failure, timed_out, duration = reply
             if row is None:  # an unconditional run's hook that answered: its row, as admit makes it
-                row = TraceRow(hook, True)
+                row = matched_row(hook, duration)
                 rows.append(row)
+            else:
+                row.duration_ms = duration
             definition = hook.definition
-            row.duration_ms = duration
             if definition.handler_type in OUTCALL_TYPES:
                 row.answer = reply  # sealed into the dispatch record, for replay
             result: HookResult | None = None

@@ -321,8 +321,9 @@ class TraceRow:
         )
 
 
-class _AbstainedRow(TraceRow):
-    """A :class:`TraceRow` that :func:`abstained_row` fills in: no Python ``__init__``."""
+class _FilledRow(TraceRow):
+    """A :class:`TraceRow` that :func:`abstained_row` or :func:`matched_row` fills in: no
+    Python ``__init__``."""
 
     __slots__ = ()
     __init__ = object.__init__
@@ -333,10 +334,26 @@ def abstained_row(hook: Any, duration_ms: float) -> TraceRow:
     "abstain", duration_ms)`` makes it. Made once per hook per event by the call loop of
     plain functions: in Python 3.11 a call to a Python ``__init__`` is most of what a row
     costs (2.2k instructions against 0.9k this way, bench/bench_core.py)."""
-    row: TraceRow = _AbstainedRow()
+    row: TraceRow = _FilledRow()
     row.hook = hook
     row.matched = True
     row.decision = "abstain"
+    row.duration_ms = duration_ms
+    row.skipped = None
+    row.error = None
+    row.breaker = "closed"
+    row.details = None
+    return row
+
+
+def matched_row(hook: Any, duration_ms: float) -> TraceRow:
+    """The row of an admitted hook whose answer the chain is about to fold, as
+    ``TraceRow(hook, True, None, duration_ms)`` makes it (see :func:`abstained_row`): made
+    once per answer of an unconditional run's hook."""
+    row: TraceRow = _FilledRow()
+    row.hook = hook
+    row.matched = True
+    row.decision = None
     row.duration_ms = duration_ms
     row.skipped = None
     row.error = None
