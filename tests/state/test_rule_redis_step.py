@@ -230,3 +230,40 @@ async def test_hostile_ids_stay_out_of_the_script_arguments(redis_url: str) -> N
     finally:
         await engine.aclose()
         await client.aclose()
+
+
+def test_fire_sync_takes_the_same_one_round_trip(tmp_path: Path) -> None:
+    """fire_sync runs a Redis rule on the engine's loop thread; the offered stamps go with
+    the call there, so its heaviest event is one script too."""
+    import redis
+
+    from hookgate.handlers.prompt.redis_state import connect
+
+    server = RedisServer(tmp_path / "redis").start()
+    client = connect(server.url)
+    engine = engine_on(
+        client,
+        Clock(),
+        WATCHER,
+        rule("budget", "^exec$", limit={"count": 100, "window_s": 60}, after={"tool": "^Read$"}),
+    )
+    counter = redis.Redis.from_url(server.url)
+
+    def scripts() -> int:
+        stats = counter.info("commandstats")
+        return sum(
+            int(stats.get(f"cmdstat_{name}", {}).get("calls", 0))
+            for name in ("evalsha", "eval", "mget")
+        )
+
+    payload = {"tool_name": "exec", "session_id": "s1", "agent_id": "a1"}
+    try:
+        engine.fire_sync("pre_tool_use", payload)
+        before = scripts()
+        assert engine.fire_sync("pre_tool_use", payload).decision == "allow"
+        assert scripts() - before == 1
+    finally:
+        engine.runner.loop_thread().run(client.aclose())  # it was used on that loop
+        engine.close()
+        counter.close()
+        server.stop()
