@@ -5,10 +5,11 @@ history read, the admit and the history stamp are one round trip.
 The engine asks :class:`~hookgate.handlers.rule.history.SessionHistory` for an event's stamps
 before its chain runs and has them kept after it, unless the chain blocked. When the last
 enforce hook of the event's selection is a rule hook, no later hook can block once it admits:
-the history offers the stamps here (a context variable: the event's own task and the tasks
-it starts see it), the rule hook keeps them in its own step when it admits, and the history
-then skips them. Anything else (another hook last, the stamps of another event, a dry run,
-``fire_sync`` on its loop thread) leaves them to the history, as before.
+the history offers the stamps here (a context variable: the event's own task, the tasks it
+starts and the coroutines ``fire_sync`` hands to the engine's loop thread see it), the rule
+hook keeps them in its own step when it admits, and the history then skips them. Anything
+else (another hook last, a payload an earlier hook rewrote, a dry run) leaves them to the
+history, written after the chain as before.
 """
 
 from __future__ import annotations
