@@ -1,5 +1,6 @@
-"""Attacks on ``hookgate import gemini``: a hostile ``.gemini/settings.json`` in a repository
-that someone imports (repo attacker).
+"""Attacks on ``hookgate import gemini`` (and ``import codex``, which reads the same way): a
+hostile ``.gemini/settings.json`` or ``hooks.json`` in a repository that someone imports (repo
+attacker).
 
 Each hostile file must end in a clear error (exit 1, naming what is wrong) with nothing
 written: the output file that was there before stays byte for byte. What does get imported
@@ -18,10 +19,11 @@ import pytest
 import yaml
 from tests.support.gemini_cli import HOOKGATE
 
-from hookgate.integrations.gemini.settings_import import MAX_SETTINGS_BYTES
+from hookgate.integrations.hook_import import MAX_HOOKS_FILE_BYTES
 from hookgate.matching import CelFilter, cel_activation
 
 BEFORE = b"hooks: []  # the hooks file from before the import\n"
+AGENTS = ["gemini", "codex"]
 
 
 def hookgate(*args: str, cwd: Path, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
@@ -38,12 +40,12 @@ def hookgate(*args: str, cwd: Path, stdin: str | None = None) -> subprocess.Comp
     )
 
 
-def refused(folder: Path, settings: Path, *said: str) -> str:
+def refused(folder: Path, settings: Path, *said: str, agent: str = "gemini") -> str:
     """Import ``settings`` over an existing output file: exit 1, each of ``said`` in the
     message, the output file untouched and no temporary file left beside it."""
     target = folder / "hookgate.yaml"
     target.write_bytes(BEFORE)
-    done = hookgate("import", "gemini", str(settings), "-o", str(target), cwd=folder)
+    done = hookgate("import", agent, str(settings), "-o", str(target), cwd=folder)
     assert done.returncode == 1, done.stderr
     for text in said:
         assert text in done.stderr, done.stderr
@@ -59,32 +61,36 @@ def with_hooks(folder: Path, hooks: Any, **more: Any) -> Path:
     return path
 
 
-def test_a_huge_settings_file_is_refused_unread(tmp_path: Path) -> None:
+@pytest.mark.parametrize("agent", AGENTS)
+def test_a_huge_settings_file_is_refused_unread(tmp_path: Path, agent: str) -> None:
     path = tmp_path / "settings.json"
     with path.open("w") as file:
         file.write('{"hooks": {}, "pad": "')
-        file.write("x" * (MAX_SETTINGS_BYTES + 1))
+        file.write("x" * (MAX_HOOKS_FILE_BYTES + 1))
         file.write('"}')
-    refused(tmp_path, path, "larger than 4 MiB")
+    refused(tmp_path, path, "larger than 4 MiB", agent=agent)
 
 
-def test_json_nested_too_deeply_is_refused(tmp_path: Path) -> None:
+@pytest.mark.parametrize("agent", AGENTS)
+def test_json_nested_too_deeply_is_refused(tmp_path: Path, agent: str) -> None:
     path = tmp_path / "settings.json"
     path.write_text('{"hooks": {}, "deep": ' + "[" * 200_000 + "]" * 200_000 + "}")
-    refused(tmp_path, path, "nested too deeply")
+    refused(tmp_path, path, "nested too deeply", agent=agent)
 
 
-def test_a_file_that_is_not_utf8_is_refused(tmp_path: Path) -> None:
+@pytest.mark.parametrize("agent", AGENTS)
+def test_a_file_that_is_not_utf8_is_refused(tmp_path: Path, agent: str) -> None:
     path = tmp_path / "settings.json"
     path.write_bytes(
         b'{"hooks": {"BeforeTool": [{"hooks": [{"type": "command", "command": "echo \xff\xfe"}]}]}}'
     )
-    refused(tmp_path, path, "not UTF-8 text (byte")
+    refused(tmp_path, path, "not UTF-8 text (byte", agent=agent)
 
 
-@pytest.mark.parametrize("special", ["fifo", "/dev/zero", "directory-like"])
+@pytest.mark.parametrize("agent", AGENTS)
+@pytest.mark.parametrize("special", ["fifo", "/dev/zero", "link-to-/dev/zero"])
 def test_a_settings_path_that_is_not_a_regular_file_is_refused_without_hanging(
-    tmp_path: Path, special: str
+    tmp_path: Path, special: str, agent: str
 ) -> None:
     if special == "fifo":
         path = tmp_path / "settings.json"
@@ -94,7 +100,7 @@ def test_a_settings_path_that_is_not_a_regular_file_is_refused_without_hanging(
     else:
         path = tmp_path / "settings.json"
         path.symlink_to("/dev/zero")
-    refused(tmp_path, path, "not a regular file")
+    refused(tmp_path, path, "not a regular file", agent=agent)
 
 
 @pytest.mark.parametrize(
@@ -321,3 +327,30 @@ def test_a_gemini_format_hook_that_fails_open_in_gemini_blocks_in_hookgate(tmp_p
         )
         done = hookgate("gemini", "--config", str(converted), cwd=tmp_path, stdin=json.dumps(event))
         assert json.loads(done.stdout)["decision"] == "deny", (command, done.stdout)
+
+
+def test_a_codex_hook_that_would_not_load_stops_the_import(tmp_path: Path) -> None:
+    """``import codex`` wrote the hooks it could convert and a file that did not load (a
+    matcher RE2 cannot run passed through): now it refuses, naming both problems."""
+    hooks = tmp_path / "hooks.json"
+    hooks.write_text(
+        json.dumps(
+            {
+                "hooks": {
+                    "PreToolUse": [
+                        {
+                            "matcher": "(?!Read)Bash",
+                            "hooks": [{"type": "command", "command": "true"}],
+                        },
+                        {
+                            "matcher": "Bash",
+                            "hooks": [{"type": "command", "command": "true", "timeout": "x"}],
+                        },
+                    ]
+                }
+            }
+        )
+    )
+    said = refused(tmp_path, hooks, "problem(s)", "nothing written", agent="codex")
+    assert "codex PreToolUse[0].hooks[0]: matcher" in said
+    assert "PreToolUse[1].hooks[0].timeout" in said

@@ -105,24 +105,25 @@ def import_codex(hooks_file: str, output: str | None) -> None:
 
     Codex's hooks have Claude Code's shape and answer contract (permissionDecision deny,
     decision block, exit 2 with the reason), so each becomes a ``command`` hook with
-    ``format: claude_code``; hookgate's own ``hookgate codex`` entries are left out."""
+    ``format: claude_code``; hookgate's own ``hookgate codex`` entries are left out. A hook
+    that cannot be converted stops the import (exit 1, every problem listed, nothing
+    written)."""
     from pathlib import Path
 
-    from hookgate.config import ConfigError, read_document
-    from hookgate.integrations.claude_code.cli import write_conversion
     from hookgate.integrations.claude_code.settings_format import (
         convert_settings,
         is_claude_settings,
     )
+    from hookgate.integrations.hook_import import HooksImportError, finish_import, read_hooks_json
     from hookgate.integrations.hooks_json import HooksFile
 
+    example = '{"hooks": {"PreToolUse": […]}}'
     try:
-        document = read_document(hooks_file)
-    except ConfigError as exc:
-        raise click.ClickException("; ".join(exc.problems)) from None
+        document = read_hooks_json(hooks_file, agent="Codex", comments=False, example=example)
+    except HooksImportError as exc:
+        raise click.ClickException(str(exc)) from None
     if not is_claude_settings(document):
-        raise click.ClickException(
-            f"{hooks_file}: not a Codex hooks file ({{\"hooks\": {{\"PreToolUse\": …}}}})")
+        raise click.ClickException(f"{hooks_file}: not a Codex hooks file ({example})")
     mine, skipped = HooksFile(Path(hooks_file), "codex").without_ours(document)
     notes = [f"{skipped} group(s) that run hookgate itself were skipped"] if skipped else []
-    write_conversion(convert_settings(mine), output, agent="codex", notes=notes)
+    finish_import(convert_settings(mine), hooks_file, output, agent="codex", notes=notes)

@@ -128,24 +128,15 @@ def import_gemini(settings_file: str, output: str | None) -> None:
     matchers keep their meaning under hookgate's tool names; ``timeout`` (ms) becomes
     ``timeout_ms``; hookgate's own ``hookgate gemini`` entries are left out. A hook that
     cannot be converted stops the import (exit 1, every problem listed, nothing written)."""
-    from hookgate.integrations.claude_code.cli import write_conversion
     from hookgate.integrations.gemini.settings_import import (
-        GeminiImportError,
         convert_gemini_settings,
-        definition_problems,
         read_gemini_settings,
     )
+    from hookgate.integrations.hook_import import HooksImportError, finish_import
 
     try:
         document = read_gemini_settings(settings_file)
-    except GeminiImportError as exc:
+    except HooksImportError as exc:
         raise click.ClickException(str(exc)) from None
     conversion = convert_gemini_settings(document, Path(settings_file))
-    problems = conversion.problems or definition_problems(conversion)
-    if problems:
-        for problem in problems:
-            click.echo(f"not imported: {problem}", err=True)
-        raise click.ClickException(
-            f"{len(problems)} problem(s) in {settings_file}; nothing written (fix or remove "
-            "those hooks and import again)")
-    write_conversion(conversion, output, agent="gemini")
+    finish_import(conversion, settings_file, output, agent="gemini")

@@ -31,31 +31,20 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
-import stat
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final
 
-from hookgate.errors import HookgateError
 from hookgate.events import get_event
 from hookgate.integrations.agent_tools import GEMINI_TOOL_NAMES
 from hookgate.integrations.claude_code.settings_format import Conversion
 from hookgate.integrations.gemini.contract import GEMINI_EVENTS
+from hookgate.integrations.hook_import import read_hooks_json
 from hookgate.integrations.hooks_json import HooksFile, strip_comments
 
-__all__ = [
-    "MAX_SETTINGS_BYTES",
-    "GeminiImportError",
-    "convert_gemini_settings",
-    "read_gemini_settings",
-    "strip_comments",
-    "tool_filter",
-]
+__all__ = ["convert_gemini_settings", "read_gemini_settings", "strip_comments", "tool_filter"]
 
-#: A settings.json larger than this is refused (Gemini CLI's own are a few KiB).
-MAX_SETTINGS_BYTES: Final = 4 * 1024 * 1024
 #: How long Gemini CLI waits for a command hook that sets no ``timeout`` (ms).
 GEMINI_DEFAULT_TIMEOUT_MS: Final = 60_000
 #: Keys of ``hooks`` that are settings, not events (Gemini CLI skips them there).
@@ -72,54 +61,12 @@ _MODEL_EVENTS: Final = frozenset({"BeforeModel", "AfterModel", "BeforeToolSelect
 _ENV_NAME: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
-class GeminiImportError(HookgateError, ValueError):
-    """The settings file cannot be read as Gemini CLI settings."""
-
-
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
-
-
 def read_gemini_settings(path: str | Path) -> dict[str, Any]:
-    """The settings document: a regular file of at most :data:`MAX_SETTINGS_BYTES`, UTF-8,
-    JSON with comments, an object; raise :class:`GeminiImportError` saying what is wrong."""
-    file = Path(path)
-    try:
-        info = os.stat(file)
-        if not stat.S_ISREG(info.st_mode):
-            raise GeminiImportError(f"{file}: not a regular file")
-        with open(file, "rb") as handle:
-            data = handle.read(MAX_SETTINGS_BYTES + 1)
-    except OSError as exc:
-        raise GeminiImportError(f"{file}: cannot read: {exc.strerror or exc}") from None
-    if len(data) > MAX_SETTINGS_BYTES:
-        raise GeminiImportError(
-            f"{file}: larger than {MAX_SETTINGS_BYTES // (1024 * 1024)} MiB; "
-            "not a Gemini CLI settings file"
-        )
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise GeminiImportError(f"{file}: not UTF-8 text (byte {exc.start})") from None
-    try:
-        document = json.loads(
-            strip_comments(text.removeprefix("\ufeff")), parse_constant=_no_constant
-        )
-    except json.JSONDecodeError as exc:
-        raise GeminiImportError(
-            f"{file}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}"
-        ) from None
-    except RecursionError:
-        raise GeminiImportError(f"{file}: JSON nested too deeply") from None
-    except ValueError as exc:
-        raise GeminiImportError(f"{file}: invalid JSON: {exc}") from None
-    if not isinstance(document, dict):
-        raise GeminiImportError(f"{file}: must hold a JSON object (Gemini CLI settings)")
-    if not isinstance(document.get("hooks"), dict):
-        raise GeminiImportError(
-            f'{file}: no Gemini CLI hooks section ({{"hooks": {{"BeforeTool": […]}}}})'
-        )
-    return document
+    """A Gemini CLI settings document (JSON with comments, as Gemini CLI reads it); raise
+    :class:`~hookgate.integrations.hook_import.HooksImportError`."""
+    return read_hooks_json(
+        path, agent="Gemini CLI", comments=True, example='{"hooks": {"BeforeTool": […]}}'
+    )
 
 
 def tool_filter(pattern: str) -> tuple[str, str | None]:
@@ -352,22 +299,3 @@ def convert_gemini_settings(document: Mapping[str, Any], source: Path) -> Conver
     """Every hook of a Gemini CLI settings document (as :func:`read_gemini_settings` gives
     it), as raw hookgate definitions, with the problems and notes."""
     return _Converter(document, source).run()
-
-
-def definition_problems(conversion: Conversion) -> list[str]:
-    """What hookgate's own validation says of the converted hooks (none, unless a converted
-    field breaks a rule of hookgate's): the file written must load as it is."""
-    from hookgate.definition import DefinitionError
-    from hookgate.definition_model import validate_definition
-
-    problems: list[str] = []
-    for raw in conversion.hooks:
-        try:
-            validate_definition(
-                {k: v for k, v in raw.items() if v is not None},
-                edition="lite",
-                default_scope="global",
-            )
-        except DefinitionError as exc:
-            problems.extend(f"{raw['name']}: {p.field}: {p.message}" for p in exc.problems)
-    return problems
