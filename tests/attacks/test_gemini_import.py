@@ -11,33 +11,18 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from tests.support.gemini_cli import HOOKGATE
+from tests.support.agent_project import hookgate_alone as hookgate
 
 from hookgate.integrations.hook_import import MAX_HOOKS_FILE_BYTES
 from hookgate.matching import CelFilter, cel_activation
 
 BEFORE = b"hooks: []  # the hooks file from before the import\n"
 AGENTS = ["gemini", "codex"]
-
-
-def hookgate(*args: str, cwd: Path, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "HOOKGATE_CLAUDE_CODE_WARM": "off", "XDG_CACHE_HOME": str(cwd)}
-    return subprocess.run(
-        [HOOKGATE, *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        env=env,
-        timeout=60,
-        check=False,
-    )
 
 
 def refused(folder: Path, settings: Path, *said: str, agent: str = "gemini") -> str:
@@ -53,6 +38,17 @@ def refused(folder: Path, settings: Path, *said: str, agent: str = "gemini") -> 
     assert sorted(p.name for p in folder.iterdir() if p.name.startswith(".hookgate")) == []
     assert "Traceback" not in done.stderr
     return done.stderr
+
+
+def shell_call(folder: Path) -> dict[str, Any]:
+    """Gemini CLI's BeforeTool input for ``ls``."""
+    return {
+        "hook_event_name": "BeforeTool",
+        "session_id": "s",
+        "cwd": str(folder),
+        "tool_name": "run_shell_command",
+        "tool_input": {"command": "ls"},
+    }
 
 
 def with_hooks(folder: Path, hooks: Any, **more: Any) -> Path:
@@ -290,13 +286,7 @@ def test_an_env_value_is_data_not_shell(tmp_path: Path) -> None:
         hookgate("import", "gemini", str(settings), "-o", str(converted), cwd=tmp_path).returncode
         == 0
     )
-    event = {
-        "hook_event_name": "BeforeTool",
-        "session_id": "s",
-        "cwd": str(tmp_path),
-        "tool_name": "run_shell_command",
-        "tool_input": {"command": "ls"},
-    }
+    event = shell_call(tmp_path)
     done = hookgate("gemini", "--config", str(converted), cwd=tmp_path, stdin=json.dumps(event))
     answer = json.loads(done.stdout)
     assert answer["decision"] == "deny" and value in answer["reason"], answer
@@ -306,13 +296,7 @@ def test_an_env_value_is_data_not_shell(tmp_path: Path) -> None:
 def test_a_gemini_format_hook_that_fails_open_in_gemini_blocks_in_hookgate(tmp_path: Path) -> None:
     """The imported script runs under Gemini's contract, but its failures block: a crash
     (exit 1), exit 2 with ``{}``, and a cut-off JSON deny each let Gemini CLI run the tool."""
-    event = {
-        "hook_event_name": "BeforeTool",
-        "session_id": "s",
-        "cwd": str(tmp_path),
-        "tool_name": "run_shell_command",
-        "tool_input": {"command": "ls"},
-    }
+    event = shell_call(tmp_path)
     for command in ("exit 1", "echo '{}'; exit 2", 'printf \'{"decision": "deny"\''):
         settings = with_hooks(
             tmp_path,

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 import yaml
+from tests.support.agent_project import deploy_blocking_gateway
 from tests.support.codex_cli import CodexProject, require_codex
 from tests.support.responses_server import ScriptedResponses, run_shell, say
 
@@ -35,14 +36,8 @@ def project(tmp_path: Path, api: ScriptedResponses) -> CodexProject:
     return CodexProject(tmp_path, api, require_codex())
 
 
-def write_hooks(project: CodexProject, *hooks: dict[str, Any]) -> Path:
-    path = project.dir / "hookgate.yaml"
-    path.write_text(yaml.safe_dump({"hooks": list(hooks)}, sort_keys=False))
-    return path
-
-
 def install(project: CodexProject, *hooks: dict[str, Any], **options: str) -> Path:
-    path = write_hooks(project, *hooks)
+    path = project.write_hooks(*hooks)
     args = ["codex", "install", "--config", str(path)]
     for name, value in options.items():
         args += [f"--{name.replace('_', '-')}", value]
@@ -214,15 +209,7 @@ def test_install_and_uninstall_restore_codex_files_byte_for_byte(
 
 @pytest.fixture(scope="module")
 def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Any, str]]:
-    from tests.server.conftest import gateway_with_hooks
-
-    with gateway_with_hooks(
-        tmp_path_factory.mktemp("codex-gateway"), "fleet",
-        {"event": "pre_tool_use", "handler_type": "callable", "scope": "tenant",
-         "tenant_id": "fleet", "name": "no deploys", "matcher": "^Bash$",
-         "if_expr": 'tool_input.command.contains("deploy --prod")',
-         "config": {"callable": "tests.server.hookfns:block"}},
-    ) as served_and_key:
+    with deploy_blocking_gateway(tmp_path_factory.mktemp("codex-gateway")) as served_and_key:
         yield served_and_key
 
 

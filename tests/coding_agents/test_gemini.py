@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 import yaml
+from tests.support.agent_project import deploy_blocking_gateway
 from tests.support.gemini_cli import GeminiProject, require_gemini
 from tests.support.gemini_server import ScriptedGemini, run_shell, say
 
@@ -36,8 +37,7 @@ def project(tmp_path: Path, api: ScriptedGemini) -> GeminiProject:
 
 def install(project: GeminiProject, *hooks: dict[str, Any], events: tuple[str, ...] = ()
             ) -> Path:
-    path = project.dir / "hookgate.yaml"
-    path.write_text(yaml.safe_dump({"hooks": list(hooks)}, sort_keys=False))
+    path = project.write_hooks(*hooks)
     args = ["gemini", "install", "--config", str(path), "--settings", str(project.user_settings)]
     for event in events:
         args += ["--event", event]
@@ -176,15 +176,7 @@ def test_install_and_uninstall_restore_settings_byte_for_byte(project: GeminiPro
 
 @pytest.fixture(scope="module")
 def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Any, str]]:
-    from tests.server.conftest import gateway_with_hooks
-
-    with gateway_with_hooks(
-        tmp_path_factory.mktemp("gemini-gateway"), "fleet",
-        {"event": "pre_tool_use", "handler_type": "callable", "scope": "tenant",
-         "tenant_id": "fleet", "name": "no deploys", "matcher": "^Bash$",
-         "if_expr": 'tool_input.command.contains("deploy --prod")',
-         "config": {"callable": "tests.server.hookfns:block"}},
-    ) as served_and_key:
+    with deploy_blocking_gateway(tmp_path_factory.mktemp("gemini-gateway")) as served_and_key:
         yield served_and_key
 
 

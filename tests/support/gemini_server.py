@@ -10,12 +10,11 @@ real Gemini CLI offline (``GOOGLE_GEMINI_BASE_URL`` points here).
 from __future__ import annotations
 
 import json
-import threading
 from dataclasses import dataclass, field
 from typing import Any
 
 from aiohttp import web
-from tests.support.loopback_server import LoopbackServer
+from tests.support.loopback_server import ScriptedModel
 
 __all__ = ["GeminiCall", "ScriptedGemini", "run_shell", "say"]
 
@@ -54,18 +53,9 @@ class GeminiCall:
         return json.dumps(self.body)
 
 
-class ScriptedGemini(LoopbackServer):
-    max_body = 64 * 1024 * 1024
-
-    def __init__(self, *replies: Reply) -> None:
-        self._init_server()
-        self._script = list(replies)
-        self._lock = threading.Lock()
-        self.calls: list[GeminiCall] = []
-
-    def script(self, *replies: Reply) -> None:
-        with self._lock:
-            self._script = list(replies)
+class ScriptedGemini(ScriptedModel[Reply, GeminiCall]):
+    def _ended(self) -> Reply:
+        return say("(script ended)")
 
     def _routes(self, app: web.Application) -> None:
         app.router.add_post("/{version}/models/{model}", self._generate)
@@ -75,10 +65,7 @@ class ScriptedGemini(LoopbackServer):
         return web.json_response({})
 
     async def _generate(self, request: web.Request) -> web.StreamResponse:
-        body = await request.json()
-        with self._lock:
-            self.calls.append(GeminiCall(request.path, body))
-            reply = self._script.pop(0) if self._script else say("(script ended)")
+        _, reply = self._answer(GeminiCall(request.path, await request.json()))
         part: dict[str, Any] = (
             {"functionCall": {"name": reply.tool, "args": reply.args}} if reply.tool
             else {"text": reply.text})

@@ -1,14 +1,18 @@
 """The common lifecycle of the scripted servers in tests/support: an aiohttp app on a loopback
 port, run by its own event loop on its own thread, so sync code, async tests and subprocesses
-can all reach it. A subclass adds its routes in ``_routes``."""
+can all reach it. A subclass adds its routes in ``_routes``; a scripted model API
+(:class:`ScriptedModel`) also its replies."""
 
 from __future__ import annotations
 
 import asyncio
 import threading
-from typing import Self
+from typing import Generic, Self, TypeVar
 
 from aiohttp import web
+
+ReplyT = TypeVar("ReplyT")
+CallT = TypeVar("CallT")
 
 
 class LoopbackServer:
@@ -57,3 +61,29 @@ class LoopbackServer:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+class ScriptedModel(LoopbackServer, Generic[ReplyT, CallT]):
+    """A model API on loopback that answers each request with the next scripted reply (a
+    reply saying "(script ended)" once they run out) and keeps every request as a call."""
+
+    max_body = 64 * 1024 * 1024
+
+    def __init__(self, *replies: ReplyT) -> None:
+        self._init_server()
+        self._script = list(replies)
+        self._lock = threading.Lock()
+        self.calls: list[CallT] = []
+
+    def script(self, *replies: ReplyT) -> None:
+        with self._lock:
+            self._script = list(replies)
+
+    def _ended(self) -> ReplyT:
+        raise NotImplementedError
+
+    def _answer(self, call: CallT) -> tuple[int, ReplyT]:
+        """Keep ``call``; its number (from 1) and the reply it gets."""
+        with self._lock:
+            self.calls.append(call)
+            return len(self.calls), self._script.pop(0) if self._script else self._ended()

@@ -12,12 +12,11 @@ Each request takes the next scripted reply; when the script runs out it gets "(s
 from __future__ import annotations
 
 import json
-import threading
 from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import web
-from tests.support.loopback_server import LoopbackServer
+from tests.support.loopback_server import ScriptedModel
 
 __all__ = ["ResponsesCall", "ScriptedResponses", "run_shell", "say"]
 
@@ -55,22 +54,13 @@ class ResponsesCall:
                            "input": self.body.get("input")})
 
 
-class ScriptedResponses(LoopbackServer):
-    max_body = 64 * 1024 * 1024
-
-    def __init__(self, *replies: Reply) -> None:
-        self._init_server()
-        self._script = list(replies)
-        self._lock = threading.Lock()
-        self.calls: list[ResponsesCall] = []
+class ScriptedResponses(ScriptedModel[Reply, ResponsesCall]):
+    def _ended(self) -> Reply:
+        return say("(script ended)")
 
     @property
     def url(self) -> str:
         return f"{self.base_url}/v1"
-
-    def script(self, *replies: Reply) -> None:
-        with self._lock:
-            self._script = list(replies)
 
     def _routes(self, app: web.Application) -> None:
         app.router.add_post("/v1/responses", self._responses)
@@ -80,11 +70,7 @@ class ScriptedResponses(LoopbackServer):
         return web.json_response({"object": "list", "data": []})
 
     async def _responses(self, request: web.Request) -> web.StreamResponse:
-        body = await request.json()
-        with self._lock:
-            self.calls.append(ResponsesCall(body))
-            number = len(self.calls)
-            reply = self._script.pop(0) if self._script else say("(script ended)")
+        number, reply = self._answer(ResponsesCall(await request.json()))
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         await response.prepare(request)
         for event in _events(reply, number):

@@ -7,6 +7,7 @@ Gemini's rules (``gemini_reads``), and the two answers compared."""
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import subprocess
@@ -16,7 +17,7 @@ from typing import Any
 
 import pytest
 import yaml
-from tests.support.gemini_cli import HOOKGATE
+from tests.support.agent_project import hookgate_alone
 
 from hookgate.integrations.agent_tools import CODEX_TOOL_NAMES, GEMINI_TOOL_NAMES, canonical_tool
 from hookgate.integrations.gemini.settings_import import strip_comments, tool_filter
@@ -86,23 +87,7 @@ def settings_file(folder: Path, hooks: dict[str, Any], **more: Any) -> Path:
     return path
 
 
-def hookgate(
-    *args: str, cwd: Path, stdin: str | None = None, check: bool = True
-) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "HOOKGATE_CLAUDE_CODE_WARM": "off", "XDG_CACHE_HOME": str(cwd)}
-    done = subprocess.run(
-        [HOOKGATE, *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        env=env,
-        timeout=60,
-        check=False,
-    )
-    if check:
-        assert done.returncode == 0, done.stderr
-    return done
+hookgate = functools.partial(hookgate_alone, check=True)
 
 
 def gemini_input(folder: Path, event: str, **fields: Any) -> dict[str, Any]:
