@@ -96,6 +96,18 @@ def test_context_reaches_the_model_at_session_start_and_after_a_tool(
     assert "TOOL NOTE: checked" in api.calls[1].text()
 
 
+def test_context_reaches_the_model_with_the_prompt(
+    project: CodexProject, api: ScriptedResponses
+) -> None:
+    """UserPromptSubmit: ``additionalContext`` goes to the model with the prompt."""
+    note = {"event": "user_prompt_submit", "handler_type": "command", "name": "note",
+            "config": {"command": """echo '{"additional_context": "PROMPT NOTE: staging"}'"""}}
+    install(project, note)
+    api.script(say("ok"))
+    project.run("go")
+    assert "PROMPT NOTE: staging" in api.calls[0].text()
+
+
 def test_a_blocked_prompt_never_reaches_the_model(
     project: CodexProject, api: ScriptedResponses
 ) -> None:

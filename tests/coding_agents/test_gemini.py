@@ -201,3 +201,77 @@ def test_a_gateway_that_is_down_blocks_the_command(project: GeminiProject,
     project.run("go", HOOKGATE_API_KEY="hg-any")
     assert not project.exists("MARKER")
     assert "hookgate" in error_seen(api)
+
+
+def test_import_gemini_converts_existing_hooks_and_they_still_block(
+    project: GeminiProject, api: ScriptedGemini
+) -> None:
+    """``hookgate import gemini settings.json``: a Gemini CLI hook script blocks in Gemini CLI
+    itself, and, converted into a ``format: gemini`` hook and run through hookgate instead,
+    blocks the same call with the same reason."""
+    script = project.dir / "guard.sh"
+    script.write_text("#!/bin/sh\ngrep -q 'deploy --prod' && "
+                      "{ echo 'deploys are frozen' >&2; exit 2; }\nexit 0\n")
+    script.chmod(0o755)
+    before = project.user_settings.read_text()
+    settings = json.loads(before)
+    settings["hooks"] = {"BeforeTool": [{"matcher": "run_shell_command", "hooks": [
+        {"type": "command", "command": str(script), "timeout": 5000}]}]}
+    project.user_settings.write_text(json.dumps(settings))
+    api.script(run_shell("touch NATIVE && echo deploy --prod"), say("ok"))
+    project.run("go")
+    assert not project.exists("NATIVE")
+    assert "deploys are frozen" in error_seen(api)
+
+    converted = project.dir / "imported.yaml"
+    project.hookgate("import", "gemini", str(project.user_settings), "-o", str(converted))
+    hook = yaml.safe_load(converted.read_text())["hooks"][0]
+    assert hook["event"] == "pre_tool_use" and hook["config"]["format"] == "gemini"
+    project.user_settings.write_text(before)  # the hook now runs through hookgate only
+    project.hookgate("gemini", "install", "--config", str(converted), "--event", "BeforeTool",
+                     "--settings", str(project.user_settings))
+    api.calls.clear()
+    api.script(run_shell("touch MARKER && echo deploy --prod"), say("ok"))
+    project.run("go")
+    assert not project.exists("MARKER")
+    assert "deploys are frozen" in error_seen(api)
+
+
+def test_context_reaches_the_model_with_the_prompt(
+    project: GeminiProject, api: ScriptedGemini
+) -> None:
+    """BeforeAgent: ``additionalContext`` goes to the model with the prompt."""
+    note = {"event": "user_prompt_submit", "handler_type": "command", "name": "note",
+            "config": {"command": """echo '{"additional_context": "PROMPT NOTE: staging"}'"""}}
+    install(project, note)
+    api.script(say("ok"))
+    project.run("go")
+    assert "PROMPT NOTE: staging" in api.calls[0].text()
+
+
+def test_a_before_model_deny_means_no_model_call(
+    project: GeminiProject, api: ScriptedGemini
+) -> None:
+    """BeforeModel (installed with ``--event``): a block of ``before_llm`` stops the model
+    request itself."""
+    no_model = {"event": "before_llm", "handler_type": "command", "name": "no model",
+                "config": {"command": """echo '{"decision": "block", "reason": "offline"}'"""}}
+    install(project, no_model, events=("BeforeModel",))
+    api.script(say("should not be asked"))
+    project.run("go")
+    assert api.calls == []
+
+
+def test_an_abort_stops_the_agent_before_the_tool(
+    project: GeminiProject, api: ScriptedGemini
+) -> None:
+    """``continue: false`` (hookgate's abort) on BeforeTool: the tool does not run and the
+    agent stops."""
+    abort = {"event": "pre_tool_use", "handler_type": "command", "name": "abort",
+             "matcher": "^Bash$",
+             "config": {"command": """echo '{"continue": false, "reason": "halt"}'"""}}
+    install(project, abort)
+    api.script(run_shell("touch MARKER"), say("should not be asked"))
+    project.run("go")
+    assert not project.exists("MARKER")
+    assert len(api.calls) == 1
