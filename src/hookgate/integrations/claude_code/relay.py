@@ -12,9 +12,10 @@ the exit code it reports.
 Failure rules (the same as :mod:`.main`'s):
 
 * Nothing was handed over yet (no warm process yet: this relay starts one, detached, for the
-  next events; none can be started, the folder is refused, the peer is another user, the
-  warm process refused or went away before taking the event): the event runs here, in this
-  process, exactly as without a warm process.
+  next events, once it has answered and let go of the agent's pipes, so that the new
+  process's imports do not take the CPU from this event; none can be started, the folder is
+  refused, the peer is another user, the warm process refused or went away before taking
+  the event): the event runs here, in this process, exactly as without a warm process.
 * The warm process took the event and then failed (died, closed the connection, answered
   garbage): the hooks may have run, so they are never run again; exit 2 with a one-line
   reason on the events where that stops the action (exit 1 elsewhere).
@@ -95,10 +96,32 @@ def main(args: Sequence[str] | None = None, agent: str = CLAUDE_CODE) -> int:
         return _fail(agent, raw, "no warm hookgate process took the event "
                      f"(HOOKGATE_CLAUDE_CODE_WARM=require){why}")
     if agent != CLAUDE_CODE:
-        return _agent_run(agent, parsed, raw)
-    from hookgate.integrations.claude_code.main import run
+        code = _agent_run(agent, parsed, raw)
+    else:
+        from hookgate.integrations.claude_code.main import run
 
-    return run(parsed, raw, stdout=sys.stdout, stderr=sys.stderr)
+        code = run(parsed, raw, stdout=sys.stdout, stderr=sys.stderr)
+    if found is not None:
+        _start_after_answer(found)
+    return code
+
+
+def _start_after_answer(where: Place) -> None:
+    """Start the warm process for the next events, now that this one is answered: the
+    agent's pipes let go first (it reads them to their end), then the detached start."""
+    for stream in (sys.stdout, sys.stderr):
+        try:  # noqa: SIM105 - contextlib is not imported on this path
+            stream.flush()
+        except BaseException:
+            pass
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, 1)
+        os.dup2(null, 2)
+        os.close(null)
+    except OSError:
+        pass
+    start_warm(where, wait=False)
 
 
 def _agent_run(agent: str, args: BridgeArgs, raw: bytes | None) -> int:
@@ -133,9 +156,9 @@ def ask_warm(where: Place, args: BridgeArgs, raw: bytes, *, wait: bool = False,
              agent: str = "claude-code") -> int | None:
     """The exit code of the event answered by the warm process; ``None`` when it did not
     take the event (nothing ran). Raise :class:`RelayBroken` when it took it and failed.
-    ``wait``: when there is no warm process yet, wait for the one this starts (else the
-    event runs here while it starts), and ask a new one when one refuses (its hookgate
-    changed, so it exits)."""
+    ``wait``: when there is no warm process yet, start one and wait for it (else the event
+    runs here and :func:`main` starts one afterwards), and ask a new one when one refuses
+    (its hookgate changed, so it exits)."""
     for _ in range(3 if wait else 1):
         code = _ask_once(where, args, raw, wait, agent)
         if code is not None:
@@ -215,10 +238,10 @@ def _connect(where: Place, wait: bool) -> _socket.socket | None:
     """A connection to the warm process of this user, started if there is none; ``None``
     when there is none yet (or, with ``wait``, none came up)."""
     sock = _try_connect(where.socket)
+    if sock is None and wait:
+        sock = start_warm(where, wait=True)
     if sock is None:
-        sock = start_warm(where, wait=wait)
-    if sock is None:
-        return None
+        return None  # (without ``wait`` one is started once the event is answered here)
     try:
         if peer_uid(sock) == os.getuid():
             return sock
