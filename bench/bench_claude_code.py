@@ -174,6 +174,8 @@ def _local_rows(env: dict[str, str], hookgate: str, rounds: int, warm_folder: Pa
                 "json": own, "no-hook": own}
         post = json.dumps({**EVENT, "hook_event_name": "PostToolUse", "tool_response": "ok"})
         stdins = {"no-hook": post.encode(), "warm-no-hook": post.encode()}
+        # first: it leaves the warm process running, its endpoint written
+        first = _first_events_ms(local["warm"], env, warm_folder, max(5, rounds // 6))
         _medians_ms(local, env, 2, envs, stdins)  # warm up: the cache filled, the OS caches
         both = _medians_ms(local, env, rounds, envs, stdins)
         ms = _wall(both)
@@ -182,7 +184,6 @@ def _local_rows(env: dict[str, str], hookgate: str, rounds: int, warm_folder: Pa
         compiled = ("python3 -c pass (interpreter start); hookgate's bytecode compiled, "
                     "PYTHONDONTWRITEBYTECODE unset")
         runs = "the hook runs"
-        first = _first_events_ms(local["warm"], env, warm_folder, max(5, rounds // 6))
         for name, text in (
             ("warm", f"installed hook (shell relay, warm process), JSON file, 1 command hook "
                      f"({runs})"),
