@@ -183,7 +183,7 @@ class RuleHandler(Handler):
         (when this hook has the chain's last word) the event's history stamps, in one round
         trip (:mod:`.pending`)."""
         payload = call.payload
-        keys = judge.history_keys(rule, payload) if rule.needs else []
+        keys = judge.history_keys(rule, payload) if rule.needs else ()
         checks = [LookBack(need.role == "after", len(need.patterns), need.within_s)
                   for need in rule.needs]
         limit = rule.config.limit

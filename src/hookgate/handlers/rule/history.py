@@ -29,7 +29,7 @@ from hookgate.handlers.rule.pending import OFFERED, OfferedStamps
 from hookgate.log import log_event
 from hookgate.outcome import HookError, Outcome
 from hookgate.state.binding import store_for
-from hookgate.state.rules import RuleStateStore, Stamp
+from hookgate.state.rules import RuleKey, RuleStateStore, Stamp
 from hookgate.state.stores import MemoryStateStore
 
 if TYPE_CHECKING:
@@ -51,25 +51,31 @@ class HistoryPlan:
     kind, with the longest TTL any rule wants)."""
 
     watches: tuple[judge.Watch, ...]
-    #: The watches a (stamp kind, tool name) matches, worked out on its first event (an
-    #: agent uses a few tools over and over: one dict lookup instead of a search per
-    #: pattern); dropped whole past :data:`_TOOLS_KEPT`.
-    by_tool: dict[tuple[str, str], tuple[judge.Watch, ...]] = field(default_factory=dict)
-
-    def matching(self, kind: str, tool: str) -> tuple[judge.Watch, ...]:
-        found = self.by_tool.get((kind, tool))
-        if found is None:
-            if len(self.by_tool) >= _TOOLS_KEPT:
-                self.by_tool.clear()
-            found = self.by_tool[kind, tool] = tuple(
-                watch for watch in self.watches
-                if watch.kind == kind and watch.matcher.matches(tool)
-            )
-        return found
+    #: The stamps' keys and TTLs an event writes, by (stamp kind, tool name, tenant, session,
+    #: agent): worked out on the first such event (an agent calls a few tools over and over
+    #: in a session: one dict lookup instead of a pattern search and a key per watch);
+    #: dropped whole past :data:`_KEYS_KEPT`.
+    keyed: dict[tuple[Any, ...], tuple[tuple[RuleKey, float], ...]] = field(default_factory=dict)
 
 
-_TOOLS_KEPT: Final = 1024
+_KEYS_KEPT: Final = 4096
 _EMPTY: Final = HistoryPlan(())
+
+
+def _keyed(
+    plan: HistoryPlan, kind: str, tool: str, data: Mapping[str, Any]
+) -> tuple[tuple[RuleKey, float], ...]:
+    """The keys (and TTLs) of the stamps an event of ``tool`` writes under ``plan``."""
+    tenant = judge.tenant_of(data)
+    found = []
+    for watch in plan.watches:
+        if watch.kind != kind or not watch.matcher.matches(tool):
+            continue
+        subject = judge.subject_of(watch.per, data)
+        if subject is not None:
+            found.append((judge.stamp_key(tenant, kind, watch.per, subject, watch.pattern),
+                          watch.ttl_s))
+    return tuple(found)
 
 
 class RuleHost(Protocol):
@@ -98,25 +104,33 @@ class SessionHistory:
         tool = data.get("tool_name")
         if not isinstance(tool, str):
             return _NO_STAMPS
-        hooks = source.resolve(_RULE_EVENT, data.get("tenant_id"), data.get("agent_id"))
+        tenant_id, agent_id = data.get("tenant_id"), data.get("agent_id")
+        hooks = source.resolve(_RULE_EVENT, tenant_id, agent_id)
         plan: HistoryPlan | None = hooks.history_plan if isinstance(hooks, HookList) else None
         if plan is None:
             plan = self._plan(hooks)
         if not plan.watches:
             return _NO_STAMPS
-        watches = plan.matching(kind, tool)
-        if not watches:
+        session_id = data.get("session_id")
+        memo = (kind, tool, tenant_id, session_id, agent_id)
+        # Ids are agent input of any JSON type: only strings (or none) make a memo key.
+        hashable = (
+            (tenant_id is None or tenant_id.__class__ is str)
+            and (session_id is None or session_id.__class__ is str)
+            and (agent_id is None or agent_id.__class__ is str)
+        )
+        keyed = plan.keyed.get(memo) if hashable else None
+        if keyed is None:
+            keyed = _keyed(plan, kind, tool, data)
+            if hashable:
+                if len(plan.keyed) >= _KEYS_KEPT:
+                    plan.keyed.clear()
+                plan.keyed[memo] = keyed
+        if not keyed:
             return _NO_STAMPS
-        tenant = judge.tenant_of(data)
         store = store_for(self.engine.services)
         now = clock_of(store)()
-        found = []
-        for watch in watches:
-            subject = judge.subject_of(watch.per, data)
-            if subject is not None:
-                key = judge.stamp_key(tenant, kind, watch.per, subject, watch.pattern)
-                found.append(Stamp(key, now, watch.ttl_s))
-        stamps = tuple(found)
+        stamps = tuple([Stamp(key, now, ttl_s) for key, ttl_s in keyed])
         if stamps and type(store) is not MemoryStateStore and takes_steps(store):
             self._offer(event, data, stamps)
         return stamps

@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
 from hookgate.definition import HookDefinition
@@ -83,6 +83,14 @@ class CompiledRule:
     pers: tuple[str, ...]
     #: Whether every history check is an ``after`` (no stamp found: the call passes them).
     absences_only: bool = False
+    #: :func:`history_keys` by (tenant, session, agent) id (a session's calls recur).
+    keys_by_ids: dict[tuple[Any, ...], tuple[RuleKey, ...]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
+
+
+#: Memoized history keys kept per rule before they are dropped whole.
+_KEYS_KEPT: Final = 4096
 
 
 def rule_identity(hook: HookDefinition, model: RuleConfig) -> str:
@@ -154,14 +162,32 @@ def missing_subject(rule: CompiledRule, payload: Mapping[str, Any]) -> HookResul
     return None
 
 
-def history_keys(rule: CompiledRule, payload: Mapping[str, Any]) -> list[RuleKey]:
+def history_keys(rule: CompiledRule, payload: Mapping[str, Any]) -> tuple[RuleKey, ...]:
     """The stamps the rule's history checks read (call :func:`missing_subject` first)."""
-    tenant = str(payload.get("tenant_id") or "")  # tenant_of and stamp_key, inline
-    return [
-        RuleKey(tenant, (need.kind, need.per, subject_of(need.per, payload) or "", pattern))
+    tenant_id, session_id, agent_id = ids = (
+        payload.get("tenant_id"), payload.get("session_id"), payload.get("agent_id")
+    )
+    # Ids are agent input of any JSON type: only strings (or none) make a memo key.
+    hashable = (
+        (tenant_id is None or tenant_id.__class__ is str)
+        and (session_id is None or session_id.__class__ is str)
+        and (agent_id is None or agent_id.__class__ is str)
+    )
+    if hashable:
+        keys = rule.keys_by_ids.get(ids)
+        if keys is not None:
+            return keys
+    tenant = tenant_of(payload)
+    keys = tuple(
+        stamp_key(tenant, need.kind, need.per, subject_of(need.per, payload) or "", pattern)
         for need in rule.needs
         for pattern in need.patterns
-    ]
+    )
+    if hashable:
+        if len(rule.keys_by_ids) >= _KEYS_KEPT:
+            rule.keys_by_ids.clear()
+        rule.keys_by_ids[ids] = keys
+    return keys
 
 
 def history_verdict(
