@@ -8,7 +8,7 @@ import itertools
 import math
 import threading
 import time
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from typing import Any, Final
 
 from hookgate.chain import HookReply
@@ -106,12 +106,15 @@ _watches: Final = _PerThread()
 _reply: Final = tuple.__new__
 
 
-async def run_with_deadline(work: Awaitable[Any], timeout_s: float) -> HookReply:
+async def run_with_deadline(
+    work: Awaitable[Any], timeout_s: float, finish: Callable[[Any], None] | None = None
+) -> HookReply:
     """Await ``work`` for at most ``timeout_s`` seconds: its answer, its error or a timeout.
 
     A coroutine is cancelled at its deadline. Code that never gives the loop back (a plain
     function run in place) cannot be cancelled: past its time it is a timeout all the same,
-    reported when it returns. A caller's own cancellation is passed on.
+    reported when it returns. A caller's own cancellation is passed on. ``finish`` sees the
+    answer first, within the time (the runner drops state changes a hook may not make).
     """
     started = time.perf_counter()
     # The deadline cancels this task; ``uncancel`` tells our expiry from a caller's
@@ -125,6 +128,8 @@ async def run_with_deadline(work: Awaitable[Any], timeout_s: float) -> HookReply
     entry = deadlines.watch(task, loop.time() + timeout_s)
     try:
         answer = await work
+        if finish is not None:
+            finish(answer)
     except asyncio.CancelledError:
         if entry[_FIRED] and task.uncancel() == 0:
             return _reply(HookReply, (None, None, True, (time.perf_counter() - started) * 1000))

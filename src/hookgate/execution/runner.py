@@ -13,7 +13,7 @@ import asyncio
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from hookgate.chain import (
     Call,
@@ -49,6 +49,8 @@ if TYPE_CHECKING:
     from hookgate.settings import Settings
 
 __all__ = ["HookRunner", "KeptPlan", "PlainPlan"]
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -314,32 +316,34 @@ class HookRunner:
 
     # -- any handler, on the loop ---------------------------------------------------------------
 
-    async def execute(
+    def execute(
         self,
         spec: EventSpec,
         call: Call,
         payload: Mapping[str, Any],
         timeout_s: float,
         dry_run: bool = False,
-    ) -> Reply:
-        """One hook's call on the event loop, within ``timeout_s``."""
+    ) -> Coroutine[Any, Any, Reply]:
+        """One hook's call on the event loop, within ``timeout_s``: the coroutine that runs
+        it, :func:`run_with_deadline`'s own (no frame of ours around it, on each call's way
+        down and back up)."""
         definition = call[0].definition
         refusal = self.refusal(definition)
         if refusal is not None:
-            return HookReply(None, HookError(refusal), False, 0.0)
+            return _ready(HookReply(None, HookError(refusal), False, 0.0))
         handler = self.handlers.get(definition.handler_type)
         if handler is None:
             try:
                 handler = self.handler(definition.handler_type)
             except Exception as exc:
-                return HookReply(None, exc, False, 0.0)
+                return _ready(HookReply(None, exc, False, 0.0))
         if definition.config.get("state"):
-            return await run_with_deadline(
+            return run_with_deadline(
                 self._with_state(handler, definition, spec, payload, timeout_s, dry_run),
                 timeout_s,
             )
-        # The handler's own coroutine under the deadline (no frame of ours around it). A
-        # handler whose run is a plain method handing back a coroutine may raise here.
+        # The handler's own coroutine under the deadline. A handler whose run is a plain
+        # method handing back a coroutine may raise here.
         try:
             work = handler.run(
                 Invocation(
@@ -347,12 +351,8 @@ class HookRunner:
                 )
             )
         except Exception as exc:
-            return HookReply(None, exc, False, 0.0)
-        reply = await run_with_deadline(work, timeout_s)
-        answer = reply[0]
-        if isinstance(answer, HookResult) and STATE_CHANGES_DETAIL in answer.details:
-            _ignore_state_changes(answer)
-        return reply
+            return _ready(HookReply(None, exc, False, 0.0))
+        return run_with_deadline(work, timeout_s, _ignore_state_changes)
 
     async def _with_state(
         self,
@@ -396,8 +396,8 @@ def _ignore_state_changes(answer: Any) -> None:
         answer.details["state_ignored"] = "the hook has no config.state"
 
 
-async def _ready(outcome: Outcome) -> Outcome:
-    return outcome
+async def _ready(value: T) -> T:
+    return value
 
 
 def _segments(

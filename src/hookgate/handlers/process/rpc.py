@@ -446,7 +446,7 @@ class HookProcess:
             self.bad_lines += 1
             return
         message_id = message.get("id")
-        if not isinstance(message_id, int) or isinstance(message_id, bool):
+        if type(message_id) is not int:  # (JSON's integers are exactly int; true is a bool)
             self.bad_lines += 1
             return
         future = self._pending.pop(message_id, None)
