@@ -338,3 +338,68 @@ async def test_concurrent_runs_in_one_trace_each_check_their_prompt(filtered: bo
     assert prompts == ["first task", "second task"]
     for model, prompt in ((first_model, "FIRST TASK"), (second_model, "SECOND TASK")):
         assert [call.input[0]["content"] for call in model.calls] == [prompt, prompt]
+
+
+# -- per-run state, by the run's own usage object ---------------------------------------------
+
+
+def test_runs_whose_usage_objects_are_equal_keep_their_own_state() -> None:
+    """Two runs' usage objects compare equal (fresh counters) and are unhashable: each run
+    still finds its own state, and only its own."""
+    from agents import RunContextWrapper
+    from agents.usage import Usage
+
+    hooks = HookgateRunHooks(Engine())
+    agent = Agent(name="a")
+    one, two = RunContextWrapper(context=None), RunContextWrapper(context=None)
+    assert one.usage == two.usage and one.usage is not two.usage
+    first, made = hooks._run(one, agent)
+    assert made
+    first.rewrites["x"] = "y"
+    second, made = hooks._run(two, agent)
+    assert made and second is not first and second.rewrites == {}
+    assert hooks._run(RunContextWrapper(context=None, usage=one.usage), agent) == (first, False)
+    assert hooks._runs.get(Usage()) is None  # equal, but not the run's own
+
+
+def test_a_run_that_never_ended_leaves_nothing_once_its_objects_are_gone() -> None:
+    """No on_agent_end (the run raised): the entry goes with the run's usage object, and a
+    new object (even at the same address) is a new run."""
+    import gc
+
+    from agents import RunContextWrapper
+
+    hooks = HookgateRunHooks(Engine())
+    agent = Agent(name="a")
+    for _ in range(50):
+        context = RunContextWrapper(context=None)
+        hooks._run(context, agent)[0].prompted = True
+        del context
+    gc.collect()
+    assert len(hooks._runs) == 0
+    run, made = hooks._run(RunContextWrapper(context=None), agent)
+    assert made and not run.prompted
+
+
+def test_an_owner_without_weak_references_is_found_by_identity_only() -> None:
+    """A context with no usage object that cannot be weakly referenced: held by its entry,
+    found for itself only, and gone once the run ends."""
+
+    class Bare:
+        __slots__ = ("n",)
+
+        def __init__(self) -> None:
+            self.n = 0
+
+        def __eq__(self, other: object) -> bool:
+            return isinstance(other, Bare)
+
+        __hash__ = None  # type: ignore[assignment]
+
+    hooks = HookgateRunHooks(Engine())
+    agent = Agent(name="a")
+    owner = Bare()
+    run, made = hooks._run(owner, agent)
+    assert made and hooks._run(owner, agent) == (run, False)
+    assert hooks._runs.get(Bare()) is None
+    assert hooks._runs.pop(owner) is run and len(hooks._runs) == 0

@@ -57,7 +57,8 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Iterable, Mapping
+import weakref
+from collections.abc import Callable, Iterable, Mapping
 from contextvars import ContextVar
 from typing import Any, Final, cast
 
@@ -183,16 +184,75 @@ def _unanswered_prompt(items: list[TResponseInputItem]) -> dict[str, Any] | None
 
 class _Run:
     """What the hooks keep per run: the first agent, whether the prompt was fired, and the
-    prompt rewrites to apply to every model call of the run. It holds the run's usage object,
-    whose id is its key, so that id cannot be reused by another run while it is kept."""
+    prompt rewrites to apply to every model call of the run."""
 
-    __slots__ = ("owner", "prompted", "rewrites", "root")
+    __slots__ = ("prompted", "rewrites", "root")
 
-    def __init__(self, root: str, owner: object) -> None:
+    def __init__(self, root: str) -> None:
         self.root = root
-        self.owner = owner
         self.prompted = False
         self.rewrites: dict[str, str] = {}
+
+
+#: Runs kept at most (runs that raised never reach on_agent_end; their owners are usually
+#: gone with them, see _RunsByOwner).
+MAX_RUNS = 4096
+
+
+class _RunsByOwner:
+    """Each run's :class:`_Run`, found by the run's owner object (its usage object, the one
+    object every hook context of a run shares) itself, not by anything equal to it: that
+    object is unhashable, a dataclass compared by value (two fresh runs' are equal), so no
+    dict or ``WeakKeyDictionary`` can key on it.
+
+    An entry holds its owner weakly and answers only for that very object while it lives: it
+    cannot be mistaken for another run's, and it goes when the owner does (a run that raised
+    leaves nothing behind). An owner that cannot be weakly referenced is held by its entry
+    instead; past :data:`MAX_RUNS` entries the oldest are forgotten."""
+
+    __slots__ = ("_entries",)
+
+    def __init__(self) -> None:
+        #: Slot (the owner's id) -> (the owner, as a call that returns it or ``None``; its run).
+        #: The slot only says where to look: ``held() is owner`` says whether it is there.
+        self._entries: dict[int, tuple[Callable[[], object], _Run]] = {}
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def get(self, owner: object) -> _Run | None:
+        entry = self._entries.get(id(owner))
+        if entry is None or entry[0]() is not owner:
+            return None
+        return entry[1]
+
+    def add(self, owner: object, run: _Run) -> None:
+        entries = self._entries
+        if len(entries) >= MAX_RUNS:
+            entries.pop(next(iter(entries)))
+        slot = id(owner)
+        held: Callable[[], object]
+        try:
+            held = weakref.ref(owner, lambda ref: _drop_if(entries, slot, ref))
+        except TypeError:  # no weak references to it: the entry keeps it alive instead
+
+            def held() -> object:
+                return owner
+
+        entries[slot] = (held, run)
+
+    def pop(self, owner: object) -> _Run | None:
+        run = self.get(owner)
+        if run is not None:
+            del self._entries[id(owner)]
+        return run
+
+
+def _drop_if(entries: dict[int, tuple[Callable[[], object], _Run]], slot: int, ref: object) -> None:
+    """A run's owner is gone: its entry goes, unless the slot holds a newer owner's."""
+    entry = entries.get(slot)
+    if entry is not None and entry[0] is ref:
+        del entries[slot]
 
 
 class AgentsHookgateAbort(HookgateAbort, AgentsException):
@@ -280,18 +340,16 @@ class HookgateRunHooks(RunHooks[Any]):
 
     def __init__(self, target: Target | Gate) -> None:
         self.gate = Gate(target)
-        self._runs: dict[int, _Run] = {}
+        self._runs = _RunsByOwner()
 
     def _run(self, context: Any, agent: Agent[Any]) -> tuple[_Run, bool]:
         """The run's state, and whether it was made just now."""
         owner = getattr(context, "usage", context)
-        run = self._runs.get(id(owner))
+        run = self._runs.get(owner)
         if run is not None:
             return run, False
-        if len(self._runs) >= 4096:
-            # Runs that raised never reach on_agent_end: forget the oldest.
-            self._runs.pop(next(iter(self._runs)))
-        run = self._runs[id(owner)] = _Run(agent.name, owner)
+        run = _Run(agent.name)
+        self._runs.add(owner, run)
         return run, True
 
     async def on_agent_start(self, context: Any, agent: Agent[Any]) -> None:
@@ -300,7 +358,7 @@ class HookgateRunHooks(RunHooks[Any]):
             await self.gate.fire("session_start", {**_run_ids(agent.name), "source": SOURCE})
 
     async def on_agent_end(self, context: Any, agent: Agent[Any], output: Any) -> None:
-        run = self._runs.pop(id(getattr(context, "usage", context)), None)
+        run = self._runs.pop(getattr(context, "usage", context))
         gate = self.gate
         source = run.root if run is not None and run.root != agent.name else None
         report_handoff = source is not None and gate.wants("subagent_stop")
