@@ -5,7 +5,8 @@
   covers them, so verify reads and hashes them too). Per backend: records per second of wall
   time (with the load average) and per CPU second, against the floor on the same rows: the
   driver reading them alone, and reading them plus one SHA-256 per row with no chain logic.
-  Under ``python -m bench.callgrind audit_chain`` each verify is one sample.
+  And every tenant of a store with thousands of five-record chains at once (one pass across
+  tenants). Under ``python -m bench.callgrind audit_chain`` each verify is one sample.
 * Cost of linking on the write path: dispatch records written in 5,000-row batches through
   ``write_dispatches`` (digests, the locked head, links) against the same rows inserted as
   before the chain (one plain insert, no head, no digests); and the commit time of a
@@ -267,6 +268,22 @@ async def verify_per_s(backend: str, count: int, hooks: int = 0) -> Verified:
         return Verified(best_wall, best_cpu, whole, count / read_only, count / read_and_hash)
 
 
+async def many_tenants_per_s(backend: str, tenants: int, per_tenant: int) -> tuple[float, bool]:
+    """Records per second of wall time (best of three) verifying every tenant at once, many
+    small chains (one pass across tenants, not a walk per tenant)."""
+    rows = [row for n in range(tenants) for row in dispatch_rows(per_tenant, tenant=f"t{n:05d}")]
+    async with fresh_store(backend) as store:
+        for start in range(0, len(rows), BATCH):
+            await store.write_dispatches(rows[start : start + BATCH])
+        best, whole = 0.0, True
+        for _ in range(3):
+            started = time.perf_counter()
+            report = await store.verify_chain(Caller.system())
+            best = max(best, report.records / (time.perf_counter() - started))
+            whole = whole and report.intact and report.records == len(rows)
+        return best, whole
+
+
 def _hooks_label(hooks: int) -> str:
     return "1-3 hook rows each" if hooks == MIXED else f"{hooks} hook rows each"
 
@@ -310,6 +327,18 @@ def run(quick: bool) -> list[Row]:
         for hooks in (0, MIXED):
             found = asyncio.run(verify_per_s(backend, count, hooks))
             rows += _verify_rows(backend, count, hooks, found)
+        tenants = 400 if quick else 2_000
+        rate, whole = asyncio.run(many_tenants_per_s(backend, tenants, 5))
+        rows.append(
+            Row(
+                group="audit chain",
+                name=f"verify records/s {backend}, every tenant ({tenants:,} tenants x 5 records)"
+                f", wall, load {os.getloadavg()[0]:.1f}" + ("" if whole else " BROKEN"),
+                value=rate / 1000,
+                unit="k/s",
+                passed=whole,
+            )
+        )
         plain = asyncio.run(batches_per_s(backend, count, chained=False))
         chained = asyncio.run(batches_per_s(backend, count, chained=True))
         rows.append(

@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
+import itertools
+import operator
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -247,30 +249,42 @@ def _head(row: Row) -> ChainHead:
 def found_hook_rows(rows: Sequence[Sequence[Any]]) -> dict[str, str]:
     """Each dispatch's hook rows as they are now (:func:`~hookgate.store.chain.hook_rows_text`,
     in write order), from rows of ``HOOK_ROWS_SELECT``."""
-    by_dispatch: dict[str, list[tuple[int, str]]] = {}
-    sha, dumps, end = hashlib.sha256, orjson.dumps, _HOOK_ROW_END
-    for row in rows:
+    sha, dumps, end, owner, row_id = (
+        hashlib.sha256,
+        orjson.dumps,
+        _HOOK_ROW_END,
+        _HOOK_ROW_OWNER,
+        _HOOK_ROW_ID,
+    )
+    try:
         # hook_row_digest's bytes, from the row as it comes (the array is one slice of it).
-        detail = row[end]
-        try:
-            body = dumps(row[1:end])
-            digest = sha(body + detail if detail is not None else body).hexdigest()
-        except TypeError:  # a wide integer, or a detail that is not bytes
-            values = (*row[1 : 1 + HOOK_ROW_DETAIL], detail, *row[2 + HOOK_ROW_DETAIL : end])
-            try:
-                digest = hook_row_digest(values, HOOK_ROW_NAMES, HOOK_ROW_DETAIL)
-            except TypeError:  # rewritten with a type it never holds: no digest matches
-                digest = "unhashable"
-        entry = (row[0], f"{row[_HOOK_ROW_ID]}={digest}")
-        found = by_dispatch.get(row[_HOOK_ROW_OWNER])
-        if found is None:
-            by_dispatch[row[_HOOK_ROW_OWNER]] = [entry]
-        else:
-            found.append(entry)
+        pieces = [
+            (
+                row[owner],
+                row[0],
+                f"{row[row_id]}="
+                + sha(
+                    dumps(row[1:end]) + row[end] if row[end] is not None else dumps(row[1:end])
+                ).hexdigest(),
+            )
+            for row in rows
+        ]
+    except TypeError:  # a wide integer, or a detail that is not bytes: row by row
+        pieces = [(row[owner], row[0], f"{row[row_id]}={_odd_digest(row)}") for row in rows]
+    pieces.sort()  # by dispatch, then write order
     return {
-        dispatch: found[0][1] if len(found) == 1 else ";".join(text for _, text in sorted(found))
-        for dispatch, found in by_dispatch.items()
+        dispatch: ";".join([piece for _, _, piece in found])
+        for dispatch, found in itertools.groupby(pieces, operator.itemgetter(0))
     }
+
+
+def _odd_digest(row: Sequence[Any]) -> str:
+    end = _HOOK_ROW_END
+    values = (*row[1 : 1 + HOOK_ROW_DETAIL], row[end], *row[2 + HOOK_ROW_DETAIL : end])
+    try:
+        return hook_row_digest(values, HOOK_ROW_NAMES, HOOK_ROW_DETAIL)
+    except TypeError:  # rewritten with a type it never holds: no digest matches
+        return "unhashable"
 
 
 def walk_page(
