@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import shlex
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,7 +21,11 @@ import yaml
 from tests.support.agent_project import hookgate_alone
 
 from hookgate.integrations.agent_tools import CODEX_TOOL_NAMES, GEMINI_TOOL_NAMES, canonical_tool
-from hookgate.integrations.gemini.settings_import import strip_comments, tool_filter
+from hookgate.integrations.gemini.settings_import import (
+    quote_substitutions,
+    strip_comments,
+    tool_filter,
+)
 from hookgate.matching import CelFilter, Matcher, cel_activation
 
 GUARD = """#!/bin/sh
@@ -138,7 +143,8 @@ def run_as_gemini(settings: Path, event: str, data: dict[str, Any]) -> dict[str,
                 "GEMINI_PROJECT_DIR": data["cwd"],
                 **hook.get("env", {}),
             }
-            command = hook["command"].replace("$GEMINI_PROJECT_DIR", data["cwd"])
+            # Gemini writes the folder into the command, quoted for the shell
+            command = hook["command"].replace("$GEMINI_PROJECT_DIR", shlex.quote(data["cwd"]))
             done = subprocess.run(
                 ["bash", "-c", command],
                 input=json.dumps(data),
@@ -198,6 +204,33 @@ def test_a_json_guard_decides_as_in_gemini(project: Path, command: str, denied: 
     assert outcome(answer)[0] is denied
     if denied:
         assert "deploys are frozen (it's strict)" in answer["reason"]
+
+
+def test_a_project_folder_with_spaces_stays_one_word(tmp_path: Path) -> None:
+    """Gemini CLI writes ``$GEMINI_PROJECT_DIR`` into the command quoted; the converted hook
+    quotes the variable, so a folder with a space still finds the script."""
+    folder = tmp_path / "my project"
+    folder.mkdir()
+    (folder / "guard.sh").write_text(GUARD)
+    (folder / "guard.sh").chmod(0o755)
+    settings = settings_file(folder, {"BeforeTool": [group("$GEMINI_PROJECT_DIR/guard.sh", SHELL)]})
+    answer = assert_same_decision(
+        folder, settings, "BeforeTool", tool_name=SHELL, tool_input={"command": "deploy --prod"}
+    )
+    assert "deploys are frozen" in answer["reason"]
+
+
+@pytest.mark.parametrize(
+    ("command", "quoted"),
+    [
+        ("$GEMINI_PROJECT_DIR/guard.sh", '"$GEMINI_PROJECT_DIR"/guard.sh'),
+        ('"$GEMINI_PROJECT_DIR/guard.sh" --strict', '"$GEMINI_PROJECT_DIR/guard.sh" --strict'),
+        ("echo '$GEMINI_CWD/x'", "echo ''\"$GEMINI_CWD\"'/x'"),
+        ("echo $GEMINI_SESSION_ID $HOME", 'echo "$GEMINI_SESSION_ID" $HOME'),
+    ],
+)
+def test_gemini_substitutions_are_quoted_as_gemini_quotes_them(command: str, quoted: str) -> None:
+    assert quote_substitutions(command) == quoted
 
 
 def test_a_rewrite_decides_as_in_gemini(project: Path) -> None:

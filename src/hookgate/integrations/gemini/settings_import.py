@@ -43,7 +43,13 @@ from hookgate.integrations.gemini.contract import GEMINI_EVENTS
 from hookgate.integrations.hook_import import read_hooks_json
 from hookgate.integrations.hooks_json import HooksFile, strip_comments
 
-__all__ = ["convert_gemini_settings", "read_gemini_settings", "strip_comments", "tool_filter"]
+__all__ = [
+    "convert_gemini_settings",
+    "quote_substitutions",
+    "read_gemini_settings",
+    "strip_comments",
+    "tool_filter",
+]
 
 #: How long Gemini CLI waits for a command hook that sets no ``timeout`` (ms).
 GEMINI_DEFAULT_TIMEOUT_MS: Final = 60_000
@@ -59,6 +65,38 @@ _TOOL_EVENTS: Final = frozenset({"BeforeTool", "AfterTool"})
 #: Model events: a script's llm_request / llm_response / toolConfig rewrites are Gemini's own.
 _MODEL_EVENTS: Final = frozenset({"BeforeModel", "AfterModel", "BeforeToolSelection"})
 _ENV_NAME: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+#: The variables Gemini CLI writes into a hook's command text, quoted for its shell, before
+#: running it (``$GEMINI_PLANS_DIR`` too, which hookgate cannot know: it stays a variable).
+_SUBSTITUTED: Final = re.compile(
+    r"\$(?:GEMINI_PROJECT_DIR|GEMINI_CWD|GEMINI_SESSION_ID|CLAUDE_PROJECT_DIR)"
+)
+
+
+def quote_substitutions(command: str) -> str:
+    """``command`` with each variable Gemini CLI substitutes (a folder with spaces stays one
+    word) quoted as the shell must see it: ``"$GEMINI_PROJECT_DIR"`` outside quotes, as it is
+    inside double quotes, ``'"$GEMINI_PROJECT_DIR"'`` inside single quotes (where Gemini
+    substitutes too). The ``format: gemini`` hook sets the variables."""
+    out: list[str] = []
+    quote = ""
+    index = 0
+    while index < len(command):
+        char = command[index]
+        found = _SUBSTITUTED.match(command, index) if char == "$" else None
+        if found is not None:
+            name = found.group(0)
+            out.append({"": f'"{name}"', '"': name, "'": f"'\"{name}\"'"}[quote])
+            index = found.end()
+            continue
+        if char == "\\" and quote != "'":
+            out.append(command[index : index + 2])
+            index += 2
+            continue
+        if char in "'\"" and quote in ("", char):
+            quote = "" if quote else char
+        out.append(char)
+        index += 1
+    return "".join(out)
 
 
 def read_gemini_settings(path: str | Path) -> dict[str, Any]:
@@ -235,7 +273,7 @@ class _Converter:
             "name": f"gemini {where.removeprefix('hooks.')}" + (f" {name}" if name else ""),
             "description": handler.get("description"),
             "timeout_ms": timeout_ms,
-            "config": {"command": prefix + command, "format": "gemini"},
+            "config": {"command": prefix + quote_substitutions(command), "format": "gemini"},
             "scope": "global",
         }
         if self.all_disabled or (name or command) in self.disabled:
