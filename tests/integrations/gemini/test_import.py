@@ -407,3 +407,18 @@ def test_comments_are_stripped_outside_strings(text: str, expected: Any) -> None
 def _no_warm_process(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setenv("HOOKGATE_CLAUDE_CODE_WARM", "off")
     yield
+
+
+def test_install_reads_a_commented_settings_file_and_uninstall_restores_it(
+    project: Path,
+) -> None:
+    """Gemini CLI reads settings.json with comments, so install must too; uninstall gives
+    the commented original back byte for byte."""
+    settings = settings_file(project, {"BeforeTool": [group("true", SHELL)]})
+    before = settings.read_bytes()
+    hooks = project / "hookgate.yaml"
+    hooks.write_text("hooks: []\n")
+    hookgate("gemini", "install", "--config", str(hooks), "--settings", str(settings), cwd=project)
+    assert "hookgate" in settings.read_text()
+    hookgate("gemini", "uninstall", "--settings", str(settings), cwd=project)
+    assert settings.read_bytes() == before
