@@ -100,6 +100,7 @@ def test_two_concurrent_events_each_see_their_own_process(
         f'touch {rendezvous}/"$HG_MARK"; n=0; '
         f'while [ "$(ls {rendezvous} | wc -l)" -lt 2 ] && [ $n -lt 200 ]; do '
         "sleep 0.05; n=$((n+1)); done; "
+        f'[ "$(ls {rendezvous} | wc -l)" -ge 2 ] || HG_MARK=alone; '
     )
     hooks = write_hooks(tmp_path / "hookgate.json", command_hook(wait + REPORT))
     start_warm(warm_folder, hooks, EVENT)
@@ -235,3 +236,35 @@ def test_a_hook_that_hangs_holds_no_other_event(
         hanging.kill()
     done = subprocess.CompletedProcess(hanging.args, hanging.returncode, out, err)
     assert reported(done)[::3] == ["slow", str(resident)]
+
+
+def test_more_events_at_once_than_waiting_threads_all_run_at_once(
+    warm_folder: Path, tmp_path: Path, project: Path
+) -> None:
+    # Each hook waits until all have started: they finish only if all run at once, so the
+    # resident must start threads beyond the ones waiting in accept().
+    count = 6
+    rendezvous = tmp_path / "rendezvous"
+    rendezvous.mkdir()
+    wait = (
+        f'touch {rendezvous}/"$HG_MARK"; n=0; '
+        f'while [ "$(ls {rendezvous} | wc -l)" -lt {count} ] && [ $n -lt 300 ]; do '
+        "sleep 0.05; n=$((n+1)); done; "
+        f'[ "$(ls {rendezvous} | wc -l)" -ge {count} ] || HG_MARK=alone; '
+    )
+    hooks = write_hooks(tmp_path / "hookgate.json", command_hook(wait + REPORT))
+    start_warm(warm_folder, hooks, EVENT)
+    resident = resident_pid(warm_folder)
+    results: dict[str, subprocess.CompletedProcess[str]] = {}
+
+    def one(mark: str) -> None:
+        results[mark] = relay(hooks, project, HG_MARK=mark)
+
+    threads = [threading.Thread(target=one, args=(str(index),)) for index in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(90)
+    assert len(list(rendezvous.iterdir())) == count
+    for mark, done in results.items():
+        assert reported(done)[::3] == [mark, str(resident)]

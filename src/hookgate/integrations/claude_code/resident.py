@@ -19,8 +19,9 @@ The hand-over is committed like the Python relay's (``S``, then ``G``): a worker
 not take it runs nothing, and the relay is told ``R`` (nothing ran) and hands the event on.
 
 Each event keeps its own timeouts (its hooks' and the chain's budget); a hook that hangs
-holds its own thread only. Past ``MAX_IN_PLACE`` events at once, more go to the forked
-workers.
+holds its own thread only. A few threads wait in ``accept()`` and each answers the
+connection it takes (no thread starts per event); while all are busy one more starts, up to
+``MAX_IN_PLACE``.
 """
 
 from __future__ import annotations
@@ -47,8 +48,12 @@ if TYPE_CHECKING:
 
 __all__ = ["MAX_IN_PLACE", "Warm", "hand_off_header", "serve_resident"]
 
-#: Events answered in place at once; more go to the forked workers.
+#: Events answered in place at once; more wait for one of them to end (the relay hands an
+#: event on to the Python relay, nothing run, when the warm process does not greet it
+#: within 3 s).
 MAX_IN_PLACE: Final = 32
+#: Threads kept waiting in ``accept()``.
+_WAITING: Final = 3
 #: How long a forked worker may take to take a handed-over event.
 _HAND_OFF_TIMEOUT_S: Final = 5.0
 _TICK_S: Final = 2.0
@@ -83,21 +88,62 @@ class _Resident:
         self.endpoint = endpoint
         self.note = note
         self.end = end
-        self.slots = threading.BoundedSemaphore(MAX_IN_PLACE)
         self.ending = False
+        self.lock = threading.Lock()
+        #: Threads alive, and those waiting in ``accept()``.
+        self.threads = 0
+        self.idle = 0
 
     def loop(self, parent: int) -> None:
-        self.listener.settimeout(_TICK_S)
-        while not self.ending:
-            try:
-                conn, _ = self.listener.accept()
-            except TimeoutError:
-                if os.getppid() != parent:
-                    return  # the warm process is gone: so are we
-                continue
-            conn.settimeout(None)
-            self.note(NOTE_ACTIVE)
-            threading.Thread(target=self.answer, args=(conn,), name="hookgate-event").start()
+        """Start the waiting threads, then watch for the end (SIGTERM, or the warm process
+        gone); ``accept()`` is woken for it by shutting the listener down."""
+        self.listener.settimeout(None)  # a blocking accept(): the kernel wakes one waiter
+        for _ in range(_WAITING):
+            self.start_thread()
+        while not self.ending and os.getppid() == parent:
+            time.sleep(_TICK_S)
+        self.ending = True
+        with contextlib.suppress(OSError):
+            self.listener.shutdown(socket.SHUT_RDWR)
+
+    def start_thread(self) -> None:
+        with self.lock:
+            self.threads += 1
+        try:
+            threading.Thread(target=self.wait_and_answer, name="hookgate-event").start()
+        except RuntimeError:  # no more threads: the others still answer
+            with self.lock:
+                self.threads -= 1
+
+    def wait_and_answer(self) -> None:
+        """Take a connection and answer it in this thread (no thread is started per event);
+        while every thread is busy, one more starts (up to ``MAX_IN_PLACE``), and a thread
+        beyond ``_WAITING`` idle ones ends."""
+        try:
+            while not self.ending:
+                with self.lock:
+                    self.idle += 1
+                try:
+                    conn: socket.socket | None = self.listener.accept()[0]
+                except OSError:
+                    conn = None
+                with self.lock:
+                    self.idle -= 1
+                    grow = conn is not None and not self.idle and self.threads < MAX_IN_PLACE
+                if conn is None:
+                    if not self.ending:
+                        time.sleep(0.05)  # (a failed accept, such as too many open files)
+                    continue
+                if grow:
+                    self.start_thread()
+                self.note(NOTE_ACTIVE)
+                self.answer(conn)
+                with self.lock:
+                    if self.idle >= _WAITING:
+                        return
+        finally:
+            with self.lock:
+                self.threads -= 1
 
     def answer(self, conn: socket.socket) -> None:
         """One relay's event, in place or handed to a forked worker; never raises."""
@@ -109,13 +155,7 @@ class _Resident:
             if found is None:
                 return
             request, data = found
-            if not self.slots.acquire(blocking=False):
-                self.hand_off(conn, data)
-                return
-            try:
-                self.in_place(conn, request, data)
-            finally:
-                self.slots.release()
+            self.in_place(conn, request, data)
 
     def in_place(self, conn: socket.socket, request: shell_relay.ShellRequest, data: bytes) -> None:
         try:
@@ -238,12 +278,10 @@ def serve_resident(
         _warm_up(resident)
 
         def stop(signum: int, frame: object) -> None:
-            resident.ending = True  # the accept loop sees it within a tick
+            resident.ending = True  # the watching loop sees it within a tick
 
         signal.signal(signal.SIGTERM, stop)
         resident.loop(parent)
-        resident.ending = True
-        listener.close()
         deadline = time.monotonic() + 600  # the hooks' own timeouts end them well before
         for thread in threading.enumerate():
             if thread is not threading.current_thread():
