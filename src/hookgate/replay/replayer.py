@@ -243,9 +243,9 @@ class Replayer:
         if self._thread is None:
             self._thread = LoopThread()
         watched = Watched() if self._in_place else None
-        batch = asyncio.wrap_future(asyncio.run_coroutine_threadsafe(
-            self._replay_each(records, watched), self._thread.loop
-        ))
+        batch = asyncio.wrap_future(
+            asyncio.run_coroutine_threadsafe(self._replay_each(records, watched), self._thread.loop)
+        )
         if watched is None:
             return await batch
         try:
@@ -372,9 +372,7 @@ class Replayer:
 
         return in_place
 
-    async def _drive_scripted(
-        self, plan: Any, chain: Any, script: deque[list[Reply]]
-    ) -> Outcome:
+    async def _drive_scripted(self, plan: Any, chain: Any, script: deque[list[Reply]]) -> Outcome:
         """Finish a chain the replay thread began: its replies first, then each further
         batch on a worker, as live."""
         pool = self._runner.pool
@@ -387,7 +385,11 @@ class Replayer:
                 else:
                     view = HookEvent(plan.event, payload)
                     replies = await pool.run_batch_async(
-                        calls, plan.functions, view, deadline, time.monotonic,
+                        calls,
+                        plan.functions,
+                        view,
+                        deadline,
+                        time.monotonic,
                         payload.get("tenant_id"),
                     )
                 batch = chain.send(_restore_timeouts(replies))

@@ -184,8 +184,9 @@ class RuleHandler(Handler):
         trip (:mod:`.pending`)."""
         payload = call.payload
         keys = judge.history_keys(rule, payload) if rule.needs else ()
-        checks = [LookBack(need.role == "after", len(need.patterns), need.within_s)
-                  for need in rule.needs]
+        checks = [
+            LookBack(need.role == "after", len(need.patterns), need.within_s) for need in rule.needs
+        ]
         limit = rule.config.limit
         ends_in = 0.0
         counter = None
@@ -193,8 +194,9 @@ class RuleHandler(Handler):
             key, ends_in = judge.limit_key(rule, payload, now)
             counter = (key, limit.count, ends_in)
         offered = OFFERED.get()
-        if offered is not None and (offered.kept or offered.hook_id != call.hook.id
-                                    or offered.payload is not payload):
+        if offered is not None and (
+            offered.kept or offered.hook_id != call.hook.id or offered.payload is not payload
+        ):
             offered = None
         stamps = offered.stamps if offered is not None else ()
         try:
