@@ -41,10 +41,14 @@ class _Deadlines:
     all at once when they are most of the heap, so it holds about as many entries as there
     are calls running."""
 
-    __slots__ = ("armed_at", "done", "heap", "loop", "order", "timer")
+    __slots__ = ("armed_at", "done", "heap", "loop", "now", "order", "timer")
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
+        #: The loop's clock (``loop.time``), read without a Python call when it is asyncio's.
+        self.now: Callable[[], float] = (
+            time.monotonic if type(loop).time is asyncio.BaseEventLoop.time else loop.time
+        )
         self.heap: list[_Entry] = []
         self.order = itertools.count()
         self.timer: asyncio.TimerHandle | None = None
@@ -125,7 +129,7 @@ async def run_with_deadline(
     deadlines = _watches.deadlines
     if deadlines is None or deadlines.loop is not loop:
         deadlines = _watches.deadlines = _Deadlines(loop)
-    entry = deadlines.watch(task, loop.time() + timeout_s)
+    entry = deadlines.watch(task, deadlines.now() + timeout_s)
     try:
         answer = await work
         if finish is not None:

@@ -146,6 +146,8 @@ def decode_answer(event: str, answer: Any, payload: Mapping[str, Any]) -> HookRe
         )
     action = answer.get("action") or "continue"
     if action == "continue" or action == "modify":  # the common answers first
+        if len(answer) == 1 and "action" in answer:
+            return HookResult()  # a bare {"action": ...}: nothing to apply, no reason
         updated_input = _replacement(event, answer, payload)
         if updated_input is None and reason is None:
             return HookResult()  # a plain continue: no keywords to pass
