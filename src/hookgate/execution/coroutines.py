@@ -56,25 +56,14 @@ class _Deadlines:
         #: Done entries still in the heap.
         self.done = 0
 
-    def watch(self, task: asyncio.Task[Any], deadline: float) -> _Entry:
-        entry = [deadline, next(self.order), task, False]
-        heapq.heappush(self.heap, entry)
-        if deadline < self.armed_at:
-            self._arm(deadline)
-        return entry
-
-    def release(self, entry: _Entry) -> None:
-        """The call ended (whatever way): its entry is done."""
-        if entry[_TASK] is None:
-            return  # its time was up: already out
-        entry[_TASK] = None
-        self.done += 1
-        if self.done > _SWEEP_ABOVE and self.done * 2 > len(self.heap):
+    def sweep(self) -> None:
+        """Drop the done entries at once when they are most of the heap."""
+        if self.done * 2 > len(self.heap):
             self.heap = [entry for entry in self.heap if entry[_TASK] is not None]
             heapq.heapify(self.heap)
             self.done = 0
 
-    def _arm(self, deadline: float) -> None:
+    def arm(self, deadline: float) -> None:
         if self.timer is not None:
             self.timer.cancel()
         self.timer = self.loop.call_at(deadline, self._expire)
@@ -95,7 +84,7 @@ class _Deadlines:
                 entry[_FIRED] = True
                 task.cancel()
         if heap:
-            self._arm(heap[0][_DEADLINE])
+            self.arm(heap[0][_DEADLINE])
 
 
 class _PerThread(threading.local):
@@ -129,7 +118,12 @@ async def run_with_deadline(
     deadlines = _watches.deadlines
     if deadlines is None or deadlines.loop is not loop:
         deadlines = _watches.deadlines = _Deadlines(loop)
-    entry = deadlines.watch(task, deadlines.now() + timeout_s)
+    # Watched: onto the heap, and the timer moved up when this deadline is the earliest.
+    deadline = deadlines.now() + timeout_s
+    entry = [deadline, next(deadlines.order), task, False]
+    heapq.heappush(deadlines.heap, entry)
+    if deadline < deadlines.armed_at:
+        deadlines.arm(deadline)
     try:
         answer = await work
         if finish is not None:
@@ -141,7 +135,11 @@ async def run_with_deadline(
     except Exception as exc:
         return _reply(HookReply, (None, exc, False, (time.perf_counter() - started) * 1000))
     finally:
-        deadlines.release(entry)
+        if entry[_TASK] is not None:  # done (unless its time was up: already out)
+            entry[_TASK] = None
+            deadlines.done += 1
+            if deadlines.done > _SWEEP_ABOVE:
+                deadlines.sweep()
     elapsed = time.perf_counter() - started
     if entry[_FIRED]:
         # The handler swallowed the cancellation and answered late: still a timeout.

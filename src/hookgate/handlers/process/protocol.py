@@ -59,18 +59,6 @@ _ENVELOPE: Final = ("id", "kind", "time", "source", "scope", "correlation", "sev
                     "attrs")
 
 
-def _meta(event: str, payload: Mapping[str, Any]) -> dict[str, Any]:
-    return {
-        "AgentID": payload.get("agent_id") or "",
-        "TurnID": payload.get("turn_id") or "",
-        "ParentTurnID": payload.get("parent_turn_id") or "",
-        "SessionKey": payload.get("session_id") or "",
-        "Iteration": payload.get("iteration") or 0,
-        "TracePath": _TRACE_PATHS.get(event, event),
-        "Source": "hookgate",
-    }
-
-
 def _arguments(payload: Mapping[str, Any]) -> Any:
     value = payload.get("tool_input")
     return {} if value is None else value
@@ -86,7 +74,15 @@ def _tool_result(value: Any) -> Any:
 
 def build_params(event: str, payload: Mapping[str, Any]) -> dict[str, Any]:
     """The params of the request for ``event`` (one of :data:`METHODS`)."""
-    meta = _meta(event, payload)
+    meta = {  # PicoClaw's keys, so hooks written for it read it unchanged
+        "AgentID": payload.get("agent_id") or "",
+        "TurnID": payload.get("turn_id") or "",
+        "ParentTurnID": payload.get("parent_turn_id") or "",
+        "SessionKey": payload.get("session_id") or "",
+        "Iteration": payload.get("iteration") or 0,
+        "TracePath": _TRACE_PATHS.get(event, event),
+        "Source": "hookgate",
+    }
     if event in ("pre_tool_use", "approve_tool"):
         arguments = payload.get("tool_input")  # _arguments, inline: once per tool call
         return {"meta": meta, "tool": payload.get("tool_name") or "",
