@@ -1,6 +1,6 @@
-"""Attacks on ``hookgate import gemini`` (and ``import codex``, which reads the same way): a
-hostile ``.gemini/settings.json`` or ``hooks.json`` in a repository that someone imports (repo
-attacker).
+"""Attacks on ``hookgate import gemini`` (and ``import codex`` and ``import claude-code``,
+which read the same way): a hostile ``.gemini/settings.json``, ``hooks.json`` or
+``.claude/settings.json`` in a repository that someone imports (repo attacker).
 
 Each hostile file must end in a clear error (exit 1, naming what is wrong) with nothing
 written: the output file that was there before stays byte for byte. What does get imported
@@ -22,7 +22,7 @@ from hookgate.integrations.hook_import import MAX_HOOKS_FILE_BYTES
 from hookgate.matching import CelFilter, cel_activation
 
 BEFORE = b"hooks: []  # the hooks file from before the import\n"
-AGENTS = ["gemini", "codex"]
+AGENTS = ["gemini", "codex", "claude-code"]
 
 
 def refused(folder: Path, settings: Path, *said: str, agent: str = "gemini") -> str:
@@ -338,3 +338,22 @@ def test_a_codex_hook_that_would_not_load_stops_the_import(tmp_path: Path) -> No
     said = refused(tmp_path, hooks, "problem(s)", "nothing written", agent="codex")
     assert "codex PreToolUse[0].hooks[0]: matcher" in said
     assert "PreToolUse[1].hooks[0].timeout" in said
+
+
+def test_a_claude_code_hook_that_would_not_load_stops_the_import(tmp_path: Path) -> None:
+    """``import claude-code`` wrote a file that did not load when a matcher RE2 cannot run
+    passed through; now it refuses with nothing written. A hook type hookgate does not run
+    stays Claude Code's own: listed as not imported, the rest written."""
+    settings = tmp_path / "settings.json"
+    group = {"matcher": "(?!Read)Bash", "hooks": [{"type": "command", "command": "true"}]}
+    settings.write_text(json.dumps({"hooks": {"PreToolUse": [group]}}))
+    said = refused(tmp_path, settings, "would not load", "nothing written", agent="claude-code")
+    assert "claude-code PreToolUse[0].hooks[0]: matcher" in said
+    kept = {"matcher": "Bash", "hooks": [{"type": "command", "command": "true"}]}
+    theirs = {"hooks": [{"type": "mcp_tool", "server": "s", "tool": "t"}]}
+    settings.write_text(json.dumps({"hooks": {"PreToolUse": [kept, theirs]}}))
+    target = tmp_path / "hookgate.yaml"
+    done = hookgate("import", "claude-code", str(settings), "-o", str(target), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "not imported: hooks.PreToolUse[1].hooks[0]: 'mcp_tool'" in done.stderr
+    assert [h["matcher"] for h in yaml.safe_load(target.read_text())["hooks"]] == ["^(?:Bash)$"]

@@ -20,7 +20,6 @@ from typing import Any
 import click
 import yaml
 
-from hookgate.config import ConfigError, read_document
 from hookgate.integrations.claude_code import settings_file as cc_settings
 
 
@@ -269,21 +268,40 @@ def uninstall(settings_file: str | None, user: bool) -> None:
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
               help="Write the hooks file here instead of stdout (.json writes JSON).")
 def import_claude_code(settings_file: str, output: str | None) -> None:
-    """Convert the hooks of a Claude Code SETTINGS_FILE into a hookgate hooks file."""
+    """Convert the hooks of a Claude Code SETTINGS_FILE into a hookgate hooks file.
+
+    A hook of a type hookgate does not run (``http``, ``prompt``, ``mcp_tool``, …) is listed
+    as not imported and stays Claude Code's own; a converted hook that would not load (a
+    matcher RE2 cannot run, say) stops the import with nothing written."""
     from hookgate.integrations.claude_code.settings_format import (
         convert_settings,
         is_claude_settings,
     )
+    from hookgate.integrations.hook_import import (
+        HooksImportError,
+        definition_problems,
+        read_hooks_json,
+    )
 
+    example = '{"hooks": {"PreToolUse": […]}}'
     try:
-        document = read_document(settings_file)
-    except ConfigError as exc:
-        raise click.ClickException("; ".join(exc.problems)) from None
-    if not is_claude_settings(document):
-        raise click.ClickException(
-            f"{settings_file}: no Claude Code hooks section ({{\"hooks\": {{\"PreToolUse\": …}}}})"
+        document = read_hooks_json(
+            settings_file, agent="Claude Code", comments=False, example=example
         )
-    write_conversion(convert_settings(document), output)
+    except HooksImportError as exc:
+        raise click.ClickException(str(exc)) from None
+    if not is_claude_settings(document):
+        raise click.ClickException(f"{settings_file}: no Claude Code hooks section ({example})")
+    conversion = convert_settings(document)
+    unloadable = definition_problems(conversion)
+    if unloadable:
+        for problem in unloadable:
+            click.echo(f"not imported: {problem}", err=True)
+        raise click.ClickException(
+            f"{len(unloadable)} converted hook(s) of {settings_file} would not load; "
+            "nothing written"
+        )
+    write_conversion(conversion, output)
 
 
 def write_conversion(conversion: Any, output: str | None, *, agent: str = "claude-code",
