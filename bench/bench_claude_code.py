@@ -168,6 +168,10 @@ def _local_rows(env: dict[str, str], hookgate: str, rounds: int, warm_folder: Pa
             "json-validated": [hookgate, "claude-code", "--config", str(hooks)],
             "no-hook": [hookgate, "claude-code", "--config", str(hooks)],
             "python": [sys.executable, "-c", "pass"],
+            # the floor of any first event with nothing warm: a Python and the event path's
+            # imports, no event
+            "imports": [sys.executable, "-c",
+                        "import hookgate.integrations.claude_code.local_run"],
             "sh": ["/bin/sh", "-c", CHECK],
         }
         envs = {"yaml-validated": no_cache, "json-validated": no_cache, "yaml": own,
@@ -206,6 +210,10 @@ def _local_rows(env: dict[str, str], hookgate: str, rounds: int, warm_folder: Pa
             wall, cpu = both[name]
             rows.append(Row("claude", f"{text}; CPU {cpu:.1f} ms = {cpu / python_cpu:.1f}x "
                             f"python's {python_cpu:.1f} ms", wall, "ms", compiled, python_ms))
+        wall, cpu = both["imports"]
+        rows.append(Row("claude", "the first event's floor with nothing warm: python importing "
+                        f"the event path (local_run), no event; CPU {cpu:.1f} ms", wall, "ms",
+                        compiled, python_ms))
         rows.append(Row("claude", "bare sh hook script (same check)", ms["sh"], "ms"))
         proc, port, key = _start(Path(tmp) / "data")
         try:

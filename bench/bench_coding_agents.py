@@ -4,21 +4,24 @@ it: a shell started with the installed command, the event's JSON on stdin.
 For each agent, beside a bare ``sh`` hook doing the same check (``grep`` for ``rm -rf``):
 
 * **local**: the command ``hookgate <agent> install --config F`` writes (the shell relay,
-  ``relay.bash``: bash alone hands the event to the warm process, which runs the same check
-  as a command hook); an event the hook runs for, and one the file has no hook for;
+  ``relay.bash``: bash alone hands the event to the warm process, whose resident runs the
+  same check as a command hook, in place); an event the hook runs for, and one the file has
+  no hook for; and the same through a second warm process without a resident
+  (``HOOKGATE_CLAUDE_CODE_WARM_RESIDENT=off``: a fork per event, as before the resident);
 * **the Python relay**: ``hookgate <agent> --config F`` as the per-event command (the path
   before the shell relay; still the fallback), through the same warm process;
 * **gateway**: Claude Code's ``curl`` transport (what ``install --gateway`` writes); for Codex
   and Gemini the shell relay with ``--gateway`` (the warm process asks ``hookgate serve``);
 * **the first event with no warm process at all**: the shell relay finds none, hands the
-  event to the Python relay, which starts one and answers the event in its own process.
+  event to the Python relay, which answers it in its own process and then starts one.
 
 Each command runs in turn with the others (machine noise hits them alike), with a pause
-between runs as between an agent's events (the warm process replaces the worker an event
-used after 0.25 s). Reported: medians of wall clock time, the median of the per-round ratio
-to the bare ``sh`` hook (the goal of issue 28: at most 2x), and all the CPU an event costs:
-the per-event process tree's (the relay's) plus the warm process's for it (its worker, the
-hook the worker ran, the new waiting worker that replaces it), against the bare hook's.
+between runs as between an agent's events (the warm process replaces a forked worker an
+event used after 0.25 s). Reported: medians of wall clock time, the median of the per-round
+ratio to the bare ``sh`` hook (the goal of issue 28: at most 2x), and all the CPU an event
+costs: the per-event process tree's (the relay's) plus the warm processes' and the
+resident's for it (the hook they ran; for a fork, the worker and the new waiting worker
+that replaces it), against the bare hook's.
 """
 
 from __future__ import annotations
@@ -173,6 +176,8 @@ def run(quick: bool = False) -> list[Row]:
     hookgate = str(Path(sys.executable).parent / "hookgate")
     compileall.compile_dir(str(Path(hookgate_package.__file__ or "").parent), quiet=1)
     warm_folder = Path(tempfile.mkdtemp(prefix="hgw-", dir="/tmp"))
+    # a second warm process without a resident (a fork per event, as before it), to compare
+    forked_folder = Path(tempfile.mkdtemp(prefix="hgw-", dir="/tmp"))
     env["HOOKGATE_CLAUDE_CODE_WARM_DIR"] = str(warm_folder)
     rows: list[Row] = []
     try:
@@ -180,6 +185,7 @@ def run(quick: bool = False) -> list[Row]:
             env["XDG_CACHE_HOME"] = str(Path(tmp) / "cache")
             hooks = Path(tmp) / "hookgate.json"
             hooks.write_text(json.dumps(HOOKS))
+            _start_forked(hookgate, hooks, env, forked_folder)
             proc, port, key = _start(Path(tmp) / "data")
             try:
                 url = f"http://127.0.0.1:{port}"
@@ -187,18 +193,38 @@ def run(quick: bool = False) -> list[Row]:
                            headers={"Authorization": f"Bearer {key}"}).raise_for_status()
                 for agent in INPUTS:
                     rows += _agent_rows(agent, hookgate, hooks, url, key, env, rounds,
-                                        warm_folder)
+                                        warm_folder, forked_folder)
             finally:
                 proc.terminate()
                 proc.wait(30)
     finally:
-        _stop_warm(warm_folder)
-        shutil.rmtree(warm_folder, ignore_errors=True)
+        for folder in (warm_folder, forked_folder):
+            _stop_warm(folder)
+            shutil.rmtree(folder, ignore_errors=True)
     return rows
 
 
+def _forked_env(env: dict[str, str], folder: Path) -> dict[str, str]:
+    return {**env, "HOOKGATE_CLAUDE_CODE_WARM_DIR": str(folder),
+            "HOOKGATE_CLAUDE_CODE_WARM_RESIDENT": "off"}
+
+
+def _start_forked(hookgate: str, hooks: Path, env: dict[str, str], folder: Path) -> None:
+    """The warm process without a resident, started by an event of the Python relay (which
+    waits for it with ``require``); back once its shell endpoint is written."""
+    subprocess.run([hookgate, "claude-code", "--config", str(hooks)],
+                   input=json.dumps(EVENT).encode(), capture_output=True, check=True,
+                   env={**_forked_env(env, folder), "HOOKGATE_CLAUDE_CODE_WARM": "require"})
+    deadline = time.monotonic() + 60
+    while not Path(shell_relay.endpoint_path(str(folder))).exists():
+        if time.monotonic() > deadline:
+            raise RuntimeError("the warm process without a resident did not start")
+        time.sleep(0.05)
+
+
 def _agent_rows(agent: str, hookgate: str, hooks: Path, url: str, key: str,
-                env: dict[str, str], rounds: int, warm_folder: Path) -> list[Row]:
+                env: dict[str, str], rounds: int, warm_folder: Path, forked_folder: Path
+                ) -> list[Row]:
     event = INPUTS[agent]
     stdin = json.dumps(event).encode()
     no_hook = json.dumps({**event, "hook_event_name": NO_HOOK_EVENTS[agent],
@@ -216,6 +242,9 @@ def _agent_rows(agent: str, hookgate: str, hooks: Path, url: str, key: str,
     runs = {
         "sh": _Run(CHECK, stdin, env),
         "local": _Run(local, stdin, fast),
+        "forked": _Run(shell_relay.relay_command(hookgate, agent, ["--config", str(hooks)], 30,
+                                                 str(forked_folder)),
+                       stdin, _forked_env(fast, forked_folder)),
         "no-hook": _Run(local, no_hook, fast),
         "python-relay": _Run(f"{hookgate} {agent} --config {hooks}", stdin, fast),
         "gateway": _Run(gateway, stdin, {**fast, "HOOKGATE_API_KEY": key}),
@@ -223,7 +252,7 @@ def _agent_rows(agent: str, hookgate: str, hooks: Path, url: str, key: str,
     # first: it leaves the warm process running, with its endpoint written
     first = _first_event_ms(_Run(local, stdin, {**env, "HOOKGATE_CLAUDE_CODE_WARM": "on"}),
                             warm_folder, max(5, rounds // 5))
-    pids = _warm_and_resident(warm_folder)
+    pids = _warm_and_resident(warm_folder) + _warm_and_resident(forked_folder)
     _measure(runs, 2, pids)  # warm up: the definition cache, the OS's caches
     figures = _measure(runs, rounds, pids)
     bare = "bare sh hook script (same check)"
@@ -240,6 +269,8 @@ def _agent_rows(agent: str, hookgate: str, hooks: Path, url: str, key: str,
             "<= 2x a bare sh hook"),
         row("no-hook", "local, an event the hooks file has no hook for",
             "<= 2x a bare sh hook"),
+        row("forked", "the same, a fork per event (HOOKGATE_CLAUDE_CODE_WARM_RESIDENT=off), "
+            "the hook runs"),
         row("python-relay", f"hookgate {agent} --config (the Python relay, warm process)"),
         row("gateway", gateway_name),
         Row(agent, "the first event with no warm process (Python relay, starts one)", first,
