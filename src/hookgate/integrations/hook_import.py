@@ -21,10 +21,11 @@ from pathlib import Path
 from typing import Any, Final
 
 import click
+import yaml
 
 from hookgate.errors import HookgateError
 from hookgate.integrations.claude_code.settings_format import Conversion
-from hookgate.integrations.hooks_json import strip_comments
+from hookgate.integrations.hooks_json import replace_text, strip_comments
 
 __all__ = [
     "MAX_HOOKS_FILE_BYTES",
@@ -32,6 +33,7 @@ __all__ = [
     "definition_problems",
     "finish_import",
     "read_hooks_json",
+    "write_conversion",
 ]
 
 #: A hooks file larger than this is refused (the agents' own are a few KiB).
@@ -116,8 +118,6 @@ def finish_import(
     notes: Sequence[str] = (),
 ) -> None:
     """Write the converted hooks (see the module docstring); exit 1 with every problem."""
-    from hookgate.integrations.claude_code.cli import write_conversion
-
     problems = [*conversion.problems, *definition_problems(conversion, agent)]
     if problems:
         for note in (*notes, *conversion.notes):
@@ -129,3 +129,29 @@ def finish_import(
             "(fix or remove those hooks and import again)"
         )
     write_conversion(conversion, output, agent=agent, notes=notes)
+
+
+def write_conversion(conversion: Conversion, output: str | None, *, agent: str = "claude-code",
+                     notes: Sequence[str] = ()) -> None:
+    """Print (or write to ``output``) the hooks file a conversion made, with its notes and
+    what it could not import on stderr; hook names say which ``agent`` they came from."""
+    for note in (*notes, *conversion.notes):
+        click.echo(f"note: {note}", err=True)
+    for problem in conversion.problems:
+        click.echo(f"not imported: {problem}", err=True)
+    hooks: list[dict[str, Any]] = [
+        # No scope: the file loads as global hooks, or as a tenant's with
+        # `hookgate hooks import --tenant T`.
+        {key: value for key, value in raw.items() if value is not None and key != "scope"}
+        | {"name": str(raw["name"]).replace("claude-code ", f"{agent} ", 1)}
+        for raw in conversion.hooks
+    ]
+    if output and output.endswith(".json"):
+        text = json.dumps({"hooks": hooks}, indent=2) + "\n"
+    else:
+        text = yaml.safe_dump({"hooks": hooks}, sort_keys=False, allow_unicode=True)
+    if output:
+        replace_text(Path(output), text)
+        click.echo(f"{output}: {len(hooks)} hook(s) written", err=True)
+    else:
+        click.echo(text, nl=False)

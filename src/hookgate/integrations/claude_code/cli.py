@@ -13,12 +13,10 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import click
-import yaml
 
 from hookgate.integrations.claude_code import settings_file as cc_settings
 
@@ -281,6 +279,7 @@ def import_claude_code(settings_file: str, output: str | None) -> None:
         HooksImportError,
         definition_problems,
         read_hooks_json,
+        write_conversion,
     )
 
     example = '{"hooks": {"PreToolUse": […]}}'
@@ -303,30 +302,3 @@ def import_claude_code(settings_file: str, output: str | None) -> None:
         )
     write_conversion(conversion, output)
 
-
-def write_conversion(conversion: Any, output: str | None, *, agent: str = "claude-code",
-                     notes: Sequence[str] = ()) -> None:
-    """Print (or write to ``output``) the hooks file a conversion made, with its notes and
-    what it could not import on stderr; hook names say which ``agent`` they came from."""
-    for note in (*notes, *conversion.notes):
-        click.echo(f"note: {note}", err=True)
-    for problem in conversion.problems:
-        click.echo(f"not imported: {problem}", err=True)
-    hooks: list[dict[str, Any]] = [
-        # No scope: the file loads as global hooks, or as a tenant's with
-        # `hookgate hooks import --tenant T`.
-        {key: value for key, value in raw.items() if value is not None and key != "scope"}
-        | {"name": str(raw["name"]).replace("claude-code ", f"{agent} ", 1)}
-        for raw in conversion.hooks
-    ]
-    if output and output.endswith(".json"):
-        text = json.dumps({"hooks": hooks}, indent=2) + "\n"
-    else:
-        text = yaml.safe_dump({"hooks": hooks}, sort_keys=False, allow_unicode=True)
-    if output:
-        from hookgate.integrations.hooks_json import replace_text
-
-        replace_text(Path(output), text)
-        click.echo(f"{output}: {len(hooks)} hook(s) written", err=True)
-    else:
-        click.echo(text, nl=False)
