@@ -397,7 +397,9 @@ def test_firing_leaves_the_hosts_signals_alone() -> None:
 
 #: Processes of hookgate's own (not code that runs inside a host): the warm Claude Code
 #: process handles its own SIGTERM.
-_OWN_PROCESSES = {"integrations/claude_code/warm.py"}
+# Programs of hookgate's own (the warm Claude Code process and the resident worker it forks),
+# never imported into a host program: they may set their own SIGTERM handler.
+_OWN_PROCESSES = {"integrations/claude_code/warm.py", "integrations/claude_code/resident.py"}
 
 
 def test_no_module_of_the_library_touches_signals() -> None:
