@@ -8,6 +8,7 @@ import json
 import os
 import shutil
 import socket
+import subprocess
 import tempfile
 import threading
 from collections.abc import Iterator
@@ -127,3 +128,95 @@ def test_an_event_never_sees_another_events_environment(folder: Path, tmp_path: 
         thread.join(120)
     assert answers["one"] == ["seen:s3cret"] * 6
     assert answers["other"] == ["seen:none"] * 6
+
+
+_SPY = """\
+import os
+def check(event):
+    with open(os.environ["HG_SEEN"], "a") as log:
+        log.write(f"{os.getpid()} {os.getcwd()}\\n")
+    return None
+"""
+
+
+def _callable_hooks(where: Path) -> Path:
+    (where / "fw_spy.py").write_text(_SPY)
+    path = where / "hookgate.json"
+    hook = {
+        "name": "py",
+        "event": "pre_tool_use",
+        "handler_type": "callable",
+        "config": {"callable": "fw_spy:check"},
+    }
+    path.write_text(json.dumps({"hooks": [hook]}))
+    return path
+
+
+def _seen(log: Path) -> list[tuple[str, str]]:
+    return [
+        (pid, cwd) for pid, cwd in (line.split(" ", 1) for line in log.read_text().splitlines())
+    ]
+
+
+def test_another_projects_event_never_reaches_a_per_file_worker(
+    folder: Path, tmp_path: Path
+) -> None:
+    """the same hooks file used from two projects: the worker kept for the first (its
+    modules imported there) never runs the second's event, neither through the resident
+    nor when a process of the same user hands the event straight to the worker's socket
+    (with the valid client token): it refuses, runs nothing, and exits."""
+    hooks = _callable_hooks(tmp_path)
+    log = tmp_path / "seen"
+    log.touch()
+    one, two = tmp_path / "one", tmp_path / "two"
+    one.mkdir()
+    two.mkdir()
+    start_warm(folder, hooks, EVENT)
+    command = relay_command("claude-code", hooks)
+    for _ in range(2):
+        run_relay(command, EVENT, cwd=one, HOOKGATE_SHELL_RELAY="require", HG_SEEN=str(log))
+    (worker_pid, _), (kept, _) = _seen(log)[-2:]
+    assert worker_pid == kept  # the worker of project one
+    (worker_socket,) = folder.glob("*.file-*")
+
+    run_relay(command, EVENT, cwd=two, HOOKGATE_SHELL_RELAY="require", HG_SEEN=str(log))
+    assert _seen(log)[-1] != (kept, str(two)) and _seen(log)[-1][1] == str(two)
+    assert all(pid != kept for pid, cwd in _seen(log) if cwd == str(two))
+
+    # straight to the worker's socket: an event of a process in project two
+    port, _, client = (folder / Path(shell_relay.endpoint_path(str(folder))).name).read_text(
+    ).split()
+    assert port
+    before = log.read_text()
+    with subprocess.Popen(["sleep", "30"], cwd=two) as stranger:
+        try:
+            request = b"\0".join(
+                [
+                    client.encode(),
+                    str(stranger.pid).encode(),
+                    b"claude-code",
+                    b"2",
+                    b"--config",
+                    str(hooks).encode(),
+                    json.dumps(EVENT).encode(),
+                    b"",
+                ]
+            )
+            ours, theirs = socket.socketpair()
+            with ours, theirs, socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as unix:
+                unix.settimeout(20)
+                unix.connect(str(worker_socket))
+                unix.sendmsg(
+                    [resident.hand_off_header(len(request))],
+                    [(socket.SOL_SOCKET, socket.SCM_RIGHTS,
+                      array.array("i", [theirs.fileno()]).tobytes())],
+                )
+                unix.sendall(request)
+                assert unix.recv(1) == b"R"  # refused: not its project
+                theirs.close()
+                ours.settimeout(20)
+                assert ours.recv(64) == b""  # nothing said to the relay's connection
+        finally:
+            stranger.kill()
+    assert log.read_text() == before
+    assert not worker_socket.exists()  # it left: the next event of project one forks anew

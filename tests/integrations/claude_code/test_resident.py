@@ -1,7 +1,8 @@
 """The warm process's resident worker (``resident.py``), with real processes: ``relay.bash``
 events of a hooks file without host code are answered in place, concurrently, each with its
 own relay's environment, working folder and umask; a new or edited hooks file takes effect
-on the next event; a hooks file with a ``callable`` hook goes to a forked worker per event.
+on the next event; a hooks file with a ``callable`` hook goes to a forked worker (kept for
+that file and project: test_file_worker.py).
 
 Every hook reports the pid of the process that started it (``$PPID``): the resident's for an
 event answered in place, a fresh worker's for one answered in a fork."""
@@ -162,7 +163,7 @@ def test_an_edited_hooks_file_takes_effect_on_the_next_event(
     assert reported(relay(hooks, project, HG_MARK="x"))[::3] == ["Bx", str(resident)]
 
 
-def test_a_hooks_file_gaining_a_callable_hook_goes_to_a_fork_per_event(
+def test_a_hooks_file_gaining_a_callable_hook_goes_to_a_forked_worker(
     warm_folder: Path, tmp_path: Path, project: Path
 ) -> None:
     hooks = write_hooks(tmp_path / "hookgate.json", command_hook(REPORT))
@@ -183,8 +184,9 @@ def test_a_hooks_file_gaining_a_callable_hook_goes_to_a_fork_per_event(
     )
     parents = {reported(relay(hooks, project))[3] for _ in range(3)}
     assert str(resident) not in parents
-    assert len(parents) == 3  # a fresh worker each time
-    # and its module is imported fresh: an edit takes effect on the next event
+    # the first fork stays, the worker of this file and project (test_file_worker.py)
+    assert len(parents) == 1
+    # and an edit of its module takes effect on the next event
     module.write_text(
         "def allow(event):\n    return {'decision': 'block', 'reason': 'edited|/|0|0'}\n"
     )

@@ -38,8 +38,9 @@ import threading
 import time
 from typing import TYPE_CHECKING, Final, NoReturn, Protocol
 
-from hookgate.integrations.claude_code import in_place, shell_relay, shell_serve
+from hookgate.integrations.claude_code import file_worker, in_place, shell_relay, shell_serve
 from hookgate.integrations.claude_code import warm_wire as wire
+from hookgate.integrations.claude_code.in_place import EventProcess
 from hookgate.integrations.claude_code.startup import BridgeArgs, parse_args
 from hookgate.integrations.claude_code.warm_place import peer_uid, process_key
 
@@ -93,6 +94,8 @@ class _Resident:
         #: Threads alive, and those waiting in ``accept()``.
         self.threads = 0
         self.idle = 0
+        #: The keys of the per-file workers an event was just given to (one at a time).
+        self.busy_files: set[str] = set()
 
     def loop(self, parent: int) -> None:
         """Start the waiting threads, then watch for the end (SIGTERM, or the warm process
@@ -180,7 +183,7 @@ class _Resident:
                     request.agent, args, request.stdin, out, err, event.environ
                 )
         except in_place.NeedsFork:
-            self.hand_off(conn, data)
+            self.to_fork(conn, data, request.agent, args, event)
             return
         except BaseException as exc:  # run_event answers every failure itself; this is a bug
             code = 2
@@ -188,15 +191,52 @@ class _Resident:
         with contextlib.suppress(OSError):
             conn.sendall(shell_serve.answer_bytes(code, out, err))
 
+    def to_fork(
+        self,
+        conn: socket.socket,
+        data: bytes,
+        agent: str,
+        args: BridgeArgs,
+        event: EventProcess,
+    ) -> None:
+        """An event that cannot run in place: to the worker kept for its hooks file and
+        project (:mod:`.file_worker`) when there is one and it is free, else to a fresh
+        fork."""
+        try:
+            key = file_worker.file_key(agent, args, event.environ, event.cwd)
+        except Exception:
+            key = None
+        if key is not None:
+            with self.lock:
+                free = key not in self.busy_files
+                self.busy_files.add(key)
+            if free:
+                try:
+                    if self.give(file_worker.socket_path(self.warm.path, key), conn, data):
+                        return
+                finally:
+                    with self.lock:
+                        self.busy_files.discard(key)
+        self.hand_off(conn, data)
+
     def hand_off(self, conn: socket.socket, data: bytes) -> None:
         """Give the event to a forked worker (nothing of it ran here); ``R`` to the relay
         when none takes it."""
+        if not self.give(self.warm.path, conn, data):
+            with contextlib.suppress(OSError):
+                conn.sendall(shell_serve.REFUSED)
+
+    def give(self, path: str, conn: socket.socket, data: bytes) -> bool:
+        """Hand the event to the worker listening at ``path``: ``False`` when it did not
+        take it (nothing ran, the relay told nothing); ``True`` once it was taken (or the
+        commit failed after it was, and the relay was told ``R``: the worker runs nothing
+        without it)."""
         try:
             with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as unix:
                 unix.settimeout(_HAND_OFF_TIMEOUT_S)
-                unix.connect(self.warm.path)
+                unix.connect(path)
                 if peer_uid(unix) != os.getuid():
-                    raise OSError("not our warm process")
+                    return False  # not our worker
                 fds = array.array("i", [conn.fileno()])
                 unix.sendmsg(
                     [hand_off_header(len(data))],
@@ -204,11 +244,15 @@ class _Resident:
                 )
                 unix.sendall(data)
                 if unix.recv(1) != wire.STARTED:
-                    raise OSError("no worker took the event")
-                unix.sendall(wire.COMMIT)
+                    return False
+                try:
+                    unix.sendall(wire.COMMIT)
+                except OSError:
+                    with contextlib.suppress(OSError):
+                        conn.sendall(shell_serve.REFUSED)
         except Exception:
-            with contextlib.suppress(OSError):
-                conn.sendall(shell_serve.REFUSED)
+            return False
+        return True
 
 
 def hand_off_header(length: int) -> bytes:

@@ -46,16 +46,19 @@ import os
 import signal
 import socket
 import sys
+import threading
 import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Final
 
-from hookgate.integrations.claude_code import resident, shell_relay, shell_serve
+from hookgate.integrations.claude_code import file_worker, resident, shell_relay, shell_serve
 from hookgate.integrations.claude_code import warm_wire as wire
 from hookgate.integrations.claude_code.startup import BridgeArgs, parse_args
 from hookgate.integrations.claude_code.warm_place import failed_marker, peer_uid, process_key
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from hookgate.definition import HookDefinition
 
 __all__ = ["DEFAULT_IDLE_S", "idle_seconds", "serve"]
@@ -446,11 +449,12 @@ def _spare(server: _Server) -> None:
             server.shell.listener.close()
     except BaseException:
         os._exit(0)
+    before = set(sys.modules)  # what the worker did not import for a hooks file
     with conn:
         if shell:
             _serve_shell(server, conn)
         else:
-            _serve_one(server, conn)
+            _serve_one(server, conn, before)
     os._exit(0)
 
 
@@ -487,7 +491,7 @@ def _accept(server: _Server, parent: int) -> tuple[socket.socket, bool]:
             return conn, by_fd[fd] is not server.listener
 
 
-def _serve_one(server: _Server, conn: socket.socket) -> None:
+def _serve_one(server: _Server, conn: socket.socket, before: set[str]) -> None:
     fds: list[int] = []
     try:
         if peer_uid(conn) != os.getuid():
@@ -505,7 +509,7 @@ def _serve_one(server: _Server, conn: socket.socket) -> None:
                 return
             _event(conn, fds, length, server.key)  # never returns
         elif kind == wire.HAND_OFF and server.shell is not None:
-            _serve_hand_off(server, conn, fds, length)  # never returns once it ran the event
+            _serve_hand_off(server, conn, fds, length, before)  # never returns once it ran
         elif kind == wire.STATUS:
             conn.sendall(server.status().encode())
         elif kind == wire.STOP:
@@ -599,9 +603,11 @@ def _serve_shell(server: _Server, conn: socket.socket) -> None:
 
 
 def _serve_hand_off(server: _Server, conn: socket.socket, fds: list[int],
-                    length: int) -> None:
+                    length: int, before: set[str]) -> None:
     """An event the resident could not answer in place: the relay's connection and its
-    request; taken (``S``), run once the resident commits (``G``), as :func:`_run_shell`."""
+    request; taken (``S``), run once the resident commits (``G``), as :func:`_run_shell`.
+    Then, for a hooks file with ``callable`` hooks, this worker stays for its later events
+    (:mod:`.file_worker`)."""
     assert server.shell is not None
     if len(fds) != 1 or not 0 <= length <= wire.MAX_BODY:
         return
@@ -614,13 +620,43 @@ def _serve_hand_off(server: _Server, conn: socket.socket, fds: list[int],
         conn.sendall(wire.STARTED)
         if _receive(conn, 1) != wire.COMMIT:
             return  # the resident gave up: it told the relay, nothing runs
-        _run_shell(server, relay, request)
+        try:
+            args = _take_shell(server, request)
+            # the event's own, before a hook may change them
+            cwd, environ = os.getcwd(), dict(os.environ)
+            key = args and file_worker.file_key(request.agent, args, environ, cwd)
+        except BaseException:
+            args = None
+        if args is None:
+            with contextlib.suppress(BaseException):
+                relay.sendall(shell_serve.REFUSED)  # nothing ran: the relay hands it on
+            return
+        kept: list[tuple[socket.socket, int, str]] = []
+        stamps = file_worker.ModuleStamps(before)
+
+        def stay() -> None:
+            """Before the answer: this worker's socket for the file's later events, so
+            that the next event (the agent's next step, right after) finds it."""
+            if (key and threading.active_count() == 1  # no hook thread left running
+                    and file_worker.has_callables(request.agent, args, environ, cwd)):
+                stamps.record()  # what the event imported, as it imported it
+                path = file_worker.socket_path(server.path, key)
+                found = file_worker.listen(path)
+                if found is not None:
+                    kept.append((*found, path))
+
+        _answer_shell(relay, request, args, stay)
+    if kept and key:
+        conn.close()
+        _serve_file(server, key, stamps, *kept[0])
+    os._exit(0)
 
 
 def _run_shell(server: _Server, conn: socket.socket,
-               request: shell_relay.ShellRequest) -> None:
+               request: shell_relay.ShellRequest) -> BridgeArgs | None:
     """The relay's process taken over from ``/proc``, the event run as :mod:`.main` runs
-    it, the answer sent; refused (nothing ran) whenever that cannot be done exactly."""
+    it, the answer sent (its options returned); refused (nothing ran) whenever that cannot
+    be done exactly. Exits on a failure of its own."""
     try:
         taken = _take_shell(server, request)
     except BaseException:
@@ -628,18 +664,118 @@ def _run_shell(server: _Server, conn: socket.socket,
     if taken is None:
         with contextlib.suppress(BaseException):
             conn.sendall(shell_serve.REFUSED)  # nothing ran: the relay hands the event on
-        return
-    args = taken
+        return None
+    _answer_shell(conn, request, taken)
+    return taken
+
+
+def _answer_shell(conn: socket.socket, request: shell_relay.ShellRequest,
+                  args: BridgeArgs, before_answer: Callable[[], None] | None = None) -> None:
+    """Run the taken event and send its answer; exit when that fails."""
     conn.settimeout(None)  # the hooks' own timeouts hold
     out, err = io.StringIO(), io.StringIO()
     code = 2
+    ok = False
     try:
         sys.stdout, sys.stderr = out, err
         code = shell_serve.run_event(request.agent, args, request.stdin, out, err)
+        ok = True
+        if before_answer is not None:
+            with contextlib.suppress(Exception):
+                before_answer()
     finally:
-        with contextlib.suppress(BaseException):
+        try:
             conn.sendall(shell_serve.answer_bytes(code, out, err))
+        except BaseException:
+            ok = False
+        if not ok:
+            os._exit(0)
+
+
+def _serve_file(server: _Server, key: str, stamps: file_worker.ModuleStamps,
+                listener: socket.socket, inode: int, path: str) -> None:
+    """The per-file worker's life (:mod:`.file_worker`) on its socket at ``path``: its
+    later events, one at a time, until idle, a change, or the warm process's end. Never
+    returns."""
+    import select
+
+    parent = os.getppid()
+    last = time.monotonic()
+
+    def retire() -> None:
+        """No event finds this worker any more (before it refuses one: the fresh fork
+        that answers it then may take its place)."""
+        with contextlib.suppress(OSError):
+            if os.lstat(path).st_ino == inode:
+                os.unlink(path)
+        listener.close()
+
+    try:
+        while os.getppid() == parent and time.monotonic() - last < file_worker.IDLE_S:
+            try:
+                if os.lstat(path).st_ino != inode:
+                    break
+            except OSError:
+                break
+            ready, _, _ = select.select([listener], [], [], _TICK_S)
+            if not ready:
+                continue
+            conn = listener.accept()[0]
+            last = time.monotonic()
+            with conn:
+                if not _file_event(server, conn, key, stamps, retire):
+                    break
+            stamps.record()
+    finally:
+        retire()
         os._exit(0)
+
+
+def _file_event(server: _Server, conn: socket.socket, key: str,
+                stamps: file_worker.ModuleStamps, retire: Callable[[], None]) -> bool:
+    """One handed-over event at the per-file worker: taken only when it is this worker's
+    (same user, token, file, bytes and project; nothing it imported changed); ``False``
+    when the worker must end."""
+    assert server.shell is not None
+    fds: list[int] = []
+    try:
+        if peer_uid(conn) != os.getuid():
+            return True  # another user: not a word
+        conn.settimeout(_REQUEST_TIMEOUT_S)
+        head, fds = _receive_head(conn)
+        length = int.from_bytes(head[5:9], "big")
+        if (head[:5] != wire.MAGIC + wire.HAND_OFF or len(fds) != 1
+                or not 0 <= length <= wire.MAX_BODY):
+            return True
+        with socket.socket(fileno=fds.pop()) as relay:
+            body = _receive(conn, length)
+            request = shell_relay.parse_request(body) if len(body) == length else None
+            if request is None or not shell_serve.token_matches(request,
+                                                                server.shell.endpoint):
+                return True
+            if stamps.changed():
+                retire()
+                conn.sendall(wire.REFUSED)  # a fresh fork imports the edited module
+                return False
+            args = _take_shell(server, request)  # None when stale (and the warm one ends)
+            if args is None or file_worker.file_key(
+                    request.agent, args, os.environ, os.getcwd()) != key:
+                retire()
+                conn.sendall(wire.REFUSED)
+                return False
+            import importlib
+
+            importlib.invalidate_caches()  # a module file new since the last event is found
+            conn.sendall(wire.STARTED)
+            if _receive(conn, 1) != wire.COMMIT:
+                return True  # the resident gave up: it told the relay, nothing ran
+            _answer_shell(relay, request, args)
+        return threading.active_count() == 1
+    except BaseException:
+        return False
+    finally:
+        for fd in fds:
+            os.close(fd)
 
 
 def _take_shell(server: _Server, request: shell_relay.ShellRequest) -> BridgeArgs | None:
