@@ -28,7 +28,6 @@ import signal
 import subprocess
 import sys
 import textwrap
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -141,40 +140,31 @@ class Workspace:
             self.gateway.stop()  # type: ignore[attr-defined]
 
 
-@pytest.fixture(scope="module")
-def workspaces(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[Path, Workspace]]:
-    made: dict[Path, Workspace] = {}
-    yield made
-    for workspace in made.values():
-        workspace.close()
-
-
-def _workspace(made: dict[Path, Workspace], doc: Path, base: Path) -> Workspace:
-    if doc not in made:
-        path = base / doc.stem
-        path.mkdir()
-        # Copies, not links: a docs example that writes a file of the same name must not
-        # overwrite the repository's (one did, through a link to examples/guards.py).
-        shutil.copytree(
-            ROOT / "examples", path / "examples", ignore=shutil.ignore_patterns("__pycache__")
-        )
-        # Hooks files in the docs name guards.py "beside the file", as examples/hooks.yaml does.
-        shutil.copyfile(ROOT / "examples" / "guards.py", path / "guards.py")
-        (path / ".venv").symlink_to(Path(sys.executable).parent.parent)
-        env = {k: v for k, v in os.environ.items() if not k.startswith("HOOKGATE_")}
-        env.update(
-            HOME=str(path),
-            XDG_DATA_HOME=str(path / "xdg"),
-            XDG_CACHE_HOME=str(path / "cache"),
-            PATH=f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}",
-            PYTHONPATH=os.pathsep.join([str(ROOT / "src"), str(ROOT)]),
-        )
-        # The test session's warm folder (stopped at its end): `install` starts a warm
-        # process, which must not outlive the tests in the user's own folder.
-        if "HOOKGATE_CLAUDE_CODE_WARM_DIR" in os.environ:
-            env["HOOKGATE_CLAUDE_CODE_WARM_DIR"] = os.environ["HOOKGATE_CLAUDE_CODE_WARM_DIR"]
-        made[doc] = Workspace(path, env)
-    return made[doc]
+def _workspace(doc: Path, base: Path) -> Workspace:
+    """A scratch folder for one document's blocks, with the examples beside them."""
+    path = base / doc.stem
+    path.mkdir()
+    # Copies, not links: a docs example that writes a file of the same name must not
+    # overwrite the repository's (one did, through a link to examples/guards.py).
+    shutil.copytree(
+        ROOT / "examples", path / "examples", ignore=shutil.ignore_patterns("__pycache__")
+    )
+    # Hooks files in the docs name guards.py "beside the file", as examples/hooks.yaml does.
+    shutil.copyfile(ROOT / "examples" / "guards.py", path / "guards.py")
+    (path / ".venv").symlink_to(Path(sys.executable).parent.parent)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HOOKGATE_")}
+    env.update(
+        HOME=str(path),
+        XDG_DATA_HOME=str(path / "xdg"),
+        XDG_CACHE_HOME=str(path / "cache"),
+        PATH=f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}",
+        PYTHONPATH=os.pathsep.join([str(ROOT / "src"), str(ROOT)]),
+    )
+    # The test session's warm folder (stopped at its end): `install` starts a warm
+    # process, which must not outlive the tests in the user's own folder.
+    if "HOOKGATE_CLAUDE_CODE_WARM_DIR" in os.environ:
+        env["HOOKGATE_CLAUDE_CODE_WARM_DIR"] = os.environ["HOOKGATE_CLAUDE_CODE_WARM_DIR"]
+    return Workspace(path, env)
 
 
 def _shell_script(code: str) -> str:
@@ -219,13 +209,28 @@ def _check_yaml(block: Block, workspace: Workspace) -> None:
                          "policy; mark it a fragment")
 
 
-@pytest.mark.timeout(600)
-@pytest.mark.parametrize("block", [b for b in ALL_BLOCKS if b.mark != "skip"],
-                         ids=lambda b: b.name)
-def test_docs_block_runs(
-    block: Block, workspaces: dict[Path, Workspace], tmp_path_factory: pytest.TempPathFactory
-) -> None:
-    workspace = _workspace(workspaces, block.doc, tmp_path_factory.mktemp("docs", numbered=True))
+#: Each document with blocks that run, in the order of DOCS.
+RUN_DOCS = [doc for doc in DOCS if any(b.doc == doc and b.mark != "skip" for b in ALL_BLOCKS)]
+
+
+@pytest.mark.timeout(1200)
+@pytest.mark.parametrize("doc", RUN_DOCS, ids=lambda doc: str(doc.relative_to(ROOT)))
+def test_docs_blocks_run_in_order(doc: Path, tmp_path: Path) -> None:
+    """A document's blocks, top to bottom, in one workspace: later blocks build on earlier
+    ones (a gateway one block starts, a file another writes), so they are one test (a test
+    each could be split between test workers)."""
+    workspace = _workspace(doc, tmp_path)
+    try:
+        for block in ALL_BLOCKS:
+            if block.doc == doc and block.mark != "skip":
+                _run_block(block, workspace)
+        if doc == ROOT / "README.md":
+            _check_the_readme_walkthrough_record(workspace)
+    finally:
+        workspace.close()
+
+
+def _run_block(block: Block, workspace: Workspace) -> None:
     if block.lang == "yaml":
         _check_yaml(block, workspace)
         return
@@ -262,14 +267,12 @@ def _run(command: list[str], cwd: Path, env: dict[str, str]) -> tuple[int, str, 
     return proc.returncode, stdout, stderr
 
 
-def test_the_readme_walkthrough_left_its_record(workspaces: dict[Path, Workspace]) -> None:
+def _check_the_readme_walkthrough_record(workspace: Workspace) -> None:
     """After the README's five minutes: the dispatch was blocked by the hook made over REST,
-    and its record says so (run after the blocks above)."""
+    and its record says so."""
     import httpx
 
-    workspace = workspaces.get(ROOT / "README.md")
-    if workspace is None or workspace.gateway is None:
-        pytest.skip("the README blocks did not run in this session (deselected)")
+    assert workspace.gateway is not None, "the README's blocks started no gateway"
     served = workspace.gateway
     key = served.master_key  # type: ignore[attr-defined]
     answer = httpx.get(f"{workspace.gateway_url()}/api/v1/dispatches",
