@@ -61,6 +61,7 @@ from hookgate.events import (
 from hookgate.matching import FilterBudgetError, FilterError, cel_activation
 from hookgate.outcall_types import OUTCALL_TYPES
 from hookgate.outcome import (
+    BLOCKING_DECISIONS,
     HookError,
     HookResult,
     InfrastructureError,
@@ -68,6 +69,7 @@ from hookgate.outcome import (
     Outcome,
     PendingApproval,
     TraceRow,
+    check_result,
     coerce_result,
     matched_row,
 )
@@ -619,7 +621,7 @@ class _Chain:
             if result.updated_input is not None:
                 self._rewrite(result)
             return False  # like an allow: the chain goes on; the person decides at the end
-        if result.blocks:
+        if result.decision in BLOCKING_DECISIONS or not result.continue_:  # result.blocks
             label = definition.label
             row.decision = "block"
             outcome.continue_ = result.continue_
@@ -709,9 +711,13 @@ class _Chain:
     def _read(self, answer: Any) -> HookResult | None:
         """A raw answer as a :class:`HookResult`; raises :class:`MalformedAnswer`."""
         spec = self.spec
-        if spec.answer_keys is not None and isinstance(answer, Mapping):
-            answer = _home_answer(answer, spec.answer_keys)
-        result = coerce_result(answer)
+        if answer.__class__ is HookResult:  # coerce_result's own path for one, a call less
+            check_result(answer)
+            result: HookResult | None = answer
+        else:
+            if spec.answer_keys is not None and isinstance(answer, Mapping):
+                answer = _home_answer(answer, spec.answer_keys)
+            result = coerce_result(answer)
         if result is not None and self.blocking:
             _check_allowed(result, spec)
         return result
@@ -834,7 +840,8 @@ def _ask(
 
 def _check_allowed(result: HookResult, spec: EventSpec) -> None:
     """On a blocking event, an answer may only use what the event allows."""
-    if result.blocks and not spec.allows(BLOCK):
+    blocks = result.decision in BLOCKING_DECISIONS or not result.continue_  # result.blocks
+    if blocks and not spec.allows(BLOCK):
         raise MalformedAnswer(f"{spec.name} cannot be blocked by a hook")
     if result.updated_input is not None and not (spec.allows(UPDATED_INPUT) and spec.input_field):
         raise MalformedAnswer(f"{spec.name} takes no updated_input")

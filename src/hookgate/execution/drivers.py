@@ -12,7 +12,7 @@ import threading
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from hookgate.chain import Call, ChainGen, Reply, stops_blocking_batch
+from hookgate.chain import Call, ChainGen, HookReply, Reply
 
 if TYPE_CHECKING:
     from hookgate.outcome import Outcome
@@ -48,7 +48,10 @@ async def drive_async(
                         break
                     reply = await execute(call, payload, min(call[1], remaining))
                     ran.append(reply)
-                    if stops_blocking_batch(reply):
+                    # stops_blocking_batch, inline: once per call
+                    if reply.__class__ is HookReply and (
+                        reply[0] is not None or reply[1] is not None or reply[2]
+                    ):
                         break
                 replies = ran
             batch = chain.send(replies)

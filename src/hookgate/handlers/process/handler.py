@@ -27,7 +27,7 @@ from hookgate.handlers.process.protocol import (
     decode_answer,
     runtime_envelope,
 )
-from hookgate.handlers.process.rpc import HookProcess, RpcError
+from hookgate.handlers.process.rpc import CLOSED_STATES, HookProcess, RpcError
 from hookgate.handlers.process.spec import ProcessSpec
 from hookgate.log import log_event
 from hookgate.outcome import HookError, HookResult
@@ -73,7 +73,11 @@ class ProcessHandler(Handler):
         if call.dry_run:
             return self._dry_run(call, spec)
         child = self._last.get(key)  # the per-call fast path of _child
-        if child is None or child.closed or child.loop is not asyncio.get_running_loop():
+        if (
+            child is None
+            or child.state in CLOSED_STATES  # child.closed, without the property's call
+            or child.loop is not asyncio.get_running_loop()
+        ):
             child = self._child(hook, spec, event)
         return self._run(call, child)
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from hookgate.outcome import HookResult, MalformedAnswer
+from hookgate.outcome import HookResult, MalformedAnswer, empty_result
 
 __all__ = [
     "ACTIONS",
@@ -143,10 +143,10 @@ def decode_answer(event: str, answer: Any, payload: Mapping[str, Any]) -> HookRe
     action = answer.get("action") or "continue"
     if action == "continue" or action == "modify":  # the common answers first
         if len(answer) == 1 and "action" in answer:
-            return HookResult()  # a bare {"action": ...}: nothing to apply, no reason
+            return empty_result()  # a bare {"action": ...}: nothing to apply, no reason
         updated_input = _replacement(event, answer, payload)
         if updated_input is None and reason is None:
-            return HookResult()  # a plain continue: no keywords to pass
+            return empty_result()  # a plain continue: no keywords to pass
         return HookResult(updated_input=updated_input, reason=reason)
     if action not in ACTIONS:
         raise MalformedAnswer(

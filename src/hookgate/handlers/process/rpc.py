@@ -37,10 +37,12 @@ from hookgate.log import log_event
 from hookgate.outcome import HookError
 from hookgate.sandbox import NO_SANDBOX, Sandbox
 
-__all__ = ["MAX_LINE", "HookProcess", "RpcError"]
+__all__ = ["CLOSED_STATES", "MAX_LINE", "HookProcess", "RpcError"]
 
 MAX_LINE: Final = 1024 * 1024
 MAX_STDERR_LINE: Final = 8 * 1024
+#: The states of a process that takes no more calls.
+CLOSED_STATES: Final = ("closing", "closed")
 BACKOFF_INITIAL_S: Final = 0.2
 BACKOFF_MAX_S: Final = 30.0
 STABLE_AFTER_S: Final = 10.0
@@ -105,7 +107,7 @@ class HookProcess:
 
     @property
     def closed(self) -> bool:
-        return self.state in ("closing", "closed")
+        return self.state in CLOSED_STATES
 
     def call(self, method: str, params: Any) -> Coroutine[Any, Any, Any]:
         """Send a request and wait for its answer; RpcError for an error answer.
