@@ -8,6 +8,9 @@ For each agent, beside a bare ``sh`` hook doing the same check (``grep`` for ``r
   same check as a command hook, in place); an event the hook runs for, and one the file has
   no hook for; and the same through a second warm process without a resident
   (``HOOKGATE_CLAUDE_CODE_WARM_RESIDENT=off``: a fork per event, as before the resident);
+* **local, a callable hook**: the same check as a Python function (a ``callable`` hook, in a
+  module beside its hooks file): the resident hands its events to the worker kept for that
+  hooks file and project (the first one forks it), which answers them without a fork;
 * **the Python relay**: ``hookgate <agent> --config F`` as the per-event command (the path
   before the shell relay; still the fallback), through the same warm process;
 * **gateway**: Claude Code's ``curl`` transport (what ``install --gateway`` writes); for Codex
@@ -60,6 +63,16 @@ INPUTS: dict[str, dict[str, object]] = {
                "timestamp": "2026-11-27T00:00:00Z", "tool_name": "run_shell_command",
                "tool_input": {"command": "ls -la /tmp"}},
 }
+#: The same check as a ``callable`` hook: a Python function in a module beside its hooks file.
+GUARD_MODULE: Final = """\
+def no_rm_rf(event):
+    if "rm -rf" in str((event.tool_input or {}).get("command", "")):
+        return {"decision": "block", "reason": "rm -rf is not allowed"}
+    return None
+"""
+CALLABLE_HOOKS: Final = {"hooks": [{"name": "no-rm-rf", "event": "pre_tool_use",
+                                    "matcher": "^Bash$", "handler_type": "callable",
+                                    "config": {"callable": "bench_agents_guard:no_rm_rf"}}]}
 NO_HOOK_EVENTS = {"claude-code": "PostToolUse", "codex": "PostToolUse", "gemini": "AfterTool"}
 #: Seconds between two runs (not timed), as between an agent's events.
 PAUSE_S = 0.3
@@ -109,7 +122,10 @@ def _warm_cpu_ms(pids: list[int]) -> float:
     process would take one of its waiting workers."""
     total = 0.0
     for pid in pids:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except FileNotFoundError:
+            continue  # a file's worker that ended: the warm process reaped it (counted there)
         total += sum(int(value) for value in fields[11:15]) * _TICK_MS
     return total
 
@@ -168,6 +184,22 @@ def _warm_and_resident(folder: Path) -> list[int]:
                                    if status.get("resident", "-") != "-" else [])
 
 
+def _file_workers(folder: Path) -> list[int]:
+    """The pids of the workers kept for a hooks file with ``callable`` hooks (their sockets'
+    peers): they live on, so the warm process never reaps their CPU either."""
+    import socket
+    import struct
+
+    pids = []
+    for path in folder.glob("*.file-*"):
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+            probe.connect(str(path))
+            credentials = probe.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED,
+                                           struct.calcsize("3i"))
+            pids.append(struct.unpack("3i", credentials)[0])
+    return pids
+
+
 def run(quick: bool = False) -> list[Row]:
     if not shell_relay.available():
         return [Row("agents", "the shell relay needs Linux and /bin/bash", 0, "-")]
@@ -185,6 +217,9 @@ def run(quick: bool = False) -> list[Row]:
             env["XDG_CACHE_HOME"] = str(Path(tmp) / "cache")
             hooks = Path(tmp) / "hookgate.json"
             hooks.write_text(json.dumps(HOOKS))
+            (Path(tmp) / "bench_agents_guard.py").write_text(GUARD_MODULE)
+            callable_hooks = Path(tmp) / "hookgate-callable.json"
+            callable_hooks.write_text(json.dumps(CALLABLE_HOOKS))
             _start_forked(hookgate, hooks, env, forked_folder)
             proc, port, key = _start(Path(tmp) / "data")
             try:
@@ -192,8 +227,8 @@ def run(quick: bool = False) -> list[Row]:
                 httpx.post(url + "/api/v1/hooks", json=GATEWAY_HOOK,
                            headers={"Authorization": f"Bearer {key}"}).raise_for_status()
                 for agent in INPUTS:
-                    rows += _agent_rows(agent, hookgate, hooks, url, key, env, rounds,
-                                        warm_folder, forked_folder)
+                    rows += _agent_rows(agent, hookgate, hooks, callable_hooks, url, key, env,
+                                        rounds, warm_folder, forked_folder)
             finally:
                 proc.terminate()
                 proc.wait(30)
@@ -222,9 +257,9 @@ def _start_forked(hookgate: str, hooks: Path, env: dict[str, str], folder: Path)
         time.sleep(0.05)
 
 
-def _agent_rows(agent: str, hookgate: str, hooks: Path, url: str, key: str,
-                env: dict[str, str], rounds: int, warm_folder: Path, forked_folder: Path
-                ) -> list[Row]:
+def _agent_rows(agent: str, hookgate: str, hooks: Path, callable_hooks: Path, url: str,
+                key: str, env: dict[str, str], rounds: int, warm_folder: Path,
+                forked_folder: Path) -> list[Row]:
     event = INPUTS[agent]
     stdin = json.dumps(event).encode()
     no_hook = json.dumps({**event, "hook_event_name": NO_HOOK_EVENTS[agent],
@@ -246,6 +281,9 @@ def _agent_rows(agent: str, hookgate: str, hooks: Path, url: str, key: str,
                                                  str(forked_folder)),
                        stdin, _forked_env(fast, forked_folder)),
         "no-hook": _Run(local, no_hook, fast),
+        "callable": _Run(shell_relay.relay_command(hookgate, agent,
+                                                   ["--config", str(callable_hooks)], 30,
+                                                   folder), stdin, fast),
         "python-relay": _Run(f"{hookgate} {agent} --config {hooks}", stdin, fast),
         "gateway": _Run(gateway, stdin, {**fast, "HOOKGATE_API_KEY": key}),
     }
@@ -254,6 +292,7 @@ def _agent_rows(agent: str, hookgate: str, hooks: Path, url: str, key: str,
                             warm_folder, max(5, rounds // 5))
     pids = _warm_and_resident(warm_folder) + _warm_and_resident(forked_folder)
     _measure(runs, 2, pids)  # warm up: the definition cache, the OS's caches
+    pids += _file_workers(warm_folder)  # kept for the callable hooks file: it lives on
     figures = _measure(runs, rounds, pids)
     bare = "bare sh hook script (same check)"
     sh_ms = figures["sh"].wall
@@ -269,6 +308,8 @@ def _agent_rows(agent: str, hookgate: str, hooks: Path, url: str, key: str,
             "<= 2x a bare sh hook"),
         row("no-hook", "local, an event the hooks file has no hook for",
             "<= 2x a bare sh hook"),
+        row("callable", "local, a callable hook doing the same check (a Python function; "
+            "its file's worker, no fork per event)", "<= 2x a bare sh hook"),
         row("forked", "the same, a fork per event (HOOKGATE_CLAUDE_CODE_WARM_RESIDENT=off), "
             "the hook runs"),
         row("python-relay", f"hookgate {agent} --config (the Python relay, warm process)"),

@@ -17,8 +17,9 @@ of the event runs without the engine (command hooks without ``state``). Anything
 must be imported fresh for each event (an edited module takes effect on the next one) and
 never into a process that serves other projects; a hooks file that is not in the cache yet
 (new, or just edited) is validated in a fork too (its validation imports ``callable``
-targets). The resident then hands the event to a forked worker of the warm process, as
-every event was run before.
+targets). The resident then hands the event to a forked worker of the warm process (for a
+hooks file with ``callable`` hooks, the worker kept for that file and project when there is
+one: :mod:`.file_worker`).
 """
 
 from __future__ import annotations

@@ -14,7 +14,9 @@ other event (a ``callable`` hook, a file just written or edited and so not cache
 hooks that need the engine, ``--gateway``, anything unusual about the relay's process) is
 handed, before anything of it ran, to one of the warm process's forked workers over its
 Unix socket (the connection itself travels, ``SCM_RIGHTS``), which answers it as every event
-was answered before: its own fork, ``chdir``, environment, fresh imports of hook modules.
+was answered before: its own fork, ``chdir``, environment, fresh imports of hook modules; or,
+for a hooks file with ``callable`` hooks, to the worker kept for that file and project
+(:mod:`.file_worker`) when it is there and free.
 The hand-over is committed like the Python relay's (``S``, then ``G``): a worker that did
 not take it runs nothing, and the relay is told ``R`` (nothing ran) and hands the event on.
 

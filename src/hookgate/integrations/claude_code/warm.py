@@ -15,9 +15,10 @@ bytes) without ``callable`` hooks, every hook of the event a command without ``s
 (:mod:`.in_place`). The relay's environment, working directory and umask are the event's,
 given to its command hooks explicitly; nothing of the process changes per event.
 
-**In a fresh fork** (the worker), every other event: a hooks file with ``callable`` hooks
-(their modules must be imported fresh for each event, and never into a process that serves
-other projects), one not cached yet (new or just edited: its validation imports
+**In a fork** (the worker), every other event: a hooks file with ``callable`` hooks (their
+modules are imported by the worker, never into a process that serves other projects; the
+worker that answered such a file's event stays for that file and project's later events,
+:mod:`.file_worker`), one not cached yet (new or just edited: its validation imports
 ``callable`` targets), hooks that need the engine, ``--gateway``, and every event of the
 Python relay. The resident hands such an event over before anything of it ran. The worker
 takes the relay's stdout and stderr, working directory, umask and environment
@@ -26,7 +27,8 @@ what they see without the warm process), and runs :func:`.main.run` exactly as a
 its own would, then reports the exit code. So:
 
 * hook modules are imported by the worker, never by the warm process: an edited module
-  takes effect on the next event, and no two events (or projects) share a ``sys.modules``;
+  takes effect on the next event, and no two projects (or hooks files) share a
+  ``sys.modules`` (the events of one file and project answered by its kept worker do);
 * the hooks file is read by the worker as always (the definition cache keys on its bytes);
 * events run concurrently, each with its own timeouts.
 
@@ -766,8 +768,12 @@ def _file_event(server: _Server, conn: socket.socket, key: str,
             import importlib
 
             importlib.invalidate_caches()  # a module file new since the last event is found
-            conn.sendall(wire.STARTED)
-            if _receive(conn, 1) != wire.COMMIT:
+            try:
+                conn.sendall(wire.STARTED)
+                committed = _receive(conn, 1) == wire.COMMIT
+            except OSError:
+                committed = False
+            if not committed:
                 return True  # the resident gave up: it told the relay, nothing ran
             _answer_shell(relay, request, args)
         return threading.active_count() == 1
