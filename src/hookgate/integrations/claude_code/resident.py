@@ -214,7 +214,8 @@ class _Resident:
                 self.busy_files.add(key)
             if free:
                 try:
-                    if self.give(file_worker.socket_path(self.warm.path, key), conn, data):
+                    path = file_worker.socket_path(self.warm.path, key)
+                    if self.give(path, conn, data, until_done=True):
                         return
                 finally:
                     with self.lock:
@@ -228,11 +229,14 @@ class _Resident:
             with contextlib.suppress(OSError):
                 conn.sendall(shell_serve.REFUSED)
 
-    def give(self, path: str, conn: socket.socket, data: bytes) -> bool:
+    def give(
+        self, path: str, conn: socket.socket, data: bytes, *, until_done: bool = False
+    ) -> bool:
         """Hand the event to the worker listening at ``path``: ``False`` when it did not
         take it (nothing ran, the relay told nothing); ``True`` once it was taken (or the
         commit failed after it was, and the relay was told ``R``: the worker runs nothing
-        without it)."""
+        without it). ``until_done``: back once the worker answered the event (a file's
+        worker takes one event at a time: another meanwhile goes to a fresh fork)."""
         try:
             with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as unix:
                 unix.settimeout(_HAND_OFF_TIMEOUT_S)
@@ -252,6 +256,11 @@ class _Resident:
                 except OSError:
                     with contextlib.suppress(OSError):
                         conn.sendall(shell_serve.REFUSED)
+                    return True
+                if until_done:
+                    unix.settimeout(None)  # the event's own timeouts hold
+                    with contextlib.suppress(OSError):
+                        unix.recv(1)  # its end: DONE, or the worker gone
         except Exception:
             return False
         return True

@@ -776,6 +776,8 @@ def _file_event(server: _Server, conn: socket.socket, key: str,
             if not committed:
                 return True  # the resident gave up: it told the relay, nothing ran
             _answer_shell(relay, request, args)
+        with contextlib.suppress(OSError):
+            conn.sendall(wire.DONE)  # the resident may give this worker the next event
         return threading.active_count() == 1
     except BaseException:
         return False
