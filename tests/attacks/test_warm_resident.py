@@ -15,7 +15,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from tests.support.shell_relay import relay_command, run_relay, start_warm
+from tests.support.shell_relay import (
+    BASH_LS_EVENT,
+    callable_hooks_file,
+    relay_command,
+    run_relay,
+    start_warm,
+)
 from tests.support.warm_bridge import stop_all
 
 from hookgate.integrations.claude_code import resident, shell_relay
@@ -24,14 +30,7 @@ pytestmark = pytest.mark.skipif(
     not shell_relay.available(), reason="the shell relay needs Linux and /bin/bash"
 )
 
-EVENT = {
-    "session_id": "s",
-    "cwd": "/tmp",
-    "hook_event_name": "PreToolUse",
-    "tool_name": "Bash",
-    "tool_input": {"command": "ls"},
-    "tool_use_id": "t1",
-}
+EVENT = BASH_LS_EVENT
 
 
 @pytest.fixture
@@ -141,15 +140,7 @@ def check(event):
 
 def _callable_hooks(where: Path) -> Path:
     (where / "fw_spy.py").write_text(_SPY)
-    path = where / "hookgate.json"
-    hook = {
-        "name": "py",
-        "event": "pre_tool_use",
-        "handler_type": "callable",
-        "config": {"callable": "fw_spy:check"},
-    }
-    path.write_text(json.dumps({"hooks": [hook]}))
-    return path
+    return callable_hooks_file(where, "fw_spy:check")
 
 
 def _seen(log: Path) -> list[tuple[str, str]]:

@@ -20,6 +20,26 @@ from hookgate.integrations.claude_code import shell_relay
 
 HOOKGATE = str(Path(sys.executable).parent / "hookgate")
 
+#: Claude Code's PreToolUse input for ``ls``: the event the relay tests hand over.
+BASH_LS_EVENT: dict[str, Any] = {
+    "session_id": "s",
+    "cwd": "/tmp",
+    "hook_event_name": "PreToolUse",
+    "tool_name": "Bash",
+    "tool_input": {"command": "ls"},
+    "tool_use_id": "t1",
+}
+
+
+def callable_hooks_file(folder: Path, target: str) -> Path:
+    """``folder/hookgate.json`` with one ``pre_tool_use`` callable hook named ``py`` calling
+    ``target`` (``module:function``; the module is the caller's to write)."""
+    path = folder / "hookgate.json"
+    hook = {"name": "py", "event": "pre_tool_use", "handler_type": "callable",
+            "config": {"callable": target}}
+    path.write_text(json.dumps({"hooks": [hook]}))
+    return path
+
 #: What a fake listener does with a connection.
 Behaviour = Callable[["FakeWarm", socket.socket], None]
 

@@ -12,10 +12,15 @@ import json
 import subprocess
 import threading
 from pathlib import Path
-from typing import Any
 
 import pytest
-from tests.support.shell_relay import relay_command, run_relay, start_warm
+from tests.support.shell_relay import (
+    BASH_LS_EVENT,
+    callable_hooks_file,
+    relay_command,
+    run_relay,
+    start_warm,
+)
 
 from hookgate.integrations.claude_code import shell_relay
 
@@ -23,14 +28,7 @@ pytestmark = pytest.mark.skipif(
     not shell_relay.available(), reason="the shell relay needs Linux and /bin/bash"
 )
 
-EVENT: dict[str, Any] = {
-    "session_id": "s",
-    "cwd": "/tmp",
-    "hook_event_name": "PreToolUse",
-    "tool_name": "Bash",
-    "tool_input": {"command": "ls"},
-    "tool_use_id": "t1",
-}
+EVENT = BASH_LS_EVENT
 GUARD = """\
 import os, time
 RUNS = 0
@@ -56,15 +54,7 @@ def write_guard(folder: Path, version: str) -> None:
 
 def write_hooks(folder: Path) -> Path:
     write_guard(folder, "v1")
-    path = folder / "hookgate.json"
-    hook = {
-        "name": "py",
-        "event": "pre_tool_use",
-        "handler_type": "callable",
-        "config": {"callable": "fw_guard:check"},
-    }
-    path.write_text(json.dumps({"hooks": [hook]}))
-    return path
+    return callable_hooks_file(folder, "fw_guard:check")
 
 
 def relay(hooks: Path, cwd: Path, **env: str) -> list[str]:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.support.shell_relay import relay_command, run_relay, start_warm
+from tests.support.shell_relay import BASH_LS_EVENT, relay_command, run_relay, start_warm
 from tests.support.waiting import wait_until
 from tests.support.warm_bridge import ask
 
@@ -28,14 +28,7 @@ pytestmark = pytest.mark.skipif(
     not shell_relay.available(), reason="the shell relay needs Linux and /bin/bash"
 )
 
-EVENT: dict[str, Any] = {
-    "session_id": "s",
-    "cwd": "/tmp",
-    "hook_event_name": "PreToolUse",
-    "tool_name": "Bash",
-    "tool_input": {"command": "ls"},
-    "tool_use_id": "t1",
-}
+EVENT = BASH_LS_EVENT
 #: The hook's report, as the reason of a block: mark, working folder, umask, its parent.
 REPORT = 'echo "$HG_MARK|$PWD|$(umask)|$PPID" >&2; exit 2'
 
