@@ -415,3 +415,19 @@ def test_fire_sync_approval_required_and_disabled_hooks_leave_the_run() -> None:
 def _without_dispatch_id(data: dict[str, Any]) -> dict[str, Any]:
     data.pop("dispatch_id", None)
     return data
+
+
+def test_the_abstained_outcome_is_a_default_outcome_with_its_rows() -> None:
+    """abstained_outcome sets every slot as ``Outcome()`` does (a slot added to Outcome and
+    forgotten there would read differently, or raise, here)."""
+    from hookgate.outcome import Outcome, abstained_outcome
+
+    rows: list[Any] = []
+    made, default = abstained_outcome(rows), Outcome()
+    default._rows = rows
+    for slot in Outcome.__slots__:
+        assert getattr(made, slot) == getattr(default, slot), slot
+    made_dict, default_dict = made.to_dict(), default.to_dict()
+    del made_dict["dispatch_id"], default_dict["dispatch_id"]  # each names itself when read
+    assert made_dict == default_dict
+    assert made.additional_context is not abstained_outcome(rows).additional_context

@@ -69,6 +69,7 @@ from hookgate.outcome import (
     Outcome,
     PendingApproval,
     TraceRow,
+    abstained_outcome,
     check_result,
     coerce_result,
     matched_row,
@@ -179,10 +180,8 @@ def run_chain(
             # (the driver stops at the first reply that matters): the replies are the trace.
             last = replies[-1] if len(replies) == len(run_calls) else None
             if isinstance(last, TraceRow):  # every hook abstained
-                outcome = Outcome()
                 rows: Any = replies if replies.__class__ is list else list(replies)
-                outcome._rows = rows
-                return outcome
+                return abstained_outcome(rows)
             # As admission would have made it, with the batch in flight: fold its replies.
             chain = _Chain(hooks, spec, payload, settings, deadline, run)
             chain.index = len(run_calls)

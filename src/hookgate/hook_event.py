@@ -6,7 +6,10 @@ import functools
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-__all__ = ["HookEvent"]
+__all__ = ["HookEvent", "event_view"]
+
+#: Makes an instance without calling its class's ``__init__``.
+_new: Any = object.__new__
 
 
 #: Fields any event may carry besides its own (tracing, Claude Code's stdin envelope).
@@ -71,3 +74,12 @@ class HookEvent(Mapping[str, Any]):
 
     def __repr__(self) -> str:
         return f"HookEvent({self.name!r}, {dict(self._payload)!r})"
+
+
+def event_view(name: str, payload: Mapping[str, Any]) -> HookEvent:
+    """``HookEvent(name, payload)`` without a call to its Python ``__init__`` (about 1k
+    instructions less in Python 3.11): the runners of plain functions make one per batch."""
+    view: HookEvent = _new(HookEvent)
+    view.name = name
+    view._payload = payload
+    return view

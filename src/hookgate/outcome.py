@@ -27,6 +27,7 @@ __all__ = [
     "PendingApproval",
     "TraceEntry",
     "TraceRow",
+    "abstained_outcome",
     "check_result",
     "coerce_result",
     "empty_result",
@@ -527,3 +528,27 @@ class Outcome:
 
     def to_json(self, **kwargs: Any) -> str:
         return json.dumps(self.to_dict(), default=str, **kwargs)
+
+
+def abstained_outcome(rows: list[TraceRow]) -> Outcome:
+    """``Outcome()`` whose trace is ``rows``, made without the Python ``__init__`` (about 1.5k
+    instructions less in Python 3.11): the chain's answer when every hook of an unconditional
+    run abstained, once per such event. Every slot is set as ``__init__`` sets it (a test
+    compares the two slot by slot)."""
+    outcome: Outcome = _new(Outcome)
+    outcome.decision = "allow"
+    outcome.reason = None
+    outcome.updated_input = None
+    outcome.additional_context = []
+    outcome.result = None
+    outcome.abort = None
+    outcome.continue_ = True
+    outcome.retry = None
+    outcome._trace = None
+    outcome._rows = rows
+    outcome.pending_approval = None
+    outcome.explicitly_allowed = False
+    outcome.approval = None
+    outcome._dispatch_id = None
+    outcome._dispatch = None
+    return outcome

@@ -31,7 +31,7 @@ from hookgate.execution.drivers import LoopThread, drive_async
 from hookgate.execution.plain_functions import call_in_order, run_in_place
 from hookgate.execution.workers import WorkerPool
 from hookgate.handlers import Handler, Invocation, Services, handler_class
-from hookgate.hook_event import HookEvent
+from hookgate.hook_event import HookEvent, event_view
 from hookgate.host_code import HostCodePolicy
 from hookgate.outcome import HookError, HookResult, Outcome, TraceRow
 from hookgate.shadow import ShadowChains, shadow_row
@@ -284,7 +284,7 @@ class HookRunner:
             ) -> list[Reply]:
                 # run_in_place, one call less: this is once per batch.
                 replies: list[Reply] = []
-                view = HookEvent(event, payload)
+                view = event_view(event, payload)
                 call_in_order(calls, functions, view, deadline, clock, replies, None)
                 return replies
 
@@ -293,7 +293,7 @@ class HookRunner:
         def mixed(
             calls: Sequence[Call], payload: Mapping[str, Any], deadline: float | None
         ) -> list[Reply]:
-            view = HookEvent(event, payload)
+            view = event_view(event, payload)
             replies: list[Reply] = []
             for on_worker, part in _segments(calls, isolated):
                 if on_worker:
@@ -316,7 +316,7 @@ class HookRunner:
             batch = next(chain)
             while True:
                 calls, payload, deadline = batch
-                view = HookEvent(plan.event, payload)
+                view = event_view(plan.event, payload)
                 replies: list[Reply] = []
                 for on_worker, part in _segments(calls, isolated):
                     if on_worker:
