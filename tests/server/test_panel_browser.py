@@ -428,7 +428,7 @@ def test_history_rows_appear_after_dispatches(
 
     page.get_by_label("Time").select_option("1h")  # sent as an ISO 8601 `since`
     expect(rows).to_have_count(4)
-    page.get_by_label("Decision").select_option("error")
+    page.get_by_label("Decision", exact=True).select_option("error")
     expect(rows).to_have_count(1)
     error_row = rows.first
     error_row.get_by_role("button", name=re.compile("Details of the execution")).click()

@@ -76,7 +76,7 @@ def test_dispatch_list_and_filters(page: Any, dispatch_gateway: dict[str, Any]) 
     assert ISO.match(when), when
     shot(page, "audit-dispatches")
 
-    page.get_by_label("Decision").select_option("ask")
+    page.get_by_label("Decision", exact=True).select_option("ask")
     page.get_by_role("button", name="Apply").click()
     expect(rows).to_have_count(1)
     asked = rows.first
@@ -91,7 +91,7 @@ def test_dispatch_list_and_filters(page: Any, dispatch_gateway: dict[str, Any]) 
     )
     assert ask_badge.evaluate("el => getComputedStyle(el).backgroundColor") != none_bg
 
-    page.get_by_label("Decision").select_option("block")
+    page.get_by_label("Decision", exact=True).select_option("block")
     page.get_by_label("Session").fill("s-block")
     page.get_by_role("button", name="Apply").click()
     expect(rows).to_have_count(1)
@@ -148,7 +148,7 @@ def test_history_filter_offers_ask(page: Any, dispatch_gateway: dict[str, Any]) 
     sign_in(page, served.url, dispatch_gateway["keys"]["viewer"])
     page.get_by_role("link", name="asker").click()
     page.get_by_role("tab", name="History").click()
-    page.get_by_label("Decision").select_option("ask")
+    page.get_by_label("Decision", exact=True).select_option("ask")
     rows = page.locator("tbody.exec")
     expect(rows).to_have_count(1)
     expect(rows.first.locator(".badge.decision-ask")).to_have_text("ask")
