@@ -39,28 +39,27 @@ def clock_of(store: object) -> Callable[[], float]:
     return clock if callable(clock) else time.time
 
 
-#: Whether a store class keeps rule state (a protocol check is slow: once per class).
-_KEEPS_RULES: dict[type, bool] = {}
+#: Per (store class, protocol): whether the class speaks it (a protocol check is slow: it is
+#: made once per class).
+_SPEAKS: dict[tuple[type, type], bool] = {}
+
+
+def _speaks(store: object, protocol: type) -> bool:
+    key = (type(store), protocol)
+    known = _SPEAKS.get(key)
+    if known is None:
+        known = _SPEAKS[key] = isinstance(store, protocol)
+    return known
 
 
 def keeps_rules(store: object) -> bool:
-    kind = type(store)
-    known = _KEEPS_RULES.get(kind)
-    if known is None:
-        known = _KEEPS_RULES[kind] = isinstance(store, RuleStateStore)
-    return known
-
-
-#: Whether a store class takes a rule's whole step at once (likewise once per class).
-_TAKES_STEPS: dict[type, bool] = {}
+    """Whether ``store`` keeps rule state."""
+    return _speaks(store, RuleStateStore)
 
 
 def takes_steps(store: object) -> bool:
-    kind = type(store)
-    known = _TAKES_STEPS.get(kind)
-    if known is None:
-        known = _TAKES_STEPS[kind] = isinstance(store, SteppingStore)
-    return known
+    """Whether ``store`` takes a rule's whole step at once."""
+    return _speaks(store, SteppingStore)
 
 
 def rule_store(services: Services) -> RuleStateStore:
