@@ -1,10 +1,11 @@
 """The chain: every rule for folding hook answers into one outcome lives in :func:`run_chain`.
 
-:func:`run_chain` is a generator. It decides which hooks run, in what order and with which
-timeout, and yields :data:`Batch` es of calls; a driver executes them (with or without an
-event loop) and sends back one :data:`Reply` per call it ran. Because the driver only executes
-and the generator only decides, the outcome is the same whichever driver runs it and whichever
-hook finishes first.
+:func:`run_chain` makes a :class:`Chain`, a state machine taken step by step. It decides which
+hooks run, in what order and with which timeout, and gives :data:`Batch` es of calls; a driver
+executes them (with or without an event loop) and hands back one :data:`Reply` per call it ran
+(:meth:`Chain.resume`), until the step is the :class:`Outcome`. Because the driver only
+executes and the chain only decides, the outcome is the same whichever driver runs it and
+whichever hook finishes first.
 
 The driver contract: a batch with a ``deadline`` (a blocking event) runs in order, each call
 within ``min(its timeout, deadline - now)``, and stops after the first call that answered
@@ -43,7 +44,7 @@ Rules, in order of application:
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Generator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from time import perf_counter
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -82,7 +83,7 @@ if TYPE_CHECKING:
 __all__ = [
     "Batch",
     "Call",
-    "ChainGen",
+    "Chain",
     "ChainSettings",
     "Execute",
     "HookReply",
@@ -120,7 +121,6 @@ class HookReply(NamedTuple):
 #: :class:`~hookgate.outcome.TraceRow`, made by :mod:`hookgate.execution.unconditional`'s call loop
 #: (one object per hook instead of two); told apart by class.
 Reply = HookReply | TraceRow
-ChainGen = Generator[Batch, Sequence[Reply], Outcome]
 #: What a caller that runs each batch at once passes to :func:`drive_sync`: runs a batch's
 #: ``(calls, payload, deadline)``.
 Execute = Callable[[tuple[Call, ...], Mapping[str, Any], float | None], Sequence[Reply]]
@@ -160,22 +160,82 @@ def run_chain(
     spec: EventSpec,
     payload: Mapping[str, Any],
     settings: ChainSettings,
-) -> ChainGen:
-    """Fold the answers of ``hooks`` for one event into one :class:`Outcome`.
+) -> Chain:
+    """The chain that folds the answers of ``hooks`` for one event into one :class:`Outcome`,
+    at its first step (:attr:`Chain.first`): a driver takes it from there.
 
     A hook list that is one unconditional run (see :func:`_unconditional_run`; the common case)
     with no breaker entry at all has its one batch known before the chain's state is made:
     when every hook abstains, the replies are the trace and that state is never needed."""
-    deadline = None
+    # Chain(...) without a Python __init__: this is once per event.
+    chain: Chain = _new(Chain)
+    chain.hooks = hooks
+    chain.spec = spec
+    chain.payload = payload
+    chain.settings = settings
     if spec.blocking and hooks and not settings.faulted and "depth" not in payload:
         # _unconditional_run, inline for a list that keeps its run: this is once per event.
         run = hooks.unconditional_run if type(hooks) is HookList else None
         if run is None:
             run = _unconditional_run(hooks)
         if run[0] == 0:
+            chain.state = None
+            chain.run = run
+            deadline = chain.deadline = settings.clock() + settings.chain_budget_s
+            chain.first = (run[1], payload, deadline)
+            return chain
+    state = chain.state = _Chain(hooks, spec, payload, settings)
+    if "depth" in payload and state.too_deep(payload):
+        chain.first = state.outcome
+    else:
+        chain.first = chain._admit(state)
+    return chain
+
+
+class Chain:
+    """One event's chain, as a driver takes it: :attr:`first` is its first step,
+    :meth:`resume` gives the next once the driver ran a batch and has its replies. A step is a
+    :data:`Batch` to run (a tuple) or the final :class:`Outcome`.
+
+    A state machine rather than a generator: a generator's return is a ``StopIteration``
+    raised and caught once per event, which costs more than the steps of a chain whose hooks
+    all abstain (bench/bench_core.py). For drivers written against the generator protocol it
+    also has ``next`` and ``send`` (the outcome as ``StopIteration``'s value): the same
+    steps."""
+
+    __slots__ = (
+        "calls",
+        "deadline",
+        "first",
+        "hooks",
+        "payload",
+        "run",
+        "settings",
+        "spec",
+        "state",
+    )
+
+    hooks: Sequence[CompiledHook]
+    spec: EventSpec
+    payload: Mapping[str, Any]
+    settings: ChainSettings
+    #: The first step, made by :func:`run_chain`.
+    first: Batch | Outcome
+    #: The chain's state, made once a hook answers (at once off the unconditional path);
+    #: ``None`` while the unconditional run's batch is out.
+    state: _Chain | None
+    #: The unconditional run out as the first batch, and its deadline.
+    run: UnconditionalRun
+    deadline: float
+    #: The batch out on the general path (admitted by ``state``).
+    calls: tuple[Call, ...]
+
+    def resume(self, replies: Sequence[Reply]) -> Batch | Outcome:
+        """The next step, given the replies to the batch of the last one."""
+        chain = self.state
+        if chain is None:  # the unconditional run's batch
+            run = self.run
             run_calls = run[1]
-            deadline = settings.clock() + settings.chain_budget_s
-            replies = yield (run_calls, payload, deadline)
             # Every hook abstained when the batch ran to its end and its last reply is a row
             # (the driver stops at the first reply that matters): the replies are the trace.
             last = replies[-1] if len(replies) == len(run_calls) else None
@@ -183,31 +243,55 @@ def run_chain(
                 rows: Any = replies if replies.__class__ is list else list(replies)
                 return abstained_outcome(rows)
             # As admission would have made it, with the batch in flight: fold its replies.
-            chain = _Chain(hooks, spec, payload, settings, deadline, run)
+            chain = self.state = _Chain(
+                self.hooks, self.spec, self.payload, self.settings, self.deadline, run
+            )
             chain.index = len(run_calls)
             if chain.fold_blocking(run_calls, replies):
                 return chain.outcome
-    if deadline is None:
-        chain = _Chain(hooks, spec, payload, settings)
-        if "depth" in payload and chain.too_deep(payload):
+        elif chain.fold(self.calls, replies):
             return chain.outcome
-    count = len(hooks)
-    while chain.index < count and (calls := chain.admit()) is not None:
-        if chain.fold(calls, (yield (calls, chain.current, chain.deadline))):
-            break
-    return chain.outcome
+        return self._admit(chain)
+
+    def _admit(self, chain: _Chain) -> Batch | Outcome:
+        if chain.index < len(self.hooks):
+            calls = chain.admit()
+            if calls is not None:
+                self.calls = calls
+                return (calls, chain.current, chain.deadline)
+        return chain.outcome
+
+    # -- the generator protocol -----------------------------------------------------------------
+
+    def __iter__(self) -> Chain:
+        return self
+
+    def __next__(self) -> Batch:
+        """The first batch (:attr:`first`); ``StopIteration`` with the outcome when none."""
+        return _batch(self.first)
+
+    def send(self, replies: Sequence[Reply]) -> Batch:
+        """The next batch (:meth:`resume`); ``StopIteration`` with the outcome when done."""
+        return _batch(self.resume(replies))
 
 
-def drive_sync(chain: ChainGen, run_batch: Execute) -> Outcome:
+def _batch(step: Batch | Outcome) -> Batch:
+    if isinstance(step, Outcome):
+        raise StopIteration(step)
+    return step
+
+
+def drive_sync(chain: Chain, run_batch: Execute) -> Outcome:
     """Drive a chain for a caller that runs each batch at once in its own thread (plain
-    functions, in place or on a worker it waits for): each batch :func:`run_chain` yields
-    goes to ``run_batch``, and its replies back."""
-    try:
-        batch = next(chain)
-        while True:
-            batch = chain.send(run_batch(*batch))
-    except StopIteration as done:
-        return done.value  # type: ignore[no-any-return]
+    functions, in place or on a worker it waits for): each batch the chain gives goes to
+    ``run_batch``, and its replies back."""
+    step = chain.first
+    while step.__class__ is tuple:
+        step = chain.resume(run_batch(*step))
+    return step  # type: ignore[return-value]
+
+
+_new: Any = object.__new__
 
 
 def _unconditional_run(hooks: Sequence[CompiledHook]) -> UnconditionalRun:

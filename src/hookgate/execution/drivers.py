@@ -1,6 +1,6 @@
 """The chain's driver on the event loop, and the loop a synchronous caller's coroutines run on.
 
-- :func:`drive_async`: executes the batches :func:`hookgate.chain.run_chain` yields and sends
+- :func:`drive_async`: executes the batches of a :class:`hookgate.chain.Chain` and hands it
   back the replies (it holds no chain rule of its own);
 - :class:`LoopThread`: an event loop on a daemon thread, for ``fire_sync``'s async handlers.
 """
@@ -12,7 +12,7 @@ import threading
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from hookgate.chain import Call, ChainGen, HookReply, Reply
+from hookgate.chain import Call, Chain, HookReply, Reply
 
 if TYPE_CHECKING:
     from hookgate.outcome import Outcome
@@ -23,7 +23,7 @@ T = TypeVar("T")
 
 
 async def drive_async(
-    chain: ChainGen,
+    chain: Chain,
     execute: Callable[[Call, Mapping[str, Any], float], Awaitable[Reply]],
     clock: Callable[[], float],
 ) -> Outcome:
@@ -32,31 +32,29 @@ async def drive_async(
     A blocking batch runs in order and stops after the first call that matters; a
     non-blocking batch runs concurrently.
     """
-    try:
-        batch = next(chain)
-        while True:
-            calls, payload, deadline = batch
-            if deadline is None:
-                replies: Sequence[Reply] = await asyncio.gather(
-                    *(execute(call, payload, call[1]) for call in calls)
-                )
-            else:
-                ran: list[Reply] = []
-                for call in calls:
-                    remaining = deadline - clock()
-                    if remaining <= 0:
-                        break
-                    reply = await execute(call, payload, min(call[1], remaining))
-                    ran.append(reply)
-                    # stops_blocking_batch, inline: once per call
-                    if reply.__class__ is HookReply and (
-                        reply[0] is not None or reply[1] is not None or reply[2]
-                    ):
-                        break
-                replies = ran
-            batch = chain.send(replies)
-    except StopIteration as done:
-        return done.value  # type: ignore[no-any-return]
+    step = chain.first
+    while isinstance(step, tuple):
+        calls, payload, deadline = step
+        if deadline is None:
+            replies: Sequence[Reply] = await asyncio.gather(
+                *(execute(call, payload, call[1]) for call in calls)
+            )
+        else:
+            ran: list[Reply] = []
+            for call in calls:
+                remaining = deadline - clock()
+                if remaining <= 0:
+                    break
+                reply = await execute(call, payload, min(call[1], remaining))
+                ran.append(reply)
+                # stops_blocking_batch, inline: once per call
+                if reply.__class__ is HookReply and (
+                    reply[0] is not None or reply[1] is not None or reply[2]
+                ):
+                    break
+            replies = ran
+        step = chain.resume(replies)
+    return step
 
 
 class LoopThread:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from hookgate.chain import (
     Call,
+    Chain,
     ChainSettings,
     Execute,
     HookReply,
@@ -308,30 +309,28 @@ class HookRunner:
 
         return mixed
 
-    async def _drive_plain(self, plan: PlainPlan, chain: Any) -> Outcome:
+    async def _drive_plain(self, plan: PlainPlan, chain: Chain) -> Outcome:
         """A blocking chain of plain functions on the event loop: isolated ones on workers
         (the loop keeps serving while they run), the others in place."""
         functions, clock, isolated, pool = plan.functions, self.clock, plan.isolated, self.pool
-        try:
-            batch = next(chain)
-            while True:
-                calls, payload, deadline = batch
-                view = event_view(plan.event, payload)
-                replies: list[Reply] = []
-                for on_worker, part in _segments(calls, isolated):
-                    if on_worker:
-                        tenant = payload.get("tenant_id")
-                        ran = await pool.run_batch_async(
-                            part, functions, view, deadline, clock, tenant
-                        )
-                    else:
-                        ran = run_in_place(part, functions, view, deadline, clock)
-                    replies += ran
-                    if _stopped(part, ran, deadline):
-                        break
-                batch = chain.send(replies)
-        except StopIteration as done:
-            return done.value  # type: ignore[no-any-return]
+        step = chain.first
+        while isinstance(step, tuple):
+            calls, payload, deadline = step
+            view = event_view(plan.event, payload)
+            replies: list[Reply] = []
+            for on_worker, part in _segments(calls, isolated):
+                if on_worker:
+                    tenant = payload.get("tenant_id")
+                    ran = await pool.run_batch_async(
+                        part, functions, view, deadline, clock, tenant
+                    )
+                else:
+                    ran = run_in_place(part, functions, view, deadline, clock)
+                replies += ran
+                if _stopped(part, ran, deadline):
+                    break
+            step = chain.resume(replies)
+        return step
 
     # -- any handler, on the loop ---------------------------------------------------------------
 
