@@ -430,7 +430,8 @@ class Engine:
             if stamps:
                 await self._keep_history(stamps, None)
             return self._queue(spec, data, selected, self._background.submit)
-        started = perf_counter()
+        # The dispatch record's duration: read only for an audit sink, which keeps it.
+        started = perf_counter() if self.audit is not None else 0.0
         # split_shadow, inline for a list that keeps its split: this is once per event.
         split = selected.shadow_split if type(selected) is HookList else None
         hooks, shadow = split if split is not None else self._split(selected)
@@ -473,7 +474,8 @@ class Engine:
                 loop.call_soon_threadsafe(self._background.submit, *item)
 
             return self._queue(spec, data, selected, submit)
-        started = perf_counter()
+        # The dispatch record's duration: read only for an audit sink, which keeps it.
+        started = perf_counter() if self.audit is not None else 0.0
         # split_shadow, inline for a list that keeps its split: this is once per event.
         split = selected.shadow_split if type(selected) is HookList else None
         hooks, shadow = split if split is not None else self._split(selected)

@@ -159,10 +159,26 @@ class HookRunner:
     ) -> Outcome:
         """A chain for a synchronous caller: plain functions without an event loop, anything
         else on the loop thread."""
-        plan = self.plan(hooks, spec.name)
-        if plan is not None:
-            return drive_sync(run_chain(hooks, spec, data, self.chain_settings), plan.run_batch)
-        return self.loop_thread().run(self.run(spec, data, hooks))
+        # plan, inline for a list that keeps its plan: this is once per event.
+        kept: KeptPlan | None = hooks.plan if type(hooks) is HookList else None
+        if (
+            kept is not None
+            and kept.rule is self.plans_made_under
+            and kept.event == spec.name
+            and kept.edition == self.settings.edition
+        ):
+            plan = kept.plan
+        else:
+            plan = self.plan(hooks, spec.name)
+        if plan is None:
+            return self.loop_thread().run(self.run(spec, data, hooks))
+        # drive_sync, inline: one frame less per event.
+        chain = run_chain(hooks, spec, data, self.chain_settings)
+        run_batch = plan.run_batch
+        step = chain.first
+        while step.__class__ is tuple:
+            step = chain.resume(run_batch(*step))
+        return step  # type: ignore[return-value]
 
     def run(
         self, spec: EventSpec, data: Mapping[str, Any], hooks: Sequence[CompiledHook]
@@ -285,7 +301,10 @@ class HookRunner:
             ) -> list[Reply]:
                 # run_in_place, one call less: this is once per batch.
                 replies: list[Reply] = []
-                view = event_view(event, payload)
+                # event_view, inline: this is once per batch.
+                view: HookEvent = _new(HookEvent)
+                view.name = event
+                view._payload = payload
                 call_in_order(calls, functions, view, deadline, clock, replies, None)
                 return replies
 
