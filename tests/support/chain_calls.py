@@ -67,7 +67,8 @@ def run_direct(
     payload: Mapping[str, Any] | None = None,
     settings: ChainSettings | None = None,
 ) -> DirectRun:
-    """Drive the chain generator by hand and return its outcome and the batches it yielded."""
+    """Drive the chain by hand (its generator protocol: next, send) and return its outcome and
+    the batches it yielded."""
     compiled = compile_scripted(event, hooks)
     scripts = {
         hook.definition.name: script.answer
