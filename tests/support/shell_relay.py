@@ -19,6 +19,9 @@ from typing import Any
 from hookgate.integrations.claude_code import shell_relay
 
 HOOKGATE = str(Path(sys.executable).parent / "hookgate")
+#: The compiled relay the commands of :func:`relay_command` run, or ``None`` for relay.bash
+#: alone (the ``relay`` fixture sets it, so the relay tests run once with each).
+RELAY_BINARY: str | None = None
 
 #: Claude Code's PreToolUse input for ``ls``: the event the relay tests hand over.
 BASH_LS_EVENT: dict[str, Any] = {
@@ -47,11 +50,21 @@ Behaviour = Callable[["FakeWarm", socket.socket], None]
 def relay_command(agent: str, hooks: Path | None = None, *, limit_s: int = 30,
                   gateway: str | None = None, folder: Path | None = None) -> str:
     """The command ``hookgate <agent> install`` writes (``limit_s``: the agent's timeout;
-    ``folder``: the warm folder, default this environment's)."""
+    ``folder``: the warm folder, default this environment's), with :data:`RELAY_BINARY`."""
     options = (["--gateway", gateway] if gateway
                else ["--config", str(hooks)] if hooks else [])
     return shell_relay.relay_command(HOOKGATE, agent, options, limit_s,
-                                     None if folder is None else str(folder))
+                                     None if folder is None else str(folder), RELAY_BINARY)
+
+
+def built_relay() -> str:
+    """The compiled relay, built as ``install`` builds it (beside relay.bash, once per source).
+    A machine without a C compiler fails here, under CI too: never a skip."""
+    from hookgate.integrations.claude_code import compiled_relay
+
+    binary = compiled_relay.build()
+    assert binary is not None, "the compiled relay cannot be built (is a C compiler installed?)"
+    return binary
 
 
 def run_relay(command: str, data: Mapping[str, Any] | str, *, cwd: Path | None = None,

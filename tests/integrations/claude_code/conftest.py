@@ -42,3 +42,21 @@ def warm_folder(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     yield path
     stop_all(path)
     shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def _built_relay() -> str:
+    """The compiled relay, built as install builds it (once per source)."""
+    from tests.support.shell_relay import built_relay
+
+    return built_relay()
+
+
+@pytest.fixture(params=["relay.bash", "relay.c"])
+def relay(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str | None:
+    """Each relay test twice: the commands run relay.bash alone, then the compiled relay."""
+    import tests.support.shell_relay as support
+
+    binary = None if request.param == "relay.bash" else request.getfixturevalue("_built_relay")
+    monkeypatch.setattr(support, "RELAY_BINARY", binary)
+    return binary

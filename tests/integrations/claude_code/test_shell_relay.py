@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.support import shell_relay as support
 from tests.support.shell_relay import (
     HOOKGATE,
     FakeWarm,
@@ -29,10 +30,12 @@ from tests.support.shell_relay import start_warm as start_warm_process
 from tests.support.waiting import wait_until
 from tests.support.warm_bridge import warm_pids
 
-from hookgate.integrations.claude_code import shell_relay
+from hookgate.integrations.claude_code import compiled_relay, shell_relay
+from hookgate.integrations.claude_code.warm_place import install_id
 
-pytestmark = pytest.mark.skipif(not shell_relay.available(),
-                                reason="the shell relay needs Linux and /bin/bash")
+pytestmark = [pytest.mark.skipif(not shell_relay.available(),
+                                 reason="the shell relay needs Linux and /bin/bash"),
+              pytest.mark.usefixtures("relay")]
 
 #: One tool event per agent, in its own shape, and how each reads a deny.
 EVENTS: dict[str, dict[str, Any]] = {
@@ -259,7 +262,8 @@ def test_a_hookgate_that_cannot_be_run_is_a_deny(agent: str, warm_folder: Path,
     127 would be "go ahead" for Claude Code and Codex; the relay denies in the agent's form."""
     hooks, mark = _ran(tmp_path)
     gone = str(tmp_path / "gone" / "hookgate")
-    command = shell_relay.relay_command(gone, agent, ["--config", str(hooks)], 30)
+    command = shell_relay.relay_command(gone, agent, ["--config", str(hooks)], 30,
+                                        binary=support.RELAY_BINARY)
     done = run_relay(command, EVENTS[agent], HOOKGATE_CLAUDE_CODE_WARM="off")
     assert f"cannot run {gone}" in denied(agent, done)
     assert not mark.exists()
@@ -269,8 +273,9 @@ def test_a_hookgate_that_cannot_be_run_is_a_deny(agent: str, warm_folder: Path,
 def test_a_command_installed_for_another_form_is_a_deny(agent: str, warm_folder: Path,
                                                         tmp_path: Path) -> None:
     hooks, _ = _ran(tmp_path)
-    command = relay_command(agent, hooks).replace(f"{shell_relay.SCRIPT} 1 ",
-                                                  f"{shell_relay.SCRIPT} 0 ")
+    ident = install_id()
+    command = relay_command(agent, hooks).replace(f" 1 {ident} ", f" 0 {ident} ")
+    assert f" 0 {ident} " in command
     assert "install it again" in denied(agent, run_relay(command, EVENTS[agent]))
 
 
@@ -302,7 +307,8 @@ def test_install_writes_the_shell_relay_and_starts_the_warm_process(
     to the Python relay would fail the event)."""
     hooks = hooks_file(tmp_path, REPORT)
     command = _installed_command(agent, hooks, tmp_path)
-    assert command.startswith(f"/bin/bash -p {shell_relay.SCRIPT} ")
+    # install builds the compiled relay beside relay.bash: the command is the binary alone
+    assert command.startswith(f"{compiled_relay.binary_path()} 1 ")
     wait_until(lambda: endpoint_file(warm_folder).exists(), "install's warm process", 60)
     (_, pid), = warm_pids(warm_folder).items()
     done = run_relay(command, EVENTS[agent], HG_MARK="first", HOOKGATE_SHELL_RELAY="require")

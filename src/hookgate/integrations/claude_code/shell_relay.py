@@ -72,25 +72,30 @@ def endpoint_path(folder: str, ident: str | None = None) -> str:
 
 
 def relay_command(executable: str, agent: str, options: list[str], timeout_s: int,
-                  folder: str | None = None) -> str:
+                  folder: str | None = None, binary: str | None = None) -> str:
     """The hook command: ``/bin/bash -p relay.bash 1 ID LIMIT FOLDER HOOKGATE AGENT OPTIONS``,
     quoted for a shell; it ends in ``HOOKGATE AGENT OPTIONS``, the Python relay's own command
     line. ``folder``: the warm process's (default: this environment's), written into the
-    command so that an event's environment never points the relay elsewhere."""
+    command so that an event's environment never points the relay elsewhere. ``binary``: the
+    compiled relay (:mod:`.compiled_relay`) in bash's place, with the same arguments."""
     limit = max(1, timeout_s - _MARGIN_S)
     where = folder or folder_of(os.environ)
+    arguments = " ".join(shlex.quote(part) for part in (
+        _FORM, install_id(), str(limit), where, executable, agent, *options))
     # -p: bash takes no BASH_ENV file and no functions from the environment (an exported
     # function named like a builtin would replace it)
-    parts = [BASH, "-p", SCRIPT, _FORM, install_id(), str(limit), where, executable, agent,
-             *options]
-    return " ".join(shlex.quote(part) for part in parts)
+    program = f"{BASH} -p {shlex.quote(SCRIPT)}" if binary is None else shlex.quote(binary)
+    return f"{program} {arguments}"
 
 
 def hook_command(executable: str, agent: str, options: list[str], timeout_s: int) -> str:
-    """What ``install`` writes: the shell relay where it can serve, else the Python relay
-    (``HOOKGATE AGENT OPTIONS``)."""
+    """What ``install`` writes: the shell relay where it can serve (compiled where a C compiler
+    can build it), else the Python relay (``HOOKGATE AGENT OPTIONS``)."""
+    from hookgate.integrations.claude_code import compiled_relay
+
     if available():
-        return relay_command(executable, agent, options, timeout_s)
+        return relay_command(executable, agent, options, timeout_s,
+                             binary=compiled_relay.build())
     return " ".join(shlex.quote(part) for part in (executable, agent, *options))
 
 

@@ -1,0 +1,123 @@
+"""The compiled relay (``relay.c``): built by install beside ``relay.bash``, once per source,
+atomically; a machine without a compiler keeps ``relay.bash``; what the protocol cannot carry
+(a NUL byte) goes to the Python relay before anything is sent. The protocol and its failures
+are ``test_shell_relay.py``'s, which runs every case with both relays."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+from tests.support.shell_relay import (
+    BASH_LS_EVENT,
+    HOOKGATE,
+    FakeWarm,
+    built_relay,
+    greet_then,
+    relay_command,
+    run_relay,
+)
+
+from hookgate.integrations.claude_code import compiled_relay, shell_relay
+
+pytestmark = pytest.mark.skipif(not shell_relay.available(),
+                                reason="the shell relay needs Linux and /bin/bash")
+
+
+def test_a_build_is_one_executable_named_by_its_source(tmp_path: Path) -> None:
+    """Built into the folder under the source's digest, mode 0755, nothing else left there;
+    a second build finds it and leaves it as it is (a running command keeps its file)."""
+    binary = compiled_relay.build(folder=str(tmp_path))
+    assert binary == compiled_relay.binary_path(str(tmp_path))
+    assert os.listdir(tmp_path) == [os.path.basename(binary)]
+    assert stat.S_IMODE(os.stat(binary).st_mode) == 0o755
+    inode = os.stat(binary).st_ino
+    assert compiled_relay.build(folder=str(tmp_path)) == binary
+    assert os.stat(binary).st_ino == inode
+
+
+def test_without_a_compiler_there_is_no_binary_and_install_keeps_relay_bash(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    no_compiler = {"PATH": str(tmp_path / "empty")}
+    assert compiled_relay.build(no_compiler, folder=str(tmp_path)) is None
+    assert os.listdir(tmp_path) == []
+    monkeypatch.setattr(compiled_relay, "build", lambda: None)
+    command = shell_relay.hook_command(HOOKGATE, "codex", ["--config", "/x.yaml"], 30)
+    assert command.startswith(f"/bin/bash -p {shell_relay.SCRIPT} 1 ")
+
+
+def test_a_compiler_that_fails_leaves_nothing_behind(tmp_path: Path) -> None:
+    bin_folder = tmp_path / "bin"
+    bin_folder.mkdir()
+    fake_cc = bin_folder / "cc"
+    # writes half a binary where -o says, then fails
+    fake_cc.write_text('#!/bin/sh\nwhile [ $# -gt 0 ]; do [ "$1" = -o ] && echo half > "$2"; '
+                       'shift; done; exit 1\n')
+    fake_cc.chmod(0o755)
+    out = tmp_path / "out"
+    out.mkdir()
+    assert compiled_relay.build({"PATH": str(bin_folder)}, folder=str(out)) is None
+    assert os.listdir(out) == []
+
+
+def test_a_nul_byte_in_the_input_is_never_sent(warm_folder: Path, tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """The request's fields end in NUL: an input holding one would be cut into fields the
+    warm process reads as something else. The relay hands it to the Python relay untouched,
+    which refuses it (not JSON): a deny, and the listener got nothing of it."""
+    import tests.support.shell_relay as support
+
+    monkeypatch.setattr(support, "RELAY_BINARY", built_relay())
+    hooks = tmp_path / "hookgate.json"
+    hooks.write_text('{"hooks": []}')
+    fake = FakeWarm(warm_folder, greet_then(b"X\x000\x00{}\x00\x00"))
+    fake.write_endpoint()
+    text = '{"session_id": "s", "hook_event_name": "PreToolUse", "x": "a\0b"}'
+    with fake.running():
+        required = run_relay(relay_command("claude-code", hooks), text,
+                             HOOKGATE_SHELL_RELAY="require")
+        python = run_relay(relay_command("claude-code", hooks), text,
+                           HOOKGATE_CLAUDE_CODE_WARM="off")
+    assert required.returncode == 2 and "a NUL byte in the input" in required.stderr
+    assert python.returncode == 2 and "not Claude Code hook JSON" in python.stderr
+    assert fake.received == b""
+
+
+def test_the_compiled_relay_serves_the_warm_process_without_bash(
+    warm_folder: Path, tmp_path: Path
+) -> None:
+    """The installed command is the binary and its arguments, no shell code around it, and it
+    reaches the warm process by itself (``require``: a hand-over to Python would fail)."""
+    import json
+
+    from tests.support.shell_relay import start_warm
+
+    hooks = tmp_path / "hookgate.json"
+    context = """echo '{"additional_context": "from the warm process"}'"""
+    hooks.write_text(json.dumps({"hooks": [{"name": "ctx", "event": "pre_tool_use",
+                                            "handler_type": "command",
+                                            "config": {"command": context}}]}))
+    start_warm(warm_folder, hooks, BASH_LS_EVENT)
+    binary = built_relay()
+    command = shell_relay.relay_command(HOOKGATE, "claude-code", ["--config", str(hooks)], 30,
+                                        binary=binary)
+    assert command.startswith(f"{binary} 1 ") and ";" not in command
+    done = run_relay(command, BASH_LS_EVENT, HOOKGATE_SHELL_RELAY="require")
+    assert done.returncode == 0, done.stderr
+    answer = json.loads(done.stdout)["hookSpecificOutput"]
+    assert answer["additionalContext"] == "from the warm process"
+
+
+def test_the_source_compiles_without_a_warning() -> None:
+    """Whatever compiler a user has: the code leans on no extension beyond glibc's."""
+    import subprocess
+
+    cc = compiled_relay.compiler(os.environ)
+    assert cc is not None, "a C compiler is needed to test the compiled relay"
+    done = subprocess.run([cc, "-std=gnu11", "-Wall", "-Wextra", "-Wshadow", "-Werror",
+                           "-fsyntax-only", compiled_relay.SOURCE],
+                          capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
