@@ -3,10 +3,11 @@ it: a shell started with the installed command, the event's JSON on stdin.
 
 For each agent, beside a bare ``sh`` hook doing the same check (``grep`` for ``rm -rf``):
 
-* **local**: the command ``hookgate <agent> install --config F`` writes (the shell relay,
-  ``relay.bash``: bash alone hands the event to the warm process, whose resident runs the
-  same check as a command hook, in place); an event the hook runs for, and one the file has
-  no hook for; and the same through a second warm process without a resident
+* **local**: the command ``hookgate <agent> install --config F`` writes (the compiled relay,
+  ``relay.c``, hands the event to the warm process, whose resident runs the same check as a
+  command hook, in place); an event the hook runs for, and one the file has no hook for; the
+  same with ``relay.bash`` (what install writes without a C compiler); and the same through
+  a second warm process without a resident
   (``HOOKGATE_CLAUDE_CODE_WARM_RESIDENT=off``: a fork per event, as before the resident);
 * **local, a callable hook**: the same check as a Python function (a ``callable`` hook, in a
   module beside its hooks file): the resident hands its events to the worker kept for that
@@ -48,7 +49,7 @@ import hookgate as hookgate_package
 from bench.bench_claude_code import CHECK, EVENT, GATEWAY_HOOK, HOOKS, _stop_warm
 from bench.bench_gateway import _start
 from bench.harness import Row
-from hookgate.integrations.claude_code import shell_relay
+from hookgate.integrations.claude_code import compiled_relay, shell_relay
 from hookgate.integrations.claude_code import warm_wire as wire
 from hookgate.integrations.claude_code.settings_file import gateway_hook
 
@@ -265,25 +266,33 @@ def _agent_rows(agent: str, hookgate: str, hooks: Path, callable_hooks: Path, ur
     no_hook = json.dumps({**event, "hook_event_name": NO_HOOK_EVENTS[agent],
                           "tool_response": "ok"}).encode()
     folder = str(warm_folder)
-    local = shell_relay.relay_command(hookgate, agent, ["--config", str(hooks)], 30, folder)
+    binary = compiled_relay.build()
+    if binary is None:
+        raise RuntimeError("the compiled relay cannot be built here (no C compiler?)")
+    local = shell_relay.relay_command(hookgate, agent, ["--config", str(hooks)], 30, folder,
+                                      binary)
+    local_bash = shell_relay.relay_command(hookgate, agent, ["--config", str(hooks)], 30,
+                                           folder)
     if agent == "claude-code":
         gateway = gateway_hook(url, event="PreToolUse", transport="curl")["command"]
         gateway_name = "curl transport (install --gateway)"
     else:
-        gateway = shell_relay.relay_command(hookgate, agent, ["--gateway", url], 30, folder)
+        gateway = shell_relay.relay_command(hookgate, agent, ["--gateway", url], 30, folder,
+                                            binary)
         gateway_name = "shell relay --gateway (the warm process asks hookgate serve)"
     # measured: the shell relay's own path, or a failure (never the Python fallback)
     fast = {**env, "HOOKGATE_SHELL_RELAY": "require", "HOOKGATE_CLAUDE_CODE_WARM": "require"}
     runs = {
         "sh": _Run(CHECK, stdin, env),
         "local": _Run(local, stdin, fast),
+        "local-bash": _Run(local_bash, stdin, fast),
         "forked": _Run(shell_relay.relay_command(hookgate, agent, ["--config", str(hooks)], 30,
-                                                 str(forked_folder)),
+                                                 str(forked_folder), binary),
                        stdin, _forked_env(fast, forked_folder)),
         "no-hook": _Run(local, no_hook, fast),
         "callable": _Run(shell_relay.relay_command(hookgate, agent,
                                                    ["--config", str(callable_hooks)], 30,
-                                                   folder), stdin, fast),
+                                                   folder, binary), stdin, fast),
         "python-relay": _Run(f"{hookgate} {agent} --config {hooks}", stdin, fast),
         "gateway": _Run(gateway, stdin, {**fast, "HOOKGATE_API_KEY": key}),
     }
@@ -304,8 +313,9 @@ def _agent_rows(agent: str, hookgate: str, hooks: Path, callable_hooks: Path, ur
                    sh_ms, goal, None if goal is None else found.ratio <= 2.0)
 
     return [
-        row("local", "local (installed shell relay, warm process), the hook runs",
+        row("local", "local (installed compiled relay, warm process), the hook runs",
             "<= 2x a bare sh hook"),
+        row("local-bash", "the same through relay.bash (install without a C compiler)"),
         row("no-hook", "local, an event the hooks file has no hook for",
             "<= 2x a bare sh hook"),
         row("callable", "local, a callable hook doing the same check (a Python function; "

@@ -263,3 +263,28 @@ def test_more_events_at_once_than_waiting_threads_all_run_at_once(
     assert len(list(rendezvous.iterdir())) == count
     for mark, done in results.items():
         assert reported(done)[::3] == [mark, str(resident)]
+
+
+def test_a_changed_hookgate_is_never_answered_by_the_resident(
+    warm_folder: Path, tmp_path: Path, project: Path
+) -> None:
+    """The resident learns of a change to hookgate's code from its inotify watch (one read
+    per event), and the first event after it is refused (nothing ran): the relay hands it on,
+    here ``require`` makes that hookgate's failure. Events before it are answered in place."""
+    from tests.support.warm_bridge import warm_pids
+
+    hooks = write_hooks(tmp_path / "hookgate.json", command_hook(REPORT))
+    start_warm(warm_folder, hooks, EVENT)
+    resident = resident_pid(warm_folder)
+    assert reported(relay(hooks, project))[3] == str(resident)
+    assert reported(relay(hooks, project))[3] == str(resident)  # the watch stays quiet
+    module = Path(wire.__file__)
+    before = module.stat()
+    try:
+        os.utime(module, ns=(before.st_atime_ns, before.st_mtime_ns + 1_000_000_000))
+        done = relay(hooks, project)
+        assert done.returncode == 2, done.stdout
+        assert "did not reach the warm process (refused the event)" in done.stderr
+        wait_until(lambda: not warm_pids(warm_folder), "the old warm process ends")
+    finally:
+        os.utime(module, ns=(before.st_atime_ns, before.st_mtime_ns))

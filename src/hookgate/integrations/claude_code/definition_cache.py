@@ -130,8 +130,7 @@ def read_entry(path: str, *, edition: str, environ: Mapping[str, str]) -> Entry 
         return None
     real = os.path.realpath(path)
     try:
-        with open(real, "rb") as file:
-            content = file.read()
+        content = _read_file(real)
     except OSError:
         return None  # the validation reports it
     return _entry(os.path.join(where, _entry_name(real)), _key(real, edition), content)[0]
@@ -199,8 +198,7 @@ def load_definitions(
     content: bytes | None = None
     if where is not None:
         try:
-            with open(real, "rb") as file:
-                content = file.read()
+            content = _read_file(real)
         except OSError:
             content = None  # the validation reports it
     entry_path = key = None
@@ -267,6 +265,23 @@ def _callables_resolve(definitions: Sequence[HookDefinition]) -> bool:
 def _key(real: str, edition: str) -> tuple[Any, ...]:
     import hookgate
 
+    return (ENTRY_FORMAT, hookgate.__version__, sys.version_info[:2], marshal.version,
+            edition, real, _validating_stamps())
+
+
+#: The resident's stamps of the validating modules, taken once: it checks before every
+#: event that none of hookgate's code changed (and ends if it did), so they cannot be stale.
+_RESIDENT_STAMPS: list[tuple[tuple[int, int] | None, ...]] = []
+
+
+def _validating_stamps() -> tuple[tuple[int, int] | None, ...]:
+    from hookgate.integrations.claude_code.in_place import current
+
+    resident = current() is not None
+    if resident and _RESIDENT_STAMPS:
+        return _RESIDENT_STAMPS[0]
+    import hookgate
+
     package = os.path.dirname(hookgate.__file__ or "")
     stamps: list[tuple[int, int] | None] = []
     for module in _VALIDATING_MODULES:
@@ -276,8 +291,21 @@ def _key(real: str, edition: str) -> tuple[Any, ...]:
             stamps.append(None)
         else:
             stamps.append((stat.st_mtime_ns, stat.st_size))
-    return (ENTRY_FORMAT, hookgate.__version__, sys.version_info[:2], marshal.version,
-            edition, real, tuple(stamps))
+    if resident:
+        _RESIDENT_STAMPS[:] = [tuple(stamps)]
+    return tuple(stamps)
+
+
+def _read_file(path: str) -> bytes:
+    """A whole file in plain system calls (read on every event: each call counts)."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        chunks = []
+        while chunk := os.read(fd, 1 << 16):
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
+    return b"".join(chunks)
 
 
 def _entry_name(real: str) -> str:

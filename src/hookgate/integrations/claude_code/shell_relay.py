@@ -25,7 +25,9 @@ from __future__ import annotations
 import os
 import secrets
 import shlex
+import socket
 import sys
+import threading
 from dataclasses import dataclass
 from typing import Final
 
@@ -143,7 +145,6 @@ def loopback_peer_uid(local: tuple[str, int], peer: tuple[str, int]) -> int | No
     kernel's record of that socket, asked for by its exact addresses over netlink
     (``sock_diag``, what ``ss`` uses; ``/proc/net/tcp`` costs milliseconds on a busy
     machine). ``None`` when the kernel does not know it."""
-    import socket
     import struct
 
     def address(host: str) -> bytes:
@@ -156,10 +157,14 @@ def loopback_peer_uid(local: tuple[str, int], peer: tuple[str, int]) -> int | No
     request = struct.pack("=BBBxI", socket.AF_INET, socket.IPPROTO_TCP, 0, _ALL_STATES) + sockid
     message = struct.pack("=IHHII", 16 + len(request), _SOCK_DIAG_BY_FAMILY, _NLM_F_REQUEST,
                           1, 0) + request
-    with socket.socket(socket.AF_NETLINK, socket.SOCK_DGRAM, _NETLINK_SOCK_DIAG) as netlink:
-        netlink.settimeout(1.0)
+    netlink = _netlink_socket()
+    try:
         netlink.sendto(message, (0, 0))
         answer = netlink.recv(4096)
+    except OSError:
+        _THREAD.netlink = None  # a fresh socket next time: no late answer is ever read
+        netlink.close()
+        raise
     if len(answer) < _UID_OFFSET + 4:
         return None
     _, kind = struct.unpack_from("=IH", answer)
@@ -167,6 +172,23 @@ def loopback_peer_uid(local: tuple[str, int], peer: tuple[str, int]) -> int | No
         return None  # NLMSG_ERROR: no such socket
     uid: int = struct.unpack_from("=I", answer, _UID_OFFSET)[0]
     return uid
+
+
+#: Each thread's netlink socket, kept: opening one per event cost five system calls more.
+_THREAD = threading.local()
+
+
+def _netlink_socket() -> socket.socket:
+    """This thread's socket-diagnostics socket: blocking, with a 1 s receive timeout set in
+    the kernel (a Python timeout would add a ``poll`` before every call)."""
+    import struct
+
+    netlink: socket.socket | None = getattr(_THREAD, "netlink", None)
+    if netlink is None:
+        netlink = socket.socket(socket.AF_NETLINK, socket.SOCK_DGRAM, _NETLINK_SOCK_DIAG)
+        netlink.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, struct.pack("ll", 1, 0))
+        _THREAD.netlink = netlink
+    return netlink
 
 
 @dataclass(frozen=True, slots=True)

@@ -52,16 +52,16 @@ def token_matches(request: shell_relay.ShellRequest, endpoint: shell_relay.Endpo
 
 
 def process_of(proc: str) -> tuple[dict[str, str], int] | None:
-    """The environment and umask of the relay's process (``/proc/<pid>``), if it is ours."""
+    """The environment and umask of the relay's process (``/proc/<pid>``), if it is ours.
+    Read with plain system calls, no buffered file: on every event, each call counts."""
     if os.stat(proc).st_uid != os.getuid():
         return None
-    with open(f"{proc}/environ", "rb") as file:
-        raw_env = file.read()
+    raw_env = _read_all(f"{proc}/environ")
     umask = None
-    with open(f"{proc}/status", encoding="ascii", errors="replace") as status:
-        for line in status:
-            if line.startswith("Umask:"):
-                umask = int(line.split()[1], 8)
+    for line in _read_all(f"{proc}/status").split(b"\n"):
+        if line.startswith(b"Umask:"):
+            umask = int(line.split()[1], 8)
+            break
     if umask is None:
         return None
     environ = {}
@@ -70,6 +70,17 @@ def process_of(proc: str) -> tuple[dict[str, str], int] | None:
         if sep:
             environ[os.fsdecode(name)] = os.fsdecode(value)
     return environ, umask
+
+
+def _read_all(path: str) -> bytes:
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        chunks = []
+        while chunk := os.read(fd, 1 << 16):
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
+    return b"".join(chunks)
 
 
 def run_event(
