@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from hookgate.cli import main
-from hookgate.integrations.claude_code import shell_relay
+from hookgate.integrations.claude_code import compiled_relay, shell_relay
 from hookgate.integrations.claude_code.settings_file import (
     DEFAULT_EVENTS,
     SettingsError,
@@ -64,8 +64,9 @@ def test_bridge_command_is_absolute_and_quoted(tmp_path: Path) -> None:
     python_relay = f"/usr/bin/hookgate claude-code --config '{tmp_path}/my hooks.yaml'"
     if shell_relay.available():
         folder = folder_of(os.environ)
-        assert command == (f"/bin/bash -p {shell_relay.SCRIPT} 1 {install_id()} 25 {folder} "
-                           f"{python_relay}")
+        binary = compiled_relay.build()  # the compiled relay where a C compiler builds it
+        program = f"/bin/bash -p {shell_relay.SCRIPT}" if binary is None else binary
+        assert command == f"{program} 1 {install_id()} 25 {folder} {python_relay}"
     else:
         assert command == python_relay
     assert is_bridge_command(command)
