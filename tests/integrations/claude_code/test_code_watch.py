@@ -67,3 +67,16 @@ def test_a_closed_watch_says_compare(module: Path) -> None:
     watch = _quiet(CodeWatch([str(module)]))
     watch.close()
     assert watch.maybe_changed()
+
+
+def test_folders_added_later_are_watched(module: Path, tmp_path: Path) -> None:
+    """A per-file worker watches the folders of modules an event imported, after it."""
+    watch = _quiet(CodeWatch([str(module)]))
+    later = tmp_path / "later" / "guard.py"
+    later.parent.mkdir()
+    later.write_text("y = 1\n")
+    watch.add([str(later)])
+    assert watch.maybe_changed()  # stamped before its watch began: compare once
+    assert not watch.maybe_changed()
+    later.write_text("y = 2\n")
+    assert watch.maybe_changed()

@@ -42,15 +42,29 @@ _CHANGES: Final = (_IN_MODIFY | _IN_ATTRIB | _IN_CLOSE_WRITE | _IN_MOVED_FROM | 
 class CodeWatch:
     """A non-blocking inotify watch on the folders of ``files``."""
 
-    __slots__ = ("_fd", "_first")
+    __slots__ = ("_fd", "_first", "_folders")
 
     def __init__(self, files: Iterable[str]) -> None:
         self._fd: int | None = None
+        self._folders: set[str] = set()
         #: The stamps were taken before the watch began: the first call says "compare".
         self._first = True
-        folders = {os.path.dirname(os.path.abspath(path)) for path in files}
         with contextlib.suppress(OSError, AttributeError, ValueError):
-            self._fd = _watch(sorted(folders))
+            self._fd = _new_watch()
+        self.add(files)
+
+    def add(self, files: Iterable[str]) -> None:
+        """Watch the folders of ``files`` too (modules imported since); the next call says
+        "compare", since they were stamped before their watch began."""
+        folders = {os.path.dirname(os.path.abspath(path)) for path in files} - self._folders
+        if self._fd is None or not folders:
+            return
+        self._first = True
+        for folder in sorted(folders):
+            if _LIBC.inotify_add_watch(self._fd, os.fsencode(folder), _CHANGES) < 0:
+                self.close()  # a folder we cannot watch: no promise at all
+                return
+            self._folders.add(folder)
 
     def maybe_changed(self) -> bool:
         """Something in a watched folder changed since the last call (or nothing can be
@@ -75,15 +89,10 @@ class CodeWatch:
             self._fd = None
 
 
-def _watch(folders: list[str]) -> int | None:
-    if not folders:
-        return None
-    libc = ctypes.CDLL(None, use_errno=True)  # the C library Python itself runs on
-    fd = int(libc.inotify_init1(_IN_NONBLOCK | _IN_CLOEXEC))
-    if fd < 0:
-        return None
-    for folder in folders:
-        if libc.inotify_add_watch(fd, os.fsencode(folder), _CHANGES) < 0:
-            os.close(fd)  # a folder we cannot watch: no promise at all
-            return None
-    return fd
+#: The C library Python itself runs on (inotify has no wrapper in ``os``).
+_LIBC: Final = ctypes.CDLL(None, use_errno=True)
+
+
+def _new_watch() -> int | None:
+    fd = int(_LIBC.inotify_init1(_IN_NONBLOCK | _IN_CLOEXEC))
+    return fd if fd >= 0 else None

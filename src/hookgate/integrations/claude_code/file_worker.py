@@ -30,6 +30,8 @@ import socket
 import sys
 from typing import TYPE_CHECKING, Final
 
+from hookgate.integrations.claude_code.code_watch import CodeWatch
+
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
@@ -127,9 +129,12 @@ class ModuleStamps:
     def __init__(self, before: set[str]) -> None:
         self.known = set(before)
         self.stamps: dict[str, _Stamp | None] = {}
+        #: Their folders watched (made at the first record: the per-file worker's own).
+        self.watch: CodeWatch | None = None
 
     def record(self) -> None:
         """Stamp the modules imported since the last call (after each event)."""
+        new = []
         for name, module in list(sys.modules.items()):
             if name in self.known:
                 continue
@@ -137,8 +142,17 @@ class ModuleStamps:
             path = getattr(module, "__file__", None)
             if isinstance(path, str):
                 self.stamps[path] = _stamp(path)
+                new.append(path)
+        if self.watch is None:
+            self.watch = CodeWatch(self.stamps)
+        else:
+            self.watch.add(new)
 
     def changed(self) -> bool:
+        """A module file changed: compared (each digest read again) only when the watch on
+        their folders saw something, or cannot tell."""
+        if self.watch is not None and not self.watch.maybe_changed():
+            return False
         return any(_stamp(path) != stamp for path, stamp in self.stamps.items())
 
 

@@ -55,6 +55,7 @@ from typing import TYPE_CHECKING, Final
 
 from hookgate.integrations.claude_code import file_worker, resident, shell_relay, shell_serve
 from hookgate.integrations.claude_code import warm_wire as wire
+from hookgate.integrations.claude_code.code_watch import CodeWatch
 from hookgate.integrations.claude_code.startup import BridgeArgs, parse_args
 from hookgate.integrations.claude_code.warm_place import failed_marker, peer_uid, process_key
 
@@ -201,6 +202,9 @@ class _Server:
         _preload()
         self.sample = _sample_hook()
         self.stamps = _code_stamps()
+        #: A long-lived worker's inotify watch on that code (see :meth:`watch_code`).
+        self.code_watch: CodeWatch | None = None
+        self.code_watch_pid = 0
         if os.path.lexists(path):
             os.unlink(path)  # we hold the lock: whatever is there is a dead process's
         self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -303,7 +307,15 @@ class _Server:
             self.children.discard(pid)
             self.spares.discard(pid)  # a spare that died waiting is replaced
 
+    def watch_code(self) -> None:
+        """This process lives on (a per-file worker): :meth:`stale` compares the stamps only
+        when an inotify watch on hookgate's folders saw something."""
+        self.code_watch, self.code_watch_pid = CodeWatch(self.stamps), os.getpid()
+
     def stale(self) -> bool:
+        watch = self.code_watch if self.code_watch_pid == os.getpid() else None
+        if watch is not None and not watch.maybe_changed():
+            return False
         return any(_stamp(path) != stamp for path, stamp in self.stamps.items())
 
     def _socket_is_ours(self) -> bool:
@@ -703,6 +715,7 @@ def _serve_file(server: _Server, key: str, stamps: file_worker.ModuleStamps,
 
     parent = os.getppid()
     last = time.monotonic()
+    server.watch_code()
 
     def retire() -> None:
         """No event finds this worker any more (before it refuses one: the fresh fork
