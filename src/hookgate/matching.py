@@ -207,6 +207,18 @@ class Matcher:
 def compile_matcher(pattern: str | None) -> Matcher | None:
     if pattern is None or pattern in ("", "*"):
         return None  # empty or "*" matches everything, as in Claude Code
+    return _matcher(pattern)
+
+
+#: How many compiled matchers and conditions are kept, by their source text.
+_COMPILED_KEPT: Final = 4096
+
+
+@functools.lru_cache(maxsize=_COMPILED_KEPT)
+def _matcher(pattern: str) -> Matcher:
+    """One compile per pattern: a registry built again from the same hooks (the warm
+    resident builds one per event, the gateway on every reload) reuses it. A pattern that
+    does not compile raises each time (errors are not kept)."""
     return Matcher(pattern)
 
 
@@ -351,6 +363,13 @@ class CelFilter:
 def compile_if_expr(source: str | None) -> CelFilter | None:
     if source is None or not source.strip():
         return None
+    return _cel_filter(source)
+
+
+@functools.lru_cache(maxsize=_COMPILED_KEPT)
+def _cel_filter(source: str) -> CelFilter:
+    """One compile per condition, as :func:`_matcher` (a compiled CEL program is evaluated
+    with each event's own activation: it holds nothing of an event)."""
     return CelFilter(source)
 
 

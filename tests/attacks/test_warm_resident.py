@@ -211,3 +211,26 @@ def test_another_projects_event_never_reaches_a_per_file_worker(
             stranger.kill()
     assert log.read_text() == before
     assert not worker_socket.exists()  # it left: the next event of project one forks anew
+
+
+def test_an_environment_value_is_data_in_a_spare_shells_script(folder: Path,
+                                                               tmp_path: Path) -> None:
+    """the resident runs command hooks in shells started ahead, writing each its
+    environment as ``export NAME=value`` lines: a value an agent's environment carries with
+    quotes, ``$(…)``, backticks and new lines (to run code when the script is read) reaches
+    the hook as the same bytes, and runs nothing."""
+    mark = tmp_path / "pwned"
+    hooks = _hooks(tmp_path, 'printf "%s|%s" "$0" "$SECRET_OF_ONE" >&2; exit 2')
+    start_warm(folder, hooks, EVENT)
+    command = relay_command("claude-code", hooks)
+    run_relay(command, EVENT)  # cached: in place from here
+    value = f"'; touch {mark}; echo '\n$(touch {mark})`touch {mark}`\\\"; touch {mark}"
+    shells = set()
+    for _ in range(4):  # the first spare may still be starting: later events take one
+        done = run_relay(command, EVENT, HOOKGATE_SHELL_RELAY="require", SECRET_OF_ONE=value)
+        reason = json.loads(done.stdout)["hookSpecificOutput"]["permissionDecisionReason"]
+        shell, _, seen = reason.partition("|")
+        shells.add(shell.startswith("/dev/fd/"))
+        assert seen in (value, value.replace("\n", " "))  # (a reason is one line)
+    assert True in shells  # a spare ran it
+    assert not mark.exists()

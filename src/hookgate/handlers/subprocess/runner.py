@@ -29,6 +29,8 @@ from hookgate.sandbox import NO_SANDBOX, Sandbox
 if TYPE_CHECKING:
     import asyncio
 
+    from hookgate.handlers.subprocess.spare_shell import SpareShells
+
 __all__ = [
     "BASE_ENV_KEYS",
     "CHUNK",
@@ -262,10 +264,13 @@ def run_shell_blocking(
     timeout_s: float,
     sandbox: Sandbox = NO_SANDBOX,
     umask: int = -1,
+    spares: SpareShells | None = None,
 ) -> tuple[int, bytes, bytes, int]:
     """:func:`run_shell` without an event loop, with its own timeout: the same process group,
     caps and kills; raise :class:`ShellTimeout` when ``timeout_s`` passes (the group is
     killed and the shell reaped first). ``umask``: the command's (default: this process's).
+    ``spares``: shells started ahead (:mod:`.spare_shell`), one of which runs the command
+    when it can exactly (never under a sandbox).
 
     The shell's exit is watched through a pidfd, so a background grandchild that keeps the
     pipes open does not hold the answer: the group is killed as soon as the shell is gone.
@@ -275,11 +280,15 @@ def run_shell_blocking(
 
     deadline = time.monotonic() + timeout_s
     try:
-        argv = sandbox.wrap(("/bin/sh", "-c", command), cwd)
-        proc = subprocess.Popen(
-            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            cwd=cwd, env=dict(env), process_group=0, umask=umask,
-        )
+        proc = None
+        if spares is not None and not sandbox.active and cwd is not None:
+            proc = spares.take(cwd, env, umask, command)
+        if proc is None:
+            argv = sandbox.wrap(("/bin/sh", "-c", command), cwd)
+            proc = subprocess.Popen(
+                argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                cwd=cwd, env=dict(env), process_group=0, umask=umask,
+            )
     except OSError as exc:
         where = f" in {cwd!r}" if cwd else ""
         raise HookError(f"cannot start the command{where}: {exc}") from None

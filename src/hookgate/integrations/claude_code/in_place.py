@@ -32,7 +32,10 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from types import TracebackType
 
-__all__ = ["EventProcess", "NeedsFork", "current", "install_environ", "running"]
+    from hookgate.handlers.subprocess.spare_shell import SpareShells
+
+__all__ = ["EventProcess", "NeedsFork", "current", "install_environ", "keep_spare_shells",
+           "running", "spare_shells"]
 
 
 class NeedsFork(BaseException):
@@ -126,3 +129,21 @@ def install_environ() -> None:
     if not isinstance(os.environ, _EventEnviron):
         # not to change the environment: to answer each event's thread with its own
         os.environ = _EventEnviron(os.environ)  # type: ignore[assignment]  # noqa: B003
+
+
+#: The resident's shells started ahead of the command hooks they will run (see
+#: :mod:`hookgate.handlers.subprocess.spare_shell`); none elsewhere.
+_spares: list[SpareShells] = []
+
+
+def keep_spare_shells() -> None:
+    """Keep spare shells for the events answered in place (the resident, at its start)."""
+    from hookgate.handlers.subprocess.spare_shell import SpareShells
+
+    if not _spares:
+        _spares.append(SpareShells())
+
+
+def spare_shells() -> SpareShells | None:
+    """The spare shells, for an event answered in place."""
+    return _spares[0] if _spares and current() is not None else None

@@ -245,6 +245,7 @@ class _Runner:
                 cwd if event is None else event.directory(cwd), env,
                 stdout_cap=STDOUT_CAP, stderr_cap=STDERR_CAP, timeout_s=timeout_s,
                 sandbox=self.settings.sandbox(), umask=-1 if event is None else event.umask,
+                spares=in_place.spare_shells(),
             )
             answer = command_answer(definition, self.spec, code, stdout, stderr, stdout_len)
         except ShellTimeout:

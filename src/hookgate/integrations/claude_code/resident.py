@@ -346,6 +346,7 @@ def serve_resident(
         parent = os.getppid()
         tempfile.gettempdir()  # fixed now, from this process's environment, not an event's
         in_place.install_environ()
+        in_place.keep_spare_shells()
         resident = _Resident(warm, listener, endpoint, note, end)
         _warm_up(resident)
 
