@@ -28,7 +28,7 @@ ENV = {"PATH": "/usr/bin:/bin", "HOME": "/nowhere", "QUOTED": "a b'c\"$d `x` \\ 
 @pytest.fixture
 def spares() -> Iterator[SpareShells]:
     shells = SpareShells()
-    shells._refill()
+    shells.refill()
     wait_until(lambda: len(shells._ready) == 2, "two spares are ready")
     yield shells
     shells.close()
@@ -57,6 +57,8 @@ def test_the_spare_is_taken_and_another_started(spares: SpareShells, tmp_path: P
     code, out, _, _ = run("echo $PPID; echo $$", str(tmp_path), spares)
     shell = int(out.split()[1])
     assert code == 0 and shell in before  # it ran in one of the spares
+    assert len(spares._ready) == 1  # none started in the event's wait
+    spares.refill()  # what the resident does after the answer
     wait_until(lambda: len(spares._ready) == 2, "a new spare replaces it")
     assert shell not in {spare.proc.pid for spare in spares._ready}
 
@@ -118,7 +120,7 @@ def test_concurrent_commands_beyond_the_spares_each_run_once(spares: SpareShells
 
 def test_closed_spares_end_having_run_nothing(tmp_path: Path) -> None:
     shells = SpareShells()
-    shells._refill()
+    shells.refill()
     wait_until(lambda: len(shells._ready) == 2, "two spares are ready")
     pids = [spare.proc.pid for spare in shells._ready]
     shells.close()

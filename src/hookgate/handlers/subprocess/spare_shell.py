@@ -8,7 +8,8 @@ each blocked reading its script from a pipe (``/bin/sh /dev/fd/N``), with its ow
 group and its stdin, stdout and stderr pipes, as :func:`~.runner.run_shell_blocking` makes
 them. An event takes one and writes it the script: the working folder, the umask and the
 hook's environment (``cd``, ``umask``, ``export``: the shell started with an empty one),
-then the command. A new spare is started after, off the event's path.
+then the command. New spares are started once the event is answered
+(:meth:`SpareShells.refill`).
 
 The command runs in the same kind of process with the same environment, folder, umask,
 group, pipes, caps and timeout as a fresh ``sh -c``; ``$0`` is the script's name. The
@@ -69,7 +70,6 @@ class SpareShells:
             return None
         with self._lock:
             spare = self._ready.pop() if self._ready else None
-        self._refill()
         if spare is None:
             return None
         lines = [f"cd -- {shlex.quote(cwd)} || exit 126", "unset OLDPWD", f"umask {umask:04o}"]
@@ -91,8 +91,9 @@ class SpareShells:
             os.close(spare.script)
         return spare.proc
 
-    def _refill(self) -> None:
-        """Start the missing spares on a thread of their own (not in an event's wait)."""
+    def refill(self) -> None:
+        """Start the missing spares on a thread of their own: called once an event is
+        answered, so that starting them never competes with an event's hook."""
         with self._lock:
             if self._refilling or self._closed or len(self._ready) >= self._count:
                 return
@@ -100,26 +101,29 @@ class SpareShells:
         threading.Thread(target=self._fill, name="hookgate-spare-shells", daemon=True).start()
 
     def _fill(self) -> None:
+        spare: _Spare | None = None
         try:
             while True:
                 with self._lock:
+                    if spare is not None and not self._closed:
+                        self._ready.append(spare)
+                        spare = None
                     if self._closed or len(self._ready) >= self._count:
-                        return
+                        # decided and cleared under one lock: a refill asked meanwhile
+                        # either saw this thread still filling or starts the next one
+                        self._refilling = False
+                        break
                 spare = _start()
-                if spare is None or not self._keep(spare):
+                if spare is None:
+                    with self._lock:
+                        self._refilling = False
                     return
-        finally:
+        except BaseException:
             with self._lock:
                 self._refilling = False
-
-    def _keep(self, spare: _Spare) -> bool:
-        """Add a started spare; ``False`` (and the spare ended) once closed meanwhile."""
-        with self._lock:
-            if not self._closed:
-                self._ready.append(spare)
-                return True
-        _discard(spare)
-        return False
+            raise
+        if spare is not None:
+            _discard(spare)  # closed while it started
 
     def close(self) -> None:
         """End the spares (each reads the end of an empty script and exits)."""

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from hookgate.handlers.subprocess.spare_shell import SpareShells
 
 __all__ = ["EventProcess", "NeedsFork", "current", "install_environ", "keep_spare_shells",
-           "running", "spare_shells"]
+           "refill_spare_shells", "running", "spare_shells"]
 
 
 class NeedsFork(BaseException):
@@ -142,8 +142,15 @@ def keep_spare_shells() -> None:
 
     if not _spares:
         _spares.append(SpareShells())
+        _spares[0].refill()
 
 
 def spare_shells() -> SpareShells | None:
     """The spare shells, for an event answered in place."""
     return _spares[0] if _spares and current() is not None else None
+
+
+def refill_spare_shells() -> None:
+    """Replace the spares events took (after an answer: off every event's path)."""
+    if _spares:
+        _spares[0].refill()

@@ -209,6 +209,7 @@ class _Resident:
             err.write(f"hookgate: internal error in the warm process: {exc!r}\n")
         with contextlib.suppress(OSError):
             conn.sendall(shell_serve.answer_bytes(code, out, err))
+        in_place.refill_spare_shells()
 
     def to_fork(
         self,
