@@ -128,9 +128,8 @@ def read_entry(path: str, *, edition: str, environ: Mapping[str, str]) -> Entry 
     where = cache_folder(environ)
     if where is None:
         return None
-    real = os.path.realpath(path)
     try:
-        content = _read_file(real)
+        real, content = _hooks_file(path)
     except OSError:
         return None  # the validation reports it
     return _entry(os.path.join(where, _entry_name(real)), _key(real, edition), content)[0]
@@ -189,18 +188,17 @@ def load_definitions(
     from hookgate.integrations.claude_code.in_place import NeedsFork, current
 
     resident = current() is not None
-    real = os.path.realpath(path)
+    where = cache_folder(environ)
+    content: bytes | None = None
+    try:
+        real, content = _hooks_file(path) if where is not None else (os.path.realpath(path),
+                                                                      None)
+    except OSError:
+        real = os.path.realpath(path)  # unreadable: the validation reports it
     # As hookgate.config.load_hooks: ``callable: "guards:fn"`` finds guards.py beside the file.
     folder = os.path.dirname(real)
     if not resident and folder not in sys.path:
         sys.path.append(folder)
-    where = cache_folder(environ)
-    content: bytes | None = None
-    if where is not None:
-        try:
-            content = _read_file(real)
-        except OSError:
-            content = None  # the validation reports it
     entry_path = key = None
     if where is not None and content is not None:
         key = _key(real, edition)
@@ -294,6 +292,21 @@ def _validating_stamps() -> tuple[tuple[int, int] | None, ...]:
     if resident:
         _RESIDENT_STAMPS[:] = [tuple(stamps)]
     return tuple(stamps)
+
+
+def _hooks_file(path: str) -> tuple[str, bytes]:
+    """The hooks file's real path and bytes; read once per event in the resident (the quick
+    answer and the full path both ask)."""
+    from hookgate.integrations.claude_code.in_place import current
+
+    event = current()
+    found = None if event is None else event.files.get(path)
+    if found is None:
+        real = os.path.realpath(path)
+        found = (real, _read_file(real))
+        if event is not None:
+            event.files[path] = found
+    return found
 
 
 def _read_file(path: str) -> bytes:

@@ -49,12 +49,15 @@ class EventProcess:
     """The relay's process as the event's hooks must see it. (No dataclass, no
     ``threading``: :mod:`.main` imports this module on the path that must start fast.)"""
 
-    __slots__ = ("cwd", "environ", "umask")
+    __slots__ = ("cwd", "environ", "files", "umask")
 
     def __init__(self, environ: dict[str, str], cwd: str, umask: int) -> None:
         self.environ = environ
         self.cwd = cwd
         self.umask = umask
+        #: Files the event read, by the path it named: (real path, bytes). One event reads
+        #: its hooks file once, however many steps ask for it.
+        self.files: dict[str, tuple[str, bytes]] = {}
 
     def directory(self, configured: str | None) -> str:
         """Where a command runs: its configured ``cwd`` (relative to the relay's) or the

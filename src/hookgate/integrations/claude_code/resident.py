@@ -63,6 +63,9 @@ _HAND_OFF_TIMEOUT_S: Final = 5.0
 _TICK_S: Final = 2.0
 #: A note to the warm process: an event came (its idle clock starts again).
 NOTE_ACTIVE: Final = b"A"
+#: At most one such note a second (or a quarter of the idle time, when that is shorter):
+#: each wakes the warm process, whose idle clock counts in minutes.
+_NOTE_EVERY_S: Final = 1.0
 
 
 class Warm(Protocol):
@@ -70,6 +73,8 @@ class Warm(Protocol):
 
     path: str
     key: str
+    #: Seconds without an event after which the warm process ends.
+    idle_s: float
     #: A hooks file of this process's own (one command hook that does nothing), cached.
     sample_file: str | None
     @property
@@ -102,6 +107,10 @@ class _Resident:
         self.idle = 0
         #: The keys of the per-file workers an event was just given to (one at a time).
         self.busy_files: set[str] = set()
+        self.noted = 0.0
+        self.note_every_s = min(_NOTE_EVERY_S, warm.idle_s / 4)
+        #: The listener's address: every connection's own end (no call to ask it each time).
+        self.local_address: tuple[str, int] = listener.getsockname()
         #: Whether hookgate's code may have changed (one read per event, not a stat each);
         #: once it has, every event after is refused.
         self.code_watch = CodeWatch(warm.stamps)
@@ -138,7 +147,8 @@ class _Resident:
                 with self.lock:
                     self.idle += 1
                 try:
-                    conn: socket.socket | None = self.listener.accept()[0]
+                    conn: socket.socket | None
+                    conn, peer = self.listener.accept()
                 except OSError:
                     conn = None
                 with self.lock:
@@ -150,8 +160,11 @@ class _Resident:
                     continue
                 if grow:
                     self.start_thread()
-                self.note(NOTE_ACTIVE)
-                self.answer(conn)
+                now = time.monotonic()
+                if now - self.noted >= self.note_every_s:
+                    self.noted = now
+                    self.note(NOTE_ACTIVE)
+                self.answer(conn, peer)
                 with self.lock:
                     if self.idle >= _WAITING:
                         return
@@ -159,11 +172,11 @@ class _Resident:
             with self.lock:
                 self.threads -= 1
 
-    def answer(self, conn: socket.socket) -> None:
+    def answer(self, conn: socket.socket, peer: tuple[str, int]) -> None:
         """One relay's event, in place or handed to a forked worker; never raises."""
         with conn:
             try:
-                found = shell_serve.read_request(conn, self.endpoint)
+                found = shell_serve.read_request(conn, self.endpoint, self.local_address, peer)
             except Exception:
                 return
             if found is None:

@@ -24,12 +24,17 @@ REQUEST_TIMEOUT_S: Final = 5.0
 
 
 def read_request(
-    conn: socket.socket, endpoint: shell_relay.Endpoint
+    conn: socket.socket,
+    endpoint: shell_relay.Endpoint,
+    local: tuple[str, int] | None = None,
+    peer: tuple[str, int] | None = None,
 ) -> tuple[shell_relay.ShellRequest, bytes] | None:
     """The relay's request and its bytes, once the peer is this user's and the tokens are
-    exchanged; ``None`` (say nothing more, close) otherwise. Raises on a broken connection."""
+    exchanged; ``None`` (say nothing more, close) otherwise. Raises on a broken connection.
+    ``local``, ``peer``: the connection's two ends when the caller knows them."""
     conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    if shell_relay.loopback_peer_uid(conn.getsockname(), conn.getpeername()) != os.getuid():
+    ends = (local or conn.getsockname(), peer or conn.getpeername())
+    if shell_relay.loopback_peer_uid(*ends) != os.getuid():
         return None  # another user: not a word, not even the server token
     conn.settimeout(REQUEST_TIMEOUT_S)
     conn.sendall(endpoint.server_token.encode() + b"\n")
