@@ -41,9 +41,10 @@ def test_a_build_is_one_executable_named_by_its_source(tmp_path: Path) -> None:
 def test_without_a_compiler_there_is_no_binary_and_install_keeps_relay_bash(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    no_compiler = {"PATH": str(tmp_path / "empty")}
-    assert compiled_relay.build(no_compiler, folder=str(tmp_path)) is None
-    assert os.listdir(tmp_path) == []
+    out = tmp_path / "out"
+    out.mkdir()
+    assert compiled_relay.build(folder=str(out), search_path=str(tmp_path / "empty")) is None
+    assert os.listdir(out) == []
     monkeypatch.setattr(compiled_relay, "build", lambda: None)
     command = shell_relay.hook_command(HOOKGATE, "codex", ["--config", "/x.yaml"], 30)
     assert command.startswith(f"/bin/bash -p {shell_relay.SCRIPT} 1 ")
@@ -59,7 +60,7 @@ def test_a_compiler_that_fails_leaves_nothing_behind(tmp_path: Path) -> None:
     fake_cc.chmod(0o755)
     out = tmp_path / "out"
     out.mkdir()
-    assert compiled_relay.build({"PATH": str(bin_folder)}, folder=str(out)) is None
+    assert compiled_relay.build(folder=str(out), search_path=str(bin_folder)) is None
     assert os.listdir(out) == []
 
 
@@ -115,7 +116,7 @@ def test_the_source_compiles_without_a_warning() -> None:
     """Whatever compiler a user has: the code leans on no extension beyond glibc's."""
     import subprocess
 
-    cc = compiled_relay.compiler(os.environ)
+    cc = compiled_relay.compiler()
     assert cc is not None, "a C compiler is needed to test the compiled relay"
     done = subprocess.run([cc, "-std=gnu11", "-Wall", "-Wextra", "-Wshadow", "-Werror",
                            "-fsyntax-only", compiled_relay.SOURCE],

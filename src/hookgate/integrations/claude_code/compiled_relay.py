@@ -23,12 +23,14 @@ import shutil
 import stat
 import subprocess
 import tempfile
-from collections.abc import Mapping
 from typing import Final
 
 __all__ = ["SOURCE", "binary_path", "build", "compiler"]
 
 _HERE: Final = os.path.dirname(os.path.abspath(__file__))
+#: Where the compiler is looked for, and the build's ``PATH``: the system's folders, never
+#: the caller's ``PATH`` (a project's ``bin/`` or a direnv would put its own ``cc`` first).
+SYSTEM_PATH: Final = "/usr/local/bin:/usr/bin:/bin"
 SOURCE: Final = os.path.join(_HERE, "relay.c")
 #: Static when the C library allows it (no dynamic loader: nothing of the event's
 #: environment, LD_PRELOAD included, is read before main), else the usual dynamic link.
@@ -54,24 +56,32 @@ def _usable(path: str) -> bool:
         and found.st_mode & 0o022 == 0
 
 
-def compiler(environ: Mapping[str, str]) -> str | None:
+def compiler(search_path: str = SYSTEM_PATH) -> str | None:
     for name in ("cc", "gcc", "clang"):
-        found = shutil.which(name, path=environ.get("PATH"))
+        found = shutil.which(name, path=search_path)
         if found:
             return found
     return None
 
 
-def build(environ: Mapping[str, str] | None = None, folder: str = _HERE) -> str | None:
+def _private(folder: str) -> bool:
+    """A folder only its owner can write (hookgate's package folder, normally)."""
+    try:
+        found = os.stat(folder)
+    except OSError:
+        return False
+    return os.access(folder, os.W_OK) and found.st_mode & 0o022 == 0
+
+
+def build(folder: str = _HERE, search_path: str = SYSTEM_PATH) -> str | None:
     """The binary's path, built now if need be; ``None`` when it cannot be (no C compiler,
-    the build failed, hookgate's folder is not writable): the command then runs
-    ``relay.bash``."""
-    env = os.environ if environ is None else environ
+    the build failed, hookgate's folder not writable, or writable by others too): the
+    command then runs ``relay.bash``. ``folder``, ``search_path``: elsewhere, for tests."""
     target = binary_path(folder)
     if _usable(target):
         return target
-    cc = compiler(env)
-    if cc is None or not os.access(folder, os.W_OK):
+    cc = compiler(search_path)
+    if cc is None or not _private(folder):
         return None
     for flags in _FLAG_SETS:
         try:
@@ -82,7 +92,7 @@ def build(environ: Mapping[str, str] | None = None, folder: str = _HERE) -> str 
         try:
             done = subprocess.run([cc, *flags, "-o", temporary, SOURCE], capture_output=True,
                                   timeout=_BUILD_TIMEOUT_S, check=False,
-                                  env={"PATH": env.get("PATH", os.defpath), "LC_ALL": "C"})
+                                  env={"PATH": search_path, "LC_ALL": "C"})
             if done.returncode == 0:
                 os.chmod(temporary, 0o755)
                 os.rename(temporary, target)
