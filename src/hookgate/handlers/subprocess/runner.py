@@ -28,6 +28,7 @@ from hookgate.sandbox import NO_SANDBOX, Sandbox
 
 if TYPE_CHECKING:
     import asyncio
+    import subprocess
 
     from hookgate.handlers.subprocess.spare_shell import SpareShells
 
@@ -253,6 +254,33 @@ class ShellTimeout(HookgateError, TimeoutError):
     """:func:`run_shell_blocking`: the command ran out of time (its group was killed)."""
 
 
+def _start_shell(
+    command: str,
+    cwd: str | None,
+    env: Mapping[str, str],
+    sandbox: Sandbox,
+    umask: int,
+    spares: SpareShells | None,
+) -> subprocess.Popen[bytes]:
+    """``/bin/sh -c command`` with its three pipes, in a group of its own: a spare shell
+    when one can run it exactly, else a fresh one."""
+    import subprocess
+
+    try:
+        if spares is not None and not sandbox.active and cwd is not None:
+            spare = spares.take(cwd, env, umask, command)
+            if spare is not None:
+                return spare
+        argv = sandbox.wrap(("/bin/sh", "-c", command), cwd)
+        return subprocess.Popen(
+            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            cwd=cwd, env=dict(env), process_group=0, umask=umask,
+        )
+    except OSError as exc:
+        where = f" in {cwd!r}" if cwd else ""
+        raise HookError(f"cannot start the command{where}: {exc}") from None
+
+
 def run_shell_blocking(
     command: str,
     stdin: bytes,
@@ -279,19 +307,7 @@ def run_shell_blocking(
     import subprocess
 
     deadline = time.monotonic() + timeout_s
-    try:
-        proc = None
-        if spares is not None and not sandbox.active and cwd is not None:
-            proc = spares.take(cwd, env, umask, command)
-        if proc is None:
-            argv = sandbox.wrap(("/bin/sh", "-c", command), cwd)
-            proc = subprocess.Popen(
-                argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                cwd=cwd, env=dict(env), process_group=0, umask=umask,
-            )
-    except OSError as exc:
-        where = f" in {cwd!r}" if cwd else ""
-        raise HookError(f"cannot start the command{where}: {exc}") from None
+    proc = _start_shell(command, cwd, env, sandbox, umask, spares)
     pid = proc.pid
     assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
     out_fd, err_fd, in_fd = proc.stdout.fileno(), proc.stderr.fileno(), proc.stdin.fileno()
