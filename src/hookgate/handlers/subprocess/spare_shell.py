@@ -28,6 +28,7 @@ import contextlib
 import os
 import re
 import shlex
+import signal
 import subprocess
 import threading
 from collections.abc import Mapping
@@ -85,7 +86,7 @@ class SpareShells:
             # the shell is gone before its script ended: nothing of the command ran whole;
             # its group goes, and the caller reports the failure (it does not run it again)
             with contextlib.suppress(OSError):
-                os.killpg(spare.proc.pid, 9)
+                os.killpg(spare.proc.pid, signal.SIGKILL)
             raise
         finally:
             os.close(spare.script)
