@@ -520,7 +520,16 @@ def test_the_rerun_after_the_agent_waits_again_leaves_the_audit_chain_intact(
     under a dispatch record already chained; the chain check must neither break on them (a
     false alarm an auditor would have to explain away) nor count them as checked."""
     gateway = served.gateway
-    approval_id = ask(gateway, served.agent, "cat audit")
+    answer = gateway.rest("POST", "/api/v1/dispatch", served.agent, json={
+        "event": "pre_tool_use", "input": {"tool_name": "exec", "tool_input": {"cmd": "cat audit"}},
+        "approvalWaitS": 0})
+    assert answer.status_code == 200, answer.text
+    approval_id, dispatch_id = answer.json()["approval"]["id"], answer.json()["dispatch_id"]
+    # The dispatch's record is written (and chained) before the decision: the rerun's rows
+    # then come after it. (Written in one batch with them, the record would list them: they
+    # would be checked, and this test would wait for unlisted rows in vain.)
+    wait_until(lambda: gateway.rest("GET", f"/api/v1/dispatches/{dispatch_id}").status_code
+               == 200, "the dispatch's record is written", seconds=30, poll_s=0.1)
     assert decide(
         gateway, served.approver, approval_id, updatedInput={"cmd": "rm -rf /var"}
     ).status_code == 200
