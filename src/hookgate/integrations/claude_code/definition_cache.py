@@ -297,28 +297,16 @@ def _validating_stamps() -> tuple[tuple[int, int] | None, ...]:
 def _hooks_file(path: str) -> tuple[str, bytes]:
     """The hooks file's real path and bytes; read once per event in the resident (the quick
     answer and the full path both ask)."""
-    from hookgate.integrations.claude_code.in_place import current
+    from hookgate.integrations.claude_code.in_place import current, read_whole
 
     event = current()
     found = None if event is None else event.files.get(path)
     if found is None:
         real = os.path.realpath(path)
-        found = (real, _read_file(real))
+        found = (real, read_whole(real))
         if event is not None:
             event.files[path] = found
     return found
-
-
-def _read_file(path: str) -> bytes:
-    """A whole file in plain system calls (read on every event: each call counts)."""
-    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    try:
-        chunks = []
-        while chunk := os.read(fd, 1 << 16):
-            chunks.append(chunk)
-    finally:
-        os.close(fd)
-    return b"".join(chunks)
 
 
 def _entry_name(real: str) -> str:

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from hookgate.handlers.subprocess.spare_shell import SpareShells
 
 __all__ = ["EventProcess", "NeedsFork", "current", "install_environ", "keep_spare_shells",
-           "refill_spare_shells", "running", "spare_shells"]
+           "read_whole", "refill_spare_shells", "running", "spare_shells"]
 
 
 class NeedsFork(BaseException):
@@ -157,3 +157,16 @@ def refill_spare_shells() -> None:
     """Replace the spares events took (after an answer: off every event's path)."""
     if _spares:
         _spares[0].refill()
+
+
+def read_whole(path: str) -> bytes:
+    """A whole file in plain system calls, no buffered file object: what an event reads
+    (its relay's ``/proc`` files, its hooks file), where each call counts."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        chunks = []
+        while chunk := os.read(fd, 1 << 16):
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
+    return b"".join(chunks)

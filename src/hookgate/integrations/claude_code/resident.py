@@ -42,13 +42,12 @@ from typing import TYPE_CHECKING, Final, NoReturn, Protocol
 
 from hookgate.integrations.claude_code import file_worker, in_place, shell_relay, shell_serve
 from hookgate.integrations.claude_code import warm_wire as wire
-from hookgate.integrations.claude_code.code_watch import CodeWatch
 from hookgate.integrations.claude_code.in_place import EventProcess
 from hookgate.integrations.claude_code.startup import BridgeArgs, parse_args
 from hookgate.integrations.claude_code.warm_place import peer_uid, process_key
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping
+    from collections.abc import Callable
 
 __all__ = ["MAX_IN_PLACE", "Warm", "hand_off_header", "serve_resident"]
 
@@ -77,9 +76,7 @@ class Warm(Protocol):
     idle_s: float
     #: A hooks file of this process's own (one command hook that does nothing), cached.
     sample_file: str | None
-    @property
-    def stamps(self) -> Mapping[str, object]:
-        """hookgate's module files this process loaded (what :meth:`stale` compares)."""
+    def watch_code(self) -> None: ...
 
     def stale(self) -> bool: ...
 
@@ -111,11 +108,9 @@ class _Resident:
         self.note_every_s = min(_NOTE_EVERY_S, warm.idle_s / 4)
         #: The listener's address: every connection's own end (no call to ask it each time).
         self.local_address: tuple[str, int] = listener.getsockname()
-        #: Whether hookgate's code may have changed (one read per event, not a stat each);
-        #: once it has, every event after is refused.
-        self.code_watch = CodeWatch(warm.stamps)
-        self.code_lock = threading.Lock()
-        self.code_changed = False
+        # hookgate's code checked through an inotify watch (one read per event, not a stat
+        # of each module); once it changed, every event after is refused
+        warm.watch_code()
 
     def loop(self, parent: int) -> None:
         """Start the waiting threads, then watch for the end (SIGTERM, or the warm process
@@ -184,17 +179,9 @@ class _Resident:
             request, data = found
             self.in_place(conn, request, data)
 
-    def stale(self) -> bool:
-        """hookgate's code changed since this process loaded it. One lock: an event that
-        finds the watch drained by another's check still sees what that check found."""
-        with self.code_lock:
-            if not self.code_changed and self.code_watch.maybe_changed():
-                self.code_changed = self.warm.stale()
-            return self.code_changed
-
     def in_place(self, conn: socket.socket, request: shell_relay.ShellRequest, data: bytes) -> None:
         try:
-            if self.stale():
+            if self.warm.stale():
                 # hookgate's code changed: the warm process ends, and the next event finds
                 # a new one (this one: nothing ran, the relay hands it on)
                 self.warm.unlink_socket()

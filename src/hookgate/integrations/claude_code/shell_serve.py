@@ -13,6 +13,7 @@ from typing import Final
 
 from hookgate.integrations.claude_code import shell_relay
 from hookgate.integrations.claude_code import warm_wire as wire
+from hookgate.integrations.claude_code.in_place import read_whole
 from hookgate.integrations.claude_code.startup import BridgeArgs
 
 __all__ = ["REFUSED", "answer_bytes", "process_of", "read_request", "run_event"]
@@ -61,9 +62,9 @@ def process_of(proc: str) -> tuple[dict[str, str], int] | None:
     Read with plain system calls, no buffered file: on every event, each call counts."""
     if os.stat(proc).st_uid != os.getuid():
         return None
-    raw_env = _read_all(f"{proc}/environ")
+    raw_env = read_whole(f"{proc}/environ")
     umask = None
-    for line in _read_all(f"{proc}/status").split(b"\n"):
+    for line in read_whole(f"{proc}/status").split(b"\n"):
         if line.startswith(b"Umask:"):
             umask = int(line.split()[1], 8)
             break
@@ -75,17 +76,6 @@ def process_of(proc: str) -> tuple[dict[str, str], int] | None:
         if sep:
             environ[os.fsdecode(name)] = os.fsdecode(value)
     return environ, umask
-
-
-def _read_all(path: str) -> bytes:
-    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    try:
-        chunks = []
-        while chunk := os.read(fd, 1 << 16):
-            chunks.append(chunk)
-    finally:
-        os.close(fd)
-    return b"".join(chunks)
 
 
 def run_event(

@@ -205,6 +205,8 @@ class _Server:
         #: A long-lived worker's inotify watch on that code (see :meth:`watch_code`).
         self.code_watch: CodeWatch | None = None
         self.code_watch_pid = 0
+        self.code_lock = threading.Lock()
+        self.code_changed = False
         if os.path.lexists(path):
             os.unlink(path)  # we hold the lock: whatever is there is a dead process's
         self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -308,14 +310,22 @@ class _Server:
             self.spares.discard(pid)  # a spare that died waiting is replaced
 
     def watch_code(self) -> None:
-        """This process lives on (a per-file worker): :meth:`stale` compares the stamps only
-        when an inotify watch on hookgate's folders saw something."""
+        """This process lives on (the resident, a per-file worker): :meth:`stale` compares
+        the stamps only when an inotify watch on hookgate's folders saw something."""
         self.code_watch, self.code_watch_pid = CodeWatch(self.stamps), os.getpid()
 
     def stale(self) -> bool:
         watch = self.code_watch if self.code_watch_pid == os.getpid() else None
-        if watch is not None and not watch.maybe_changed():
-            return False
+        if watch is None:
+            return self._stamps_differ()
+        # One lock: a thread that finds the watch drained by another's check still sees
+        # what that check found; once changed, always changed.
+        with self.code_lock:
+            if not self.code_changed and watch.maybe_changed():
+                self.code_changed = self._stamps_differ()
+            return self.code_changed
+
+    def _stamps_differ(self) -> bool:
         return any(_stamp(path) != stamp for path, stamp in self.stamps.items())
 
     def _socket_is_ours(self) -> bool:
