@@ -4,6 +4,7 @@ and its hand-over of events to forked workers (``H`` on the warm process's Unix 
 from __future__ import annotations
 
 import array
+import contextlib
 import json
 import os
 import shutil
@@ -234,3 +235,89 @@ def test_an_environment_value_is_data_in_a_spare_shells_script(folder: Path,
         assert seen in (value, value.replace("\n", " "))  # (a reason is one line)
     assert True in shells  # a spare ran it
     assert not mark.exists()
+
+
+def _unix_request(folder: Path, pid: int, hooks: Path) -> bytes:
+    """What a same-user process holding the client token sends on the compiled relay's Unix
+    socket, naming ``pid`` as the relay's process; the answer (``b""``: closed unanswered)."""
+    from tests.support.shell_relay import endpoint_file
+
+    endpoint = endpoint_file(folder)
+    _, server, client = endpoint.read_text().split()
+    request = b"\0".join([client.encode(), str(pid).encode(), b"claude-code", b"2",
+                          b"--config", str(hooks).encode(), json.dumps(EVENT).encode(), b""])
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as unix:
+        unix.settimeout(30)
+        unix.connect(shell_relay.unix_path(str(endpoint)))
+        assert unix.recv(64) == server.encode() + b"\n"
+        unix.sendall(request)
+        chunks = []
+        while chunk := unix.recv(65536):
+            chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def test_a_request_on_the_unix_socket_naming_another_process_runs_nothing(
+    folder: Path, tmp_path: Path
+) -> None:
+    """The kernel names who connected to the Unix socket: a request that names another
+    process (whose environment and folder the hooks would take over) is closed unanswered,
+    and no hook runs. The same request naming its own process is answered."""
+    mark = tmp_path / "ran"
+    hooks = _hooks(tmp_path, f"echo ran >> {mark}")
+    start_warm(folder, hooks, EVENT)
+    mark.unlink()
+    other = subprocess.Popen(["sleep", "60"], env={"SECRET_OF_ONE": "theirs"})
+    try:
+        assert _unix_request(folder, other.pid, hooks) == b""
+        assert not mark.exists()
+        assert _unix_request(folder, os.getpid(), hooks).startswith(b"X\0")
+        assert mark.read_text() == "ran\n"
+    finally:
+        other.kill()
+        other.wait()
+
+
+def test_another_user_gets_not_a_word_on_the_unix_socket(folder: Path, tmp_path: Path) -> None:
+    """The compiled relay's socket is 0600 in the private warm folder; even with both opened
+    to everyone by mistake, the warm process asks the kernel who connected and says nothing
+    to another user (not even the server token)."""
+    from tests.support.shell_relay import endpoint_file
+
+    start_warm(folder, _hooks(tmp_path, "true"), EVENT)
+    path = shell_relay.unix_path(str(endpoint_file(folder)))
+    assert os.stat(path).st_mode & 0o777 == 0o600
+
+    def as_nobody() -> bytes:
+        read, write = os.pipe()
+        child = os.fork()
+        if child == 0:  # pragma: no cover - the child reports through the pipe
+            code = 1
+            try:
+                os.setgid(65534)
+                os.setuid(65534)
+                with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as unix:
+                    unix.settimeout(20)
+                    try:
+                        unix.connect(path)
+                    except PermissionError:
+                        os.write(write, b"denied")
+                    else:
+                        heard = b""
+                        with contextlib.suppress(ConnectionResetError):  # closed, x unread
+                            unix.sendall(b"x")
+                            heard = unix.recv(64)
+                        os.write(write, b"said:" + heard)
+                code = 0
+            finally:
+                os._exit(code)
+        os.close(write)
+        with os.fdopen(read, "rb") as pipe:
+            said = pipe.read()
+        assert os.waitpid(child, 0)[1] == 0
+        return said
+
+    assert as_nobody() == b"denied"
+    os.chmod(folder, 0o711)
+    os.chmod(path, 0o666)
+    assert as_nobody() == b"said:"

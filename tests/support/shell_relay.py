@@ -84,20 +84,33 @@ def endpoint_file(folder: Path) -> Path:
 class FakeWarm:
     """A loopback listener with an endpoint file of its own in ``folder``: the relay finds it
     where the warm process's would be. ``behaviour`` runs on each connection; ``received``
-    holds every byte any connection sent, ``connections`` counts them."""
+    holds every byte any connection sent, ``connections`` counts them. ``unix``: it listens
+    on the compiled relay's Unix socket instead (the endpoint's port is one nobody listens
+    on)."""
 
     folder: Path
     behaviour: Behaviour
+    unix: bool = False
     endpoint: shell_relay.Endpoint = field(init=False)
     received: bytearray = field(default_factory=bytearray)
     connections: int = 0
 
     def __post_init__(self) -> None:
-        self._listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self._listener.bind(("127.0.0.1", 0))
+        if self.unix:
+            self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            self._listener.bind(str(self.unix_path))
+            port = free_port()
+        else:
+            self._listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            self._listener.bind(("127.0.0.1", 0))
+            port = self._listener.getsockname()[1]
         self._listener.listen(8)
-        self.endpoint = shell_relay.new_endpoint(self._listener.getsockname()[1])
+        self.endpoint = shell_relay.new_endpoint(port)
         self._thread = threading.Thread(target=self._serve, daemon=True)
+
+    @property
+    def unix_path(self) -> Path:
+        return Path(shell_relay.unix_path(str(endpoint_file(self.folder))))
 
     def write_endpoint(self, path: Path | None = None) -> Path:
         target = path or endpoint_file(self.folder)

@@ -122,3 +122,83 @@ def test_the_source_compiles_without_a_warning() -> None:
                            "-fsyntax-only", compiled_relay.SOURCE],
                           capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
+
+
+def _report_hooks(tmp_path: Path) -> Path:
+    import json
+
+    hooks = tmp_path / "hookgate.json"
+    context = """echo "{\\"additional_context\\": \\"warm $PPID\\"}" """
+    hooks.write_text(json.dumps({"hooks": [{"name": "ctx", "event": "pre_tool_use",
+                                            "handler_type": "command",
+                                            "config": {"command": context}}]}))
+    return hooks
+
+
+def _compiled(hooks: Path) -> str:
+    return shell_relay.relay_command(HOOKGATE, "claude-code", ["--config", str(hooks)], 30,
+                                     binary=built_relay())
+
+
+def test_the_compiled_relay_takes_the_warm_processs_unix_socket(
+    warm_folder: Path, tmp_path: Path
+) -> None:
+    """With the endpoint's port dead, the compiled relay still reaches the warm process, on
+    the Unix socket beside the endpoint file; relay.bash (TCP only) cannot."""
+    import json
+
+    from tests.support.shell_relay import endpoint_file, free_port, start_warm
+
+    hooks = _report_hooks(tmp_path)
+    start_warm(warm_folder, hooks, BASH_LS_EVENT)
+    endpoint = endpoint_file(warm_folder)
+    assert Path(shell_relay.unix_path(str(endpoint))).is_socket()
+    _, server, client = endpoint.read_text().split()
+    endpoint.write_text(f"{free_port()} {server} {client}\n")
+    binary = built_relay()
+    options = ["--config", str(hooks)]
+    compiled = shell_relay.relay_command(HOOKGATE, "claude-code", options, 30, binary=binary)
+    done = run_relay(compiled, BASH_LS_EVENT, HOOKGATE_SHELL_RELAY="require")
+    assert done.returncode == 0, done.stderr
+    context = json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert context.startswith("warm ")
+    bash = shell_relay.relay_command(HOOKGATE, "claude-code", options, 30)
+    refused = run_relay(bash, BASH_LS_EVENT, HOOKGATE_SHELL_RELAY="require")
+    assert refused.returncode == 2 and "(refused)" in refused.stderr
+
+
+def test_an_impostor_on_the_unix_socket_learns_nothing(warm_folder: Path,
+                                                        tmp_path: Path) -> None:
+    """A listener of the user's at the socket's path that cannot greet with the server
+    token: the relay sends it nothing (neither the event nor the client token)."""
+    from tests.support.shell_relay import impostor
+
+    fake = FakeWarm(warm_folder, impostor, unix=True)
+    fake.write_endpoint()
+    with fake.running():
+        done = run_relay(_compiled(_report_hooks(tmp_path)), BASH_LS_EVENT,
+                         HOOKGATE_SHELL_RELAY="require")
+    assert done.returncode == 2 and "not the warm process" in done.stderr
+    assert fake.connections == 1 and fake.received == b""
+
+
+@pytest.mark.parametrize("how", ["another user's", "a symlink"])
+def test_a_unix_socket_that_is_not_the_users_own_is_passed_by(
+    how: str, warm_folder: Path, tmp_path: Path
+) -> None:
+    """Only the user's own socket decides where the event goes: one owned by another user,
+    or a symlink (to a listener that would answer "allow"), is never connected to; the relay
+    takes the port (dead here) instead."""
+    fake = FakeWarm(warm_folder, greet_then(b"X\x000\x00\x00\x00"), unix=True)
+    fake.write_endpoint()
+    if how == "another user's":
+        os.chown(fake.unix_path, 65534, 65534)
+    else:
+        moved = tmp_path / "elsewhere.unix"
+        fake.unix_path.rename(moved)
+        fake.unix_path.symlink_to(moved)
+    with fake.running():
+        done = run_relay(_compiled(_report_hooks(tmp_path)), BASH_LS_EVENT,
+                         HOOKGATE_SHELL_RELAY="require")
+    assert done.returncode == 2 and "(refused)" in done.stderr, done.stderr
+    assert fake.connections == 0

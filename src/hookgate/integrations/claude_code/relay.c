@@ -29,6 +29,7 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -180,6 +181,26 @@ static int own(const struct stat *st) { return st->st_uid == geteuid(); }
 
 enum endpoint_found { ENDPOINT_OK, NO_ENDPOINT, UNREADABLE_ENDPOINT, BAD_ENDPOINT };
 
+/* The warm process's Unix socket beside the endpoint file, when it is there and the user's
+ * own: connected, or -1 (the relay then takes the loopback port). On it the kernel tells
+ * the warm process who connected, and loopback TCP's cost per event is gone; the greeting
+ * and the tokens are the same. */
+static int unix_connection(const char *folder, const char *id) {
+    struct sockaddr_un address = {.sun_family = AF_UNIX};
+    if ((size_t)snprintf(address.sun_path, sizeof address.sun_path, "%s/sh-%s.unix", folder,
+                         id) >= sizeof address.sun_path)
+        return -1;
+    struct stat st;
+    if (lstat(address.sun_path, &st) != 0 || !S_ISSOCK(st.st_mode) || !own(&st)) return -1;
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return -1;
+    if (connect(fd, (struct sockaddr *)&address, sizeof address) != 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
 static enum endpoint_found read_endpoint(const char *folder, const char *id, int *port,
                                          char *server_token, char *client_token) {
     struct stat st;
@@ -301,13 +322,17 @@ int main(int argc, char **argv) {
     case BAD_ENDPOINT: fallback("bad endpoint"); break;
     }
 
-    conn = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    struct sockaddr_in address = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (conn < 0 || connect(conn, (struct sockaddr *)&address, sizeof address) != 0)
-        fallback("refused");
-    int on = 1;
-    setsockopt(conn, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on);
+    conn = unix_connection(folder, id);
+    if (conn < 0) {
+        conn = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        struct sockaddr_in address = {.sin_family = AF_INET,
+                                      .sin_port = htons((uint16_t)port)};
+        address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        if (conn < 0 || connect(conn, (struct sockaddr *)&address, sizeof address) != 0)
+            fallback("refused");
+        int on = 1;
+        setsockopt(conn, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on);
+    }
     if (!greeted(server_token)) fallback("not the warm process");
 
     if (read_input() < 0) fallback("cannot read the event");

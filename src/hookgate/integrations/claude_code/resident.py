@@ -1,7 +1,8 @@
 """The warm process's resident worker: ``relay.bash`` events answered in place, no fork each.
 
 The warm process (:mod:`.warm`) forks it once, after importing hookgate, and keeps one
-running. It alone accepts on the shell relay's loopback port and answers each connection
+running. It alone accepts on the shell relay's loopback port and on the compiled relay's
+Unix socket (each with threads waiting on it), and answers each connection
 on a thread of its own (agents run hooks in parallel), by the same code a forked worker
 runs (:mod:`.shell_serve`, :func:`.main.run`, the agent bridge), with the relay's process
 (environment, working directory, umask read from ``/proc/<pid>``) held by the thread
@@ -87,27 +88,31 @@ class _Resident:
     def __init__(
         self,
         warm: Warm,
-        listener: socket.socket,
+        listeners: list[socket.socket],
         endpoint: shell_relay.Endpoint,
         note: Callable[[bytes], None],
         end: Callable[[], None],
     ) -> None:
         self.warm = warm
-        self.listener = listener
+        self.listeners = listeners
         self.endpoint = endpoint
         self.note = note
         self.end = end
         self.ending = False
         self.lock = threading.Lock()
-        #: Threads alive, and those waiting in ``accept()``.
+        #: Threads alive, and those waiting in ``accept()`` on each listener (by its fd).
         self.threads = 0
-        self.idle = 0
+        self.idle = {listener.fileno(): 0 for listener in listeners}
         #: The keys of the per-file workers an event was just given to (one at a time).
         self.busy_files: set[str] = set()
         self.noted = 0.0
         self.note_every_s = min(_NOTE_EVERY_S, warm.idle_s / 4)
-        #: The listener's address: every connection's own end (no call to ask it each time).
-        self.local_address: tuple[str, int] = listener.getsockname()
+        #: Each TCP listener's address: its connections' own end (not asked each time).
+        self.local_address: dict[int, tuple[str, int]] = {
+            listener.fileno(): listener.getsockname()
+            for listener in listeners
+            if listener.family == socket.AF_INET
+        }
         # hookgate's code checked through an inotify watch (one read per event, not a stat
         # of each module); once it changed, every event after is refused
         warm.watch_code()
@@ -115,63 +120,76 @@ class _Resident:
     def loop(self, parent: int) -> None:
         """Start the waiting threads, then watch for the end (SIGTERM, or the warm process
         gone); ``accept()`` is woken for it by shutting the listener down."""
-        self.listener.settimeout(None)  # a blocking accept(): the kernel wakes one waiter
-        for _ in range(_WAITING):
-            self.start_thread()
+        for listener in self.listeners:
+            listener.settimeout(None)  # a blocking accept(): the kernel wakes one waiter
+            for _ in range(_WAITING):
+                self.start_thread(listener)
         while not self.ending and os.getppid() == parent:
             time.sleep(_TICK_S)
         self.ending = True
-        with contextlib.suppress(OSError):
-            self.listener.shutdown(socket.SHUT_RDWR)
+        for listener in self.listeners:
+            with contextlib.suppress(OSError):
+                listener.shutdown(socket.SHUT_RDWR)
 
-    def start_thread(self) -> None:
+    def start_thread(self, listener: socket.socket) -> None:
         with self.lock:
             self.threads += 1
         try:
-            threading.Thread(target=self.wait_and_answer, name="hookgate-event").start()
+            threading.Thread(
+                target=self.wait_and_answer, args=(listener,), name="hookgate-event"
+            ).start()
         except RuntimeError:  # no more threads: the others still answer
             with self.lock:
                 self.threads -= 1
 
-    def wait_and_answer(self) -> None:
-        """Take a connection and answer it in this thread (no thread is started per event);
-        while every thread is busy, one more starts (up to ``MAX_IN_PLACE``), and a thread
-        beyond ``_WAITING`` idle ones ends."""
+    def wait_and_answer(self, listener: socket.socket) -> None:
+        """Take a connection on ``listener`` and answer it in this thread (no thread is
+        started per event); while every thread waiting on it is busy, one more starts (up
+        to ``MAX_IN_PLACE`` in all), and a thread beyond ``_WAITING`` idle ones ends."""
+        fd = listener.fileno()
+        local = self.local_address.get(fd)
         try:
             while not self.ending:
                 with self.lock:
-                    self.idle += 1
+                    self.idle[fd] += 1
                 try:
                     conn: socket.socket | None
-                    conn, peer = self.listener.accept()
+                    conn, peer = listener.accept()
                 except OSError:
                     conn = None
                 with self.lock:
-                    self.idle -= 1
-                    grow = conn is not None and not self.idle and self.threads < MAX_IN_PLACE
+                    self.idle[fd] -= 1
+                    grow = (conn is not None and not self.idle[fd]
+                            and self.threads < MAX_IN_PLACE)
                 if conn is None:
                     if not self.ending:
                         time.sleep(0.05)  # (a failed accept, such as too many open files)
                     continue
                 if grow:
-                    self.start_thread()
+                    self.start_thread(listener)
                 now = time.monotonic()
                 if now - self.noted >= self.note_every_s:
                     self.noted = now
                     self.note(NOTE_ACTIVE)
-                self.answer(conn, peer)
+                self.answer(conn, local, peer if local else None)
                 with self.lock:
-                    if self.idle >= _WAITING:
+                    if self.idle[fd] >= _WAITING:
                         return
         finally:
             with self.lock:
                 self.threads -= 1
 
-    def answer(self, conn: socket.socket, peer: tuple[str, int]) -> None:
-        """One relay's event, in place or handed to a forked worker; never raises."""
+    def answer(
+        self,
+        conn: socket.socket,
+        local: tuple[str, int] | None,
+        peer: tuple[str, int] | None,
+    ) -> None:
+        """One relay's event, in place or handed to a forked worker; never raises.
+        ``local``, ``peer``: a TCP connection's two ends (``None`` on the Unix socket)."""
         with conn:
             try:
-                found = shell_serve.read_request(conn, self.endpoint, self.local_address, peer)
+                found = shell_serve.read_request(conn, self.endpoint, local, peer)
             except Exception:
                 return
             if found is None:
@@ -332,7 +350,7 @@ def _event_process(
 
 def serve_resident(
     warm: Warm,
-    listener: socket.socket,
+    listeners: list[socket.socket],
     endpoint: shell_relay.Endpoint,
     note: Callable[[bytes], None],
     end: Callable[[], None],
@@ -348,7 +366,7 @@ def serve_resident(
         tempfile.gettempdir()  # fixed now, from this process's environment, not an event's
         in_place.install_environ()
         in_place.keep_spare_shells()
-        resident = _Resident(warm, listener, endpoint, note, end)
+        resident = _Resident(warm, listeners, endpoint, note, end)
         _warm_up(resident)
 
         def stop(signum: int, frame: object) -> None:

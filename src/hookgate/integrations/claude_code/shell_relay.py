@@ -13,6 +13,11 @@ The warm process (:mod:`.warm`) listens on a loopback TCP port besides its Unix 
   sends the event (or the client token) to a process that took the port after the warm
   process ended; the relay then sends the **client token**, without which nothing runs (a
   process of the same user that cannot read the folder, a sandboxed tool, gets nothing).
+* **The compiled relay's socket.** Beside the port, the warm process listens on a Unix socket,
+  ``<endpoint file>.unix``, which the compiled relay (``relay.c``) takes when it is there
+  and its own: the kernel names the peer (``SO_PEERCRED``: its user and process, no netlink
+  question), and loopback TCP's own cost per event (the handshake, the segments, the
+  teardown) is gone. The tokens are exchanged on it as on the port.
 * **The request**: NUL-terminated fields (the client token, the relay's pid, the agent, the
   number of options, the options, the input); the worker takes the relay's environment,
   working folder and umask from ``/proc/<pid>``, as the Unix-socket relay sends them.
@@ -45,6 +50,7 @@ __all__ = [
     "new_endpoint",
     "parse_request",
     "relay_command",
+    "unix_path",
 ]
 
 BASH: Final = "/bin/bash"
@@ -71,6 +77,11 @@ def available() -> bool:
 
 def endpoint_path(folder: str, ident: str | None = None) -> str:
     return os.path.join(folder, "sh-" + (ident or install_id()))
+
+
+def unix_path(endpoint: str) -> str:
+    """The compiled relay's Unix socket, beside the endpoint file (``relay.c`` names it so)."""
+    return endpoint + ".unix"
 
 
 def relay_command(executable: str, agent: str, options: list[str], timeout_s: int,

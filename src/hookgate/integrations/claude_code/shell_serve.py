@@ -15,6 +15,7 @@ from hookgate.integrations.claude_code import shell_relay
 from hookgate.integrations.claude_code import warm_wire as wire
 from hookgate.integrations.claude_code.in_place import read_whole
 from hookgate.integrations.claude_code.startup import BridgeArgs
+from hookgate.integrations.claude_code.warm_place import peer_of
 
 __all__ = ["REFUSED", "answer_bytes", "process_of", "read_request", "run_event"]
 
@@ -32,11 +33,19 @@ def read_request(
 ) -> tuple[shell_relay.ShellRequest, bytes] | None:
     """The relay's request and its bytes, once the peer is this user's and the tokens are
     exchanged; ``None`` (say nothing more, close) otherwise. Raises on a broken connection.
-    ``local``, ``peer``: the connection's two ends when the caller knows them."""
-    conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    ends = (local or conn.getsockname(), peer or conn.getpeername())
-    if shell_relay.loopback_peer_uid(*ends) != os.getuid():
-        return None  # another user: not a word, not even the server token
+    ``local``, ``peer``: a TCP connection's two ends when the caller knows them. On the Unix
+    socket the kernel names the relay's process, and the request must name the same."""
+    if conn.family == socket.AF_UNIX:
+        found = peer_of(conn)
+        if found.uid != os.getuid():
+            return None
+        relay_pid: int | None = found.pid
+    else:
+        conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        ends = (local or conn.getsockname(), peer or conn.getpeername())
+        if shell_relay.loopback_peer_uid(*ends) != os.getuid():
+            return None  # another user: not a word, not even the server token
+        relay_pid = None
     conn.settimeout(REQUEST_TIMEOUT_S)
     conn.sendall(endpoint.server_token.encode() + b"\n")
     data = bytearray()
@@ -50,6 +59,8 @@ def read_request(
             request = shell_relay.parse_request(bytes(data))
     if not token_matches(request, endpoint):
         return None
+    if relay_pid is not None and request.pid != relay_pid:
+        return None  # it names a process other than its own
     return request, bytes(data)
 
 

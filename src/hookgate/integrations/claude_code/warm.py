@@ -57,7 +57,12 @@ from hookgate.integrations.claude_code import file_worker, resident, shell_relay
 from hookgate.integrations.claude_code import warm_wire as wire
 from hookgate.integrations.claude_code.code_watch import CodeWatch
 from hookgate.integrations.claude_code.startup import BridgeArgs, parse_args
-from hookgate.integrations.claude_code.warm_place import failed_marker, peer_uid, process_key
+from hookgate.integrations.claude_code.warm_place import (
+    MAX_SOCKET_PATH,
+    failed_marker,
+    peer_uid,
+    process_key,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -353,7 +358,7 @@ class _Server:
         self.unlink_socket()  # first: no relay finds us any more
         self.listener.close()
         if self.shell is not None:
-            self.shell.listener.close()
+            self.shell.close()
         if self.sample_file is not None:
             with contextlib.suppress(OSError):
                 os.unlink(self.sample_file)
@@ -397,11 +402,15 @@ _REFILL_DELAY_S: Final = 0.25
 
 
 class _ShellListener:
-    """The loopback port for ``relay.bash`` and its endpoint file (see :mod:`.shell_relay`)."""
+    """The shell relay's listeners and their endpoint file (see :mod:`.shell_relay`): the
+    loopback port, which ``relay.bash`` reaches, and the Unix socket beside the endpoint file,
+    which the compiled relay takes when it is there (``None`` when it could not be made: the
+    compiled relay then takes the port)."""
 
-    def __init__(self, listener: socket.socket, endpoint: shell_relay.Endpoint, path: str,
-                 inode: int) -> None:
+    def __init__(self, listener: socket.socket, unix: _UnixListener | None,
+                 endpoint: shell_relay.Endpoint, path: str, inode: int) -> None:
         self.listener = listener
+        self.unix = unix
         self.endpoint = endpoint
         self.path = path
         self.inode = inode
@@ -413,21 +422,73 @@ class _ShellListener:
         if not shell_relay.available():
             return None
         listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        unix = None
         try:
             listener.bind(("127.0.0.1", 0))
             listener.listen(128)
             endpoint = shell_relay.new_endpoint(listener.getsockname()[1])
             path = shell_relay.endpoint_path(folder)
+            # before the endpoint file: a relay that finds the file finds the socket too
+            unix = _UnixListener.open(shell_relay.unix_path(path))
             inode = shell_relay.write_endpoint(path, endpoint)
         except OSError:
             listener.close()
+            if unix is not None:
+                unix.close()
             return None
-        return cls(listener, endpoint, path, inode)
+        return cls(listener, unix, endpoint, path, inode)
+
+    @property
+    def listeners(self) -> list[socket.socket]:
+        return [self.listener] + ([self.unix.listener] if self.unix else [])
 
     def unlink(self) -> None:
         with contextlib.suppress(OSError):
             if os.lstat(self.path).st_ino == self.inode:
                 os.unlink(self.path)
+        if self.unix is not None:
+            self.unix.unlink()
+
+    def close(self) -> None:
+        for listener in self.listeners:
+            listener.close()
+
+
+class _UnixListener:
+    """A Unix socket of this process's, 0600, and its inode (only ours is ever removed)."""
+
+    def __init__(self, listener: socket.socket, path: str, inode: int) -> None:
+        self.listener = listener
+        self.path = path
+        self.inode = inode
+
+    @classmethod
+    def open(cls, path: str) -> _UnixListener | None:
+        """``None`` when the path is too long for a socket address or cannot be bound."""
+        if len(os.fsencode(path)) > MAX_SOCKET_PATH:
+            return None
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)  # we hold the warm process's lock: it is a dead one's
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        old = os.umask(0o177)
+        try:
+            listener.bind(path)
+            listener.listen(128)
+            inode = os.lstat(path).st_ino
+        except OSError:
+            listener.close()
+            return None
+        finally:
+            os.umask(old)
+        return cls(listener, path, inode)
+
+    def unlink(self) -> None:
+        with contextlib.suppress(OSError):
+            if os.lstat(self.path).st_ino == self.inode:
+                os.unlink(self.path)
+
+    def close(self) -> None:
+        self.listener.close()
 
 
 def _note(server: _Server, kind: bytes) -> None:
@@ -451,7 +512,7 @@ def _resident(server: _Server, life_read: int) -> None:
         assert server.shell is not None
     except BaseException:
         os._exit(1)
-    resident.serve_resident(server, server.shell.listener, server.shell.endpoint,
+    resident.serve_resident(server, server.shell.listeners, server.shell.endpoint,
                             lambda kind: _note(server, kind),
                             lambda: _note(server, _NOTE_END))
 
@@ -470,7 +531,7 @@ def _spare(server: _Server) -> None:
         _note(server, _NOTE_TOOK)
         server.listener.close()
         if server.shell is not None:
-            server.shell.listener.close()
+            server.shell.close()
     except BaseException:
         os._exit(0)
     before = set(sys.modules)  # what the worker did not import for a hooks file
@@ -491,7 +552,7 @@ def _accept(server: _Server, parent: int) -> tuple[socket.socket, bool]:
     # With a resident, the shell relay's port is its alone (its events reach a worker
     # through the Unix socket, handed over).
     shell = server.shell if server.shell and not server.resident_wanted else None
-    listeners = [server.listener] + ([shell.listener] if shell else [])
+    listeners = [server.listener] + (shell.listeners if shell else [])
     poller = select.epoll()
     for listener in listeners:
         listener.setblocking(False)

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from typing import Final
 
 __all__ = [
+    "MAX_SOCKET_PATH",
     "OFF_VALUES",
     "RETRY_START_S",
     "Place",
@@ -38,6 +39,8 @@ __all__ = [
     "failed_marker",
     "folder_of",
     "install_id",
+    "Peer",
+    "peer_of",
     "peer_uid",
     "place",
     "process_key",
@@ -49,7 +52,7 @@ OFF_VALUES: Final = ("off", "0", "no", "false")
 #: How long after a failed start no warm process is started again.
 RETRY_START_S: Final = 60.0
 #: Longest path a Unix socket address holds (``sun_path``, with its final NUL).
-_MAX_SOCKET_PATH: Final = 107
+MAX_SOCKET_PATH: Final = 107
 
 
 def disabled(environ: Mapping[str, str]) -> bool:
@@ -153,12 +156,29 @@ def place(environ: Mapping[str, str]) -> Place | None:
     if not usable_folder(folder):
         return None
     found = Place(folder, process_key(environ))
-    if len(os.fsencode(found.socket)) > _MAX_SOCKET_PATH:
+    if len(os.fsencode(found.socket)) > MAX_SOCKET_PATH:
         return None
     return found
 
 
 def peer_uid(sock: _socket.socket) -> int:
     """The user id of the process at the other end of a connected Unix socket."""
+    return peer_of(sock).uid
+
+
+class Peer:
+    """The process at the other end of a Unix socket, as the kernel knows it. (No
+    ``typing``: the relay's fast path imports this module.)"""
+
+    __slots__ = ("pid", "uid")
+
+    def __init__(self, pid: int, uid: int) -> None:
+        self.pid = pid
+        self.uid = uid
+
+
+def peer_of(sock: _socket.socket) -> Peer:
+    """The process that connected (or listens at) the other end of a Unix socket."""
     creds = sock.getsockopt(_socket.SOL_SOCKET, _socket.SO_PEERCRED, 12)  # pid, uid, gid
-    return int.from_bytes(creds[4:8], sys.byteorder)
+    return Peer(int.from_bytes(creds[0:4], sys.byteorder, signed=True),
+                int.from_bytes(creds[4:8], sys.byteorder))
