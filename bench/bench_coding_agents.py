@@ -34,6 +34,7 @@ import compileall
 import json
 import os
 import resource
+import shlex
 import shutil
 import statistics
 import subprocess
@@ -55,7 +56,7 @@ from hookgate.integrations.claude_code.settings_file import gateway_hook
 
 #: One tool event per agent, in its own shape, and one the hooks file has nothing for.
 INPUTS: dict[str, dict[str, object]] = {
-    "claude-code": EVENT,
+    "claude-code": {**EVENT},
     "codex": {"session_id": "bench", "cwd": "/tmp", "hook_event_name": "PreToolUse",
               "model": "m", "permission_mode": "bypassPermissions", "turn_id": "t1",
               "tool_name": "Bash", "tool_input": {"command": "ls -la /tmp"},
@@ -75,30 +76,41 @@ CALLABLE_HOOKS: Final = {"hooks": [{"name": "no-rm-rf", "event": "pre_tool_use",
                                     "matcher": "^Bash$", "handler_type": "callable",
                                     "config": {"callable": "bench_agents_guard:no_rm_rf"}}]}
 NO_HOOK_EVENTS = {"claude-code": "PostToolUse", "codex": "PostToolUse", "gemini": "AfterTool"}
+#: How each agent runs a hook's command line (checked with the real CLIs: Claude Code 2.1.330
+#: runs a shell-form command with /bin/sh -c and an exec-form one, ``command`` and ``args``,
+#: with no shell at all; Codex and Gemini CLI run ``bash -c``; see
+#: docs/coding-agents.md).
+SHELLS: Final = {"claude-code": ("/bin/sh", "-c"), "codex": ("/bin/bash", "-c"),
+                 "gemini": ("/bin/bash", "-c")}
 #: Seconds between two runs (not timed), as between an agent's events.
 PAUSE_S = 0.3
 
 
 class _Run:
-    """One command as an agent runs it: ``/bin/sh -c COMMAND``, JSON on stdin."""
+    """One hook as an agent runs it, JSON on stdin: a command line through the agent's shell
+    (:data:`SHELLS`), or a program and its arguments (Claude Code's exec form, no shell)."""
 
-    __slots__ = ("command", "env", "stdin")
+    __slots__ = ("argv", "env", "stdin")
 
-    def __init__(self, command: str, stdin: bytes, env: dict[str, str]) -> None:
-        self.command = command
+    def __init__(self, argv: list[str], stdin: bytes, env: dict[str, str]) -> None:
+        self.argv = argv
         self.stdin = stdin
         self.env = env
+
+    @classmethod
+    def shell(cls, agent: str, command: str, stdin: bytes, env: dict[str, str]) -> _Run:
+        return cls([*SHELLS[agent], command], stdin, env)
 
     def timed(self) -> tuple[float, float]:
         """(wall, CPU of the process tree) in ms."""
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         started = time.perf_counter()
-        done = subprocess.run(["/bin/sh", "-c", self.command], input=self.stdin,
+        done = subprocess.run(self.argv, input=self.stdin,
                               env=self.env, capture_output=True, check=False)
         wall = (time.perf_counter() - started) * 1000
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         if done.returncode not in (0, 2) or b"hookgate:" in done.stderr:
-            raise RuntimeError(f"{self.command[:80]!r} failed ({done.returncode}): "
+            raise RuntimeError(f"{shlex.join(self.argv)[:80]!r} failed ({done.returncode}): "
                                f"{done.stderr[-500:]!r}")
         cpu = (after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime) * 1000
         return wall, cpu
@@ -269,42 +281,51 @@ def _agent_rows(agent: str, hookgate: str, hooks: Path, callable_hooks: Path, ur
     binary = compiled_relay.build()
     if binary is None:
         raise RuntimeError("the compiled relay cannot be built here (no C compiler?)")
-    local = shell_relay.relay_command(hookgate, agent, ["--config", str(hooks)], 30, folder,
-                                      binary)
-    local_bash = shell_relay.relay_command(hookgate, agent, ["--config", str(hooks)], 30,
-                                           folder)
+    def relay(options: list[str], where: str = folder, program: str | None = binary
+              ) -> list[str]:
+        return shell_relay.relay_argv(hookgate, agent, options, 30, where, program)
+
+    def installed(argv: list[str], data: bytes, run_env: dict[str, str]) -> _Run:
+        """The compiled relay as install writes it for this agent: Claude Code's exec form
+        (no shell), a command line for Codex and Gemini (bash -c)."""
+        if agent == "claude-code":
+            return _Run(argv, data, run_env)
+        return _Run.shell(agent, shlex.join(argv), data, run_env)
+
+    config = ["--config", str(hooks)]
+    local = relay(config)
     if agent == "claude-code":
         gateway = gateway_hook(url, event="PreToolUse", transport="curl")["command"]
         gateway_name = "curl transport (install --gateway)"
     else:
-        gateway = shell_relay.relay_command(hookgate, agent, ["--gateway", url], 30, folder,
-                                            binary)
+        gateway = shlex.join(relay(["--gateway", url]))
         gateway_name = "shell relay --gateway (the warm process asks hookgate serve)"
     # measured: the shell relay's own path, or a failure (never the Python fallback)
     fast = {**env, "HOOKGATE_SHELL_RELAY": "require", "HOOKGATE_CLAUDE_CODE_WARM": "require"}
     runs = {
-        "sh": _Run(CHECK, stdin, env),
-        "local": _Run(local, stdin, fast),
-        "local-bash": _Run(local_bash, stdin, fast),
-        "forked": _Run(shell_relay.relay_command(hookgate, agent, ["--config", str(hooks)], 30,
-                                                 str(forked_folder), binary),
-                       stdin, _forked_env(fast, forked_folder)),
-        "no-hook": _Run(local, no_hook, fast),
-        "callable": _Run(shell_relay.relay_command(hookgate, agent,
-                                                   ["--config", str(callable_hooks)], 30,
-                                                   folder, binary), stdin, fast),
-        "python-relay": _Run(f"{hookgate} {agent} --config {hooks}", stdin, fast),
-        "gateway": _Run(gateway, stdin, {**fast, "HOOKGATE_API_KEY": key}),
+        "sh": _Run.shell(agent, CHECK, stdin, env),
+        "local": installed(local, stdin, fast),
+        "local-bash": _Run.shell(agent, shlex.join(relay(config, program=None)), stdin, fast),
+        "forked": installed(relay(config, str(forked_folder)), stdin,
+                            _forked_env(fast, forked_folder)),
+        "no-hook": installed(local, no_hook, fast),
+        "callable": installed(relay(["--config", str(callable_hooks)]), stdin, fast),
+        "python-relay": _Run.shell(agent, f"{hookgate} {agent} --config {hooks}", stdin, fast),
+        "gateway": _Run.shell(agent, gateway, stdin, {**fast, "HOOKGATE_API_KEY": key}),
     }
+    if agent == "claude-code":  # what exec form saves: the same relay as a command line
+        runs["shell-form"] = _Run.shell(agent, shlex.join(local), stdin, fast)
     # first: it leaves the warm process running, with its endpoint written
-    first = _first_event_ms(_Run(local, stdin, {**env, "HOOKGATE_CLAUDE_CODE_WARM": "on"}),
+    first = _first_event_ms(installed(local, stdin, {**env, "HOOKGATE_CLAUDE_CODE_WARM": "on"}),
                             warm_folder, max(5, rounds // 5))
     pids = _warm_and_resident(warm_folder) + _warm_and_resident(forked_folder)
     _measure(runs, 2, pids)  # warm up: the definition cache, the OS's caches
     pids += _file_workers(warm_folder)  # kept for the callable hooks file: it lives on
     figures = _measure(runs, rounds, pids)
-    bare = "bare sh hook script (same check)"
+    shell = " ".join(SHELLS[agent])
+    bare = f"bare sh hook script (same check, {shell})"
     sh_ms = figures["sh"].wall
+    how = "exec form, no shell" if agent == "claude-code" else shell
 
     def row(name: str, text: str, goal: str | None = None) -> Row:
         found = figures[name]
@@ -312,9 +333,12 @@ def _agent_rows(agent: str, hookgate: str, hooks: Path, callable_hooks: Path, ur
                    f"{found.cpu:.1f} ms = {found.cpu_ratio:.2f}x sh's", found.wall, "ms", bare,
                    sh_ms, goal, None if goal is None else found.ratio <= 2.0)
 
+    extra = ([row("shell-form", "the same relay as a shell-form command (/bin/sh -c), the "
+                  "hook runs")] if "shell-form" in figures else [])
     return [
-        row("local", "local (installed compiled relay, warm process), the hook runs",
+        row("local", f"local (installed compiled relay, {how}, warm process), the hook runs",
             "<= 2x a bare sh hook"),
+        *extra,
         row("local-bash", "the same through relay.bash (install without a C compiler)"),
         row("no-hook", "local, an event the hooks file has no hook for",
             "<= 2x a bare sh hook"),
@@ -326,6 +350,5 @@ def _agent_rows(agent: str, hookgate: str, hooks: Path, callable_hooks: Path, ur
         row("gateway", gateway_name),
         Row(agent, "the first event with no warm process (Python relay, starts one)", first,
             "ms", bare, sh_ms),
-        Row(agent, f"bare sh hook script (same check); CPU {figures['sh'].cpu:.1f} ms",
-            sh_ms, "ms"),
+        Row(agent, f"{bare}; CPU {figures['sh'].cpu:.1f} ms", sh_ms, "ms"),
     ]

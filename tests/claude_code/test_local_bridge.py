@@ -11,6 +11,7 @@ import json
 from tests.support.anthropic_server import ScriptedAnthropic, say, use_tool
 from tests.support.claude_code_cli import ClaudeProject
 
+from hookgate.integrations.claude_code import compiled_relay
 from hookgate.integrations.claude_code.contract import CLAUDE_EVENTS
 
 GUARDS = '''
@@ -73,6 +74,10 @@ def test_block_stops_the_command_and_tells_the_model(project: ClaudeProject,
     result = tool_result(api)
     assert result["is_error"] is True
     assert "rm -rf is not allowed here" in json.dumps(result)
+    # it went through the compiled relay in exec form: Claude Code started no shell for it
+    (group,) = json.loads(project.settings.read_text())["hooks"]["PreToolUse"]
+    assert group["hooks"][0]["command"] == compiled_relay.binary_path()
+    assert group["hooks"][0]["args"][0] == "1"
 
 
 def test_rewrite_runs_the_rewritten_command(project: ClaudeProject,

@@ -202,3 +202,13 @@ def test_a_unix_socket_that_is_not_the_users_own_is_passed_by(
                          HOOKGATE_SHELL_RELAY="require")
     assert done.returncode == 2 and "(refused)" in done.stderr, done.stderr
     assert fake.connections == 0
+
+
+def test_a_claude_code_that_drops_the_exec_form_arguments_gets_a_deny() -> None:
+    """A Claude Code that does not know exec-form hooks runs ``command`` alone: the relay,
+    with no arguments, answers Claude Code's deny (exit 2) and says why, never "go ahead"."""
+    done = run_relay(shell_relay.relay_command(HOOKGATE, "claude-code", [], 30,
+                                               binary=built_relay()).split(" ", 1)[0],
+                     BASH_LS_EVENT)
+    assert done.returncode == 2
+    assert "does not run exec-form hooks" in done.stderr

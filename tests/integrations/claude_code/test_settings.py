@@ -17,6 +17,7 @@ from hookgate.integrations.claude_code.settings_file import (
     bridge_command,
     install,
     is_bridge_command,
+    is_hookgate_hook,
     uninstall,
 )
 from hookgate.integrations.claude_code.warm_place import folder_of, install_id
@@ -36,7 +37,7 @@ COMMAND = "/opt/venv/bin/hookgate claude-code --config /repo/.claude/hookgate.ya
 
 def ours(data: dict, event: str) -> list[dict]:
     return [h for g in data["hooks"].get(event, []) for h in g["hooks"]
-            if is_bridge_command(h["command"])]
+            if is_hookgate_hook(h)]
 
 
 @pytest.mark.parametrize(
@@ -168,7 +169,10 @@ def test_cli_install_and_uninstall(tmp_path: Path) -> None:
     assert "added: PreToolUse" in installed.output
     hook = ours(json.loads(path.read_text()), "PreToolUse")[0]
     assert hook["timeout"] == 20
-    assert f"--config {tmp_path / 'hooks.yaml'}" in hook["command"]
+    # the compiled relay in Claude Code's exec form: the binary, its arguments, no shell
+    assert hook["command"] == compiled_relay.binary_path()
+    assert hook["args"][-2:] == ["--config", str(tmp_path / "hooks.yaml")]
+    assert hook["onFailure"] == "block"
     removed = runner.invoke(main, ["claude-code", "uninstall", "--settings", str(path)])
     assert removed.exit_code == 0, removed.output
     assert "removed 1 hook(s)" in removed.output

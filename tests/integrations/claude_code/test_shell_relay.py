@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import subprocess
 import time
 from pathlib import Path
@@ -294,8 +295,12 @@ def _installed_command(agent: str, hooks: Path, where: Path) -> str:
                           capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr
     event = "BeforeTool" if agent == "gemini" else "PreToolUse"
-    group = json.loads(settings.read_text())["hooks"][event][0]
-    return str(group["hooks"][0]["command"])
+    hook = json.loads(settings.read_text())["hooks"][event][0]["hooks"][0]
+    if agent == "claude-code":
+        # Claude Code's exec form: it starts the binary with these arguments, no shell
+        return shlex.join([hook["command"], *hook["args"]])
+    assert "args" not in hook  # Codex and Gemini run a command line with bash -c
+    return str(hook["command"])
 
 
 @pytest.mark.parametrize("agent", list(EVENTS))

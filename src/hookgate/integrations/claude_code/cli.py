@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import sys
@@ -130,10 +131,10 @@ def install(
             return cc_settings.gateway_hook(url, event=event, transport=transport,
                                             timeout_s=timeout)
     else:
-        command = cc_settings.bridge_command(config_path, timeout_s=timeout)
+        bridge = cc_settings.bridge_hook(config_path, timeout_s=timeout)
 
         def hook_for(event: str) -> dict[str, Any]:
-            return {"type": "command", "command": command, "timeout": timeout}
+            return copy.deepcopy(bridge)  # an entry of its own for each event
 
     try:
         report = cc_settings.install(

@@ -296,6 +296,10 @@ static void read_answer(struct buffer *answer, size_t *ends, long long deadline,
 
 int main(int argc, char **argv) {
     if (argc >= 7) agent = argv[6];
+    /* installed in Claude Code's exec form, by a Claude Code that ignores "args" */
+    if (argc == 1)
+        last_resort("the relay was started without its arguments: this Claude Code does not "
+                    "run exec-form hooks (command and args); update it");
     if (argc < 7 || strcmp(argv[1], "1") != 0)
         last_resort("this hook command was installed by another hookgate version: "
                     "install it again");

@@ -43,6 +43,7 @@ __all__ = [
     "default_settings_path",
     "gateway_hook",
     "install",
+    "bridge_hook",
     "is_bridge_command",
     "is_hookgate_hook",
     "remove_hooks",
@@ -121,6 +122,11 @@ def is_hookgate_hook(hook: Any) -> bool:
         url = hook.get("url")
         return isinstance(url, str) and url.rstrip("/").endswith(CLAUDE_CODE_PATH)
     command = hook.get("command")
+    args = hook.get("args")
+    if isinstance(command, str) and isinstance(args, list) and all(
+        isinstance(arg, str) for arg in args
+    ):
+        command = shlex.join([command, *args])  # the exec form
     if is_bridge_command(command):
         return True
     return (
@@ -201,6 +207,25 @@ def bridge_command(config: str | None = None, executable: str | None = None, *,
     exe = executable or _hookgate_executable()
     options = ["--config", str(Path(config).resolve())] if config else []
     return hook_command(exe, "claude-code", options, timeout_s)
+
+
+def bridge_hook(config: str | None = None, executable: str | None = None, *,
+                timeout_s: int = DEFAULT_TIMEOUT_S) -> dict[str, Any]:
+    """The hook entry ``install`` writes without a gateway: the compiled relay in Claude
+    Code's exec form (``command`` the binary, ``args`` its arguments: Claude Code starts it
+    without a shell), else :func:`bridge_command` in shell form."""
+    from hookgate.integrations.claude_code import compiled_relay, shell_relay
+
+    binary = compiled_relay.build() if shell_relay.available() else None
+    if binary is None:
+        return {"type": "command", "command": bridge_command(config, executable,
+                                                             timeout_s=timeout_s),
+                "timeout": timeout_s}
+    exe = executable or _hookgate_executable()
+    options = ["--config", str(Path(config).resolve())] if config else []
+    program, *args = shell_relay.relay_argv(exe, "claude-code", options, timeout_s,
+                                            binary=binary)
+    return {"type": "command", "command": program, "args": args, "timeout": timeout_s}
 
 
 def _hookgate_executable() -> str:

@@ -49,6 +49,7 @@ __all__ = [
     "loopback_peer_uid",
     "new_endpoint",
     "parse_request",
+    "relay_argv",
     "relay_command",
     "unix_path",
 ]
@@ -91,14 +92,19 @@ def relay_command(executable: str, agent: str, options: list[str], timeout_s: in
     line. ``folder``: the warm process's (default: this environment's), written into the
     command so that an event's environment never points the relay elsewhere. ``binary``: the
     compiled relay (:mod:`.compiled_relay`) in bash's place, with the same arguments."""
+    return shlex.join(relay_argv(executable, agent, options, timeout_s, folder, binary))
+
+
+def relay_argv(executable: str, agent: str, options: list[str], timeout_s: int,
+               folder: str | None = None, binary: str | None = None) -> list[str]:
+    """:func:`relay_command` as a program and its arguments (Claude Code's exec form: no
+    shell starts)."""
     limit = max(1, timeout_s - _MARGIN_S)
     where = folder or folder_of(os.environ)
-    arguments = " ".join(shlex.quote(part) for part in (
-        _FORM, install_id(), str(limit), where, executable, agent, *options))
+    arguments = [_FORM, install_id(), str(limit), where, executable, agent, *options]
     # -p: bash takes no BASH_ENV file and no functions from the environment (an exported
     # function named like a builtin would replace it)
-    program = f"{BASH} -p {shlex.quote(SCRIPT)}" if binary is None else shlex.quote(binary)
-    return f"{program} {arguments}"
+    return [BASH, "-p", SCRIPT, *arguments] if binary is None else [binary, *arguments]
 
 
 def hook_command(executable: str, agent: str, options: list[str], timeout_s: int) -> str:

@@ -9,6 +9,7 @@ import hmac
 import io
 import os
 import socket
+import sys
 from typing import Final
 
 from hookgate.integrations.claude_code import shell_relay
@@ -82,10 +83,12 @@ def process_of(proc: str) -> tuple[dict[str, str], int] | None:
     if umask is None:
         return None
     environ = {}
-    for entry in raw_env.split(b"\0"):
-        name, sep, value = entry.partition(b"=")
+    # decoded once, as os.fsdecode would decode each name and value
+    text = raw_env.decode(sys.getfilesystemencoding(), sys.getfilesystemencodeerrors())
+    for entry in text.split("\0"):
+        name, sep, value = entry.partition("=")
         if sep:
-            environ[os.fsdecode(name)] = os.fsdecode(value)
+            environ[name] = value
     return environ, umask
 
 

@@ -61,13 +61,24 @@ def disabled(environ: Mapping[str, str]) -> bool:
 
 def process_key(environ: Mapping[str, str]) -> str:
     """What one warm process stands for: events with another key never reach it."""
-    import hookgate
+    return _own_key() + environ.get("PYTHONPATH", "")
 
-    return "\n".join((
-        "hookgate-claude-code-warm/1", getattr(hookgate, "__version__", "?"),
-        os.path.dirname(os.path.abspath(hookgate.__file__ or "")), sys.executable, sys.version,
-        environ.get("PYTHONPATH", ""),
-    ))
+
+def _own_key() -> str:
+    """The key's part this process alone decides (computed once: the resident compares the
+    key of every event)."""
+    if not _OWN_KEY:
+        import hookgate
+
+        _OWN_KEY.append("\n".join((
+            "hookgate-claude-code-warm/1", getattr(hookgate, "__version__", "?"),
+            os.path.dirname(os.path.abspath(hookgate.__file__ or "")), sys.executable,
+            sys.version, "",
+        )))
+    return _OWN_KEY[0]
+
+
+_OWN_KEY: list[str] = []
 
 
 def _digest(text: str) -> str:
