@@ -1,11 +1,16 @@
 """Claude Code, Codex CLI and Gemini CLI: what one hook event costs, the way each agent pays
-it: a shell started with the installed command, the event's JSON on stdin.
+it, the event's JSON on stdin: a command line through the agent's own shell (Claude Code:
+``/bin/sh -c``; Codex and Gemini CLI: ``bash -c``), or, for an exec-form hook (Claude
+Code's ``command`` and ``args``), the program started with no shell.
 
-For each agent, beside a bare ``sh`` hook doing the same check (``grep`` for ``rm -rf``):
+For each agent, beside a bare ``sh`` hook doing the same check (``grep`` for ``rm -rf``) run
+through that agent's shell:
 
-* **local**: the command ``hookgate <agent> install --config F`` writes (the compiled relay,
-  ``relay.c``, hands the event to the warm process, whose resident runs the same check as a
-  command hook, in place); an event the hook runs for, and one the file has no hook for; the
+* **local**: the hook ``hookgate <agent> install --config F`` writes (the compiled relay,
+  ``relay.c``, in exec form for Claude Code, which then starts no shell, and as a command
+  line for Codex and Gemini; it hands the event to the warm process, whose resident runs the
+  same check as a command hook, in place); for Claude Code also the same relay as a
+  shell-form command; an event the hook runs for, and one the file has no hook for; the
   same with ``relay.bash`` (what install writes without a C compiler); and the same through
   a second warm process without a resident
   (``HOOKGATE_CLAUDE_CODE_WARM_RESIDENT=off``: a fork per event, as before the resident);
