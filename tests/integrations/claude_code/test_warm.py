@@ -171,6 +171,38 @@ def test_the_warm_process_killed_mid_event_still_answers(folder: Path, tmp_path:
     assert context(bridge(hooks))  # answered again, by what is left or a new warm process
 
 
+def _children(pid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(stat[1]) == pid:
+                found.append(int(entry.name))
+    return found
+
+
+@pytest.mark.parametrize("how", ["SIGKILL", "SIGTERM"])
+def test_every_worker_ends_with_the_warm_process(folder: Path, tmp_path: Path,
+                                                 how: str) -> None:
+    """The warm process killed at once after it starts (as a test's cleanup or a logout
+    does, while it may still be forking its workers): none of its workers, waiting ones,
+    the resident or one being forked, stays behind (a worker that asked for its parent after
+    the parent died would have waited for ever)."""
+    import signal
+
+    hooks = hooks_file(tmp_path, command(WARM_PID))
+    pid = int(context(bridge(hooks)))
+    workers = _children(pid)
+    assert workers
+    os.kill(pid, getattr(signal, how))
+    workers += [child for worker in workers for child in _children(worker)]
+    wait_until(lambda: not any(alive(worker) for worker in workers),
+               "every worker of the killed warm process ends", 15)
+
+
 def test_a_stale_socket_file_is_replaced(folder: Path, tmp_path: Path) -> None:
     where = place(os.environ)
     assert where is not None

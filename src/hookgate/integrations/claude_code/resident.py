@@ -72,6 +72,8 @@ class Warm(Protocol):
     """What the resident needs of the warm process (:class:`.warm._Server`)."""
 
     path: str
+    #: The warm process's pid (the resident ends once it is no longer its parent).
+    pid: int
     key: str
     #: Seconds without an event after which the warm process ends.
     idle_s: float
@@ -362,7 +364,7 @@ def serve_resident(
 
     code = 0
     try:
-        parent = os.getppid()
+        parent = warm.pid
         tempfile.gettempdir()  # fixed now, from this process's environment, not an event's
         in_place.install_environ()
         in_place.keep_spare_shells()

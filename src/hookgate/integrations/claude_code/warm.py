@@ -198,6 +198,9 @@ class _Server:
 
     def __init__(self, path: str, lock_fd: int, environ: Mapping[str, str]) -> None:
         self.path = path
+        #: This process: its workers end once their parent is no longer it (read before
+        #: the fork: a worker that asked after its parent died would wait for ever).
+        self.pid = os.getpid()
         self.lock_fd = lock_fd
         self.key = process_key(environ)
         self.idle_s = idle_seconds(environ)
@@ -526,8 +529,7 @@ def _spare(server: _Server) -> None:
         os.close(server.notes_in)
         _pretouch(server.sample)
         _pretouch_shell(server)
-        parent = os.getppid()
-        conn, shell = _accept(server, parent)
+        conn, shell = _accept(server, server.pid)
         _note(server, _NOTE_TOOK)
         server.listener.close()
         if server.shell is not None:
@@ -784,7 +786,7 @@ def _serve_file(server: _Server, key: str, stamps: file_worker.ModuleStamps,
     returns."""
     import select
 
-    parent = os.getppid()
+    parent = server.pid
     last = time.monotonic()
     server.watch_code()
 
