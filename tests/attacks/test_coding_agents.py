@@ -333,3 +333,40 @@ def test_a_compiler_on_the_path_never_builds_the_relay(tmp_path: Path,
     done = subprocess.run([binary, "0", "x", "1", "/nowhere", "/nowhere/hookgate", "codex"],
                           capture_output=True, text=True, timeout=30, check=False)
     assert done.returncode == 0 and json.loads(done.stdout)["decision"] == "block"
+
+
+@pytest.mark.parametrize("planted", ["a shared temporary folder", "the cache folder"])
+def test_another_user_cannot_lift_a_stop_block_with_a_planted_count(
+    planted: str, tmp_path: Path
+) -> None:
+    """Codex and Gemini loop forever on a Stop hook that always blocks, so hookgate honours a
+    few blocks in a row, counted per session in a file. Another user who plants a high count
+    where the counter looks (a ``/tmp/hookgate-<uid>`` made first, in a shared temporary
+    folder; or, were the user's cache folder writable by them, there) must not lift the
+    policy's block: the count lives in the user's own cache, and one not the user's own
+    fails the event (a deny), never counts."""
+    import hashlib
+
+    from hookgate.integrations.agent_bridge import StopCounter, answer
+    from hookgate.integrations.codex.contract import CodexContract
+    from hookgate.outcome import Outcome
+
+    session = "victim-session"
+    name = hashlib.sha256(session.encode()).hexdigest()[:32]
+    shared, cache = tmp_path / "shared", tmp_path / "cache"
+    folder = (shared / f"hookgate-{os.getuid()}" / "codex-stops" if planted.startswith("a ")
+              else cache / "hookgate" / "codex-stops")
+    folder.mkdir(parents=True)
+    (folder / name).write_text("99")
+    for path in (folder, folder / name):
+        os.chown(path, 65534, 65534)
+    environ = {"XDG_RUNTIME_DIR": str(shared), "TMPDIR": str(shared),
+               "XDG_CACHE_HOME": str(cache), "HOME": str(tmp_path)}
+    stop = json.dumps({"session_id": session, "hook_event_name": "Stop",
+                       "stop_hook_active": True, "cwd": "/tmp"}).encode()
+
+    def keep_going(event: str, payload: dict[str, object]) -> Outcome:
+        return Outcome(decision="block", reason="the tests must pass first")
+
+    reply = answer(CodexContract(), stop, keep_going, StopCounter("codex", environ))
+    assert reply.stdout == {"decision": "block", "reason": "the tests must pass first"}, reply

@@ -14,8 +14,8 @@ import contextlib
 import hashlib
 import json
 import os
+import stat
 import sys
-import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from typing import IO, TYPE_CHECKING, Any, Protocol
 
@@ -65,12 +65,17 @@ Decide = Callable[[str, dict[str, Any]], Outcome]
 
 
 class StopCounter:
-    """How many times in a row a session's "stop" was blocked, in a private folder of the
-    user's (one small file per session), so a hook that always blocks cannot loop forever."""
+    """How many times in a row a session's "stop" was blocked, in a folder of the user's
+    own cache (one small file per session), so a hook that always blocks cannot loop forever.
+
+    Not in a shared temporary folder: another user who made ``/tmp/hookgate-<uid>`` first
+    could put a count there that lifts the block. A count is taken only from a file and
+    folder of the user's own that nobody else may write; any other counts as none (the
+    policy's block holds), and none is written there."""
 
     def __init__(self, agent: str, environ: Mapping[str, str]) -> None:
-        base = environ.get("XDG_RUNTIME_DIR") or tempfile.gettempdir()
-        self.folder = os.path.join(base, f"hookgate-{os.getuid()}", f"{agent}-stops")
+        base = environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        self.folder = os.path.join(base, "hookgate", f"{agent}-stops")
         self.agent = agent
 
     def _path(self, session: str) -> str:
@@ -83,6 +88,11 @@ class StopCounter:
         except OSError:
             return 0
         with os.fdopen(fd) as file:
+            try:
+                _own(os.fstat(file.fileno()), self._path(session))
+                self._check_folder()
+            except OSError:
+                return 0  # not the user's own: no count of anyone else's lifts a block
             text = file.read(16).strip()
         return int(text) if text.isdigit() else 0
 
@@ -93,11 +103,27 @@ class StopCounter:
                 os.unlink(path)
             return
         os.makedirs(self.folder, mode=0o700, exist_ok=True)
-        if os.lstat(self.folder).st_uid != os.getuid():
-            raise PermissionError(f"{self.folder} is not the user's own folder")
+        self._check_folder()
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
         with os.fdopen(fd, "w") as file:
+            _own(os.fstat(file.fileno()), path)
             file.write(str(count))
+
+    def _check_folder(self) -> None:
+        info = os.lstat(self.folder)
+        if not stat.S_ISDIR(info.st_mode):
+            raise PermissionError(f"{self.folder} is not a folder")
+        _own(info, self.folder)
+
+
+def _joined(*notes: str) -> str:
+    return "\n".join(note for note in notes if note)
+
+
+def _own(info: os.stat_result, path: str) -> None:
+    """``path`` (as ``info`` describes it) is this user's and nobody else may write it."""
+    if info.st_uid != os.getuid() or info.st_mode & 0o022:
+        raise PermissionError(f"{path} is not the user's own, or others may write it")
 
 
 def answer(contract: AgentContract, raw: bytes, decide: Decide,
@@ -126,7 +152,11 @@ def answer(contract: AgentContract, raw: bytes, decide: Decide,
         if event in contract.stop_events and counter is not None:
             blocks = counter.get(session) if data.get("stop_hook_active") else 0
             reply = contract.reply(event, outcome, blocks)
-            counter.set(session, blocks + 1 if reply.stdout else 0)
+            try:
+                counter.set(session, blocks + 1 if reply.stdout else 0)
+            except OSError as exc:  # the answer stands; only the loop bound is not kept
+                reply = BridgeReply(reply.stdout, _joined(reply.stderr, (
+                    f"hookgate: the stop count was not kept: {exc}")))
             return reply
         return contract.reply(event or "", outcome, blocks)
     except NeedsFork:
