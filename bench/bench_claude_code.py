@@ -5,15 +5,16 @@
   interpreter start no Python bridge can avoid) and a bare ``sh`` hook script doing the same
   check (what a plain Claude Code command hook costs). Goal: 40 ms median on a machine where
   ``python3 -c pass`` takes 10 ms, i.e. at most 4x ``python3 -c pass`` here.
-  By default the event goes through the warm process, as ``install`` sets it up: the hook
-  command is the shell relay (``relay.bash``: bash hands the event to the warm process's
-  resident, which answers it in place); rows for an event the hook runs for and one the file
-  has no hook for, and the first event, which finds no warm process (the shell relay hands it
-  to the Python relay, which starts one and answers the event in its own process). Then the
-  event in its own process (``HOOKGATE_CLAUDE_CODE_WARM=off``): a JSON and a YAML file, each
-  with the definition cache filled (every run after the file's first) and without it
-  (``HOOKGATE_CLAUDE_CODE_CACHE=off``: every run validates, as a first run does), and an event
-  the file has no hook for.
+  By default the event goes through the warm process, as ``install`` sets it up: the hook is
+  the compiled relay in Claude Code's exec form, started with no shell (``relay.bash``
+  through ``/bin/sh -c`` where no C compiler can build it), which hands the event to the
+  warm process's resident, which answers it in place; rows for an event the hook runs for
+  and one the file has no hook for, and the first event, which finds no warm process (the
+  relay hands it to the Python relay, which starts one and answers the event in its own
+  process). Then the event in its own process (``HOOKGATE_CLAUDE_CODE_WARM=off``): a JSON
+  and a YAML file, each with the definition cache filled (every run after the file's first)
+  and without it (``HOOKGATE_CLAUDE_CODE_CACHE=off``: every run validates, as a first run
+  does), and an event the file has no hook for.
 * The ``curl`` transport (the command hook ``install --gateway`` writes) posting the same
   input to a real ``hookgate serve`` with one callable hook, against the bare ``sh`` hook
   script. Goal: under 15 ms added per event. The ``python`` transport beside it.
@@ -32,6 +33,7 @@ import compileall
 import json
 import os
 import resource
+import shlex
 import shutil
 import signal
 import statistics
@@ -46,7 +48,7 @@ import httpx
 import hookgate as hookgate_package
 from bench.bench_gateway import _start
 from bench.harness import Row
-from hookgate.integrations.claude_code import shell_relay
+from hookgate.integrations.claude_code import compiled_relay, shell_relay
 from hookgate.integrations.claude_code.settings_file import gateway_hook
 
 EVENT = {"session_id": "bench", "transcript_path": "", "cwd": "/tmp", "permission_mode":
@@ -155,9 +157,14 @@ def _local_rows(env: dict[str, str], hookgate: str, rounds: int, warm_folder: Pa
         hooks.write_text(json.dumps(HOOKS))
         yaml_hooks = Path(tmp) / "hookgate.yaml"
         yaml_hooks.write_text(f"hooks:\n  - {json.dumps(HOOKS['hooks'][0])}\n")
-        # the installed hook command: the shell relay (the Python relay where it cannot serve)
-        installed = ["/bin/sh", "-c", shell_relay.relay_command(
-            hookgate, "claude-code", ["--config", str(hooks)], 30, str(warm_folder))]
+        # the installed hook: the compiled relay in Claude Code's exec form (Claude Code starts
+        # it with no shell), relay.bash through /bin/sh -c where it cannot be built
+        binary = compiled_relay.build()
+        relay = shell_relay.relay_argv(hookgate, "claude-code", ["--config", str(hooks)], 30,
+                                       str(warm_folder), binary)
+        installed = relay if binary else ["/bin/sh", "-c", shlex.join(relay)]
+        installed_name = ("compiled relay, exec form" if binary
+                          else "relay.bash, no C compiler")
         env["HOOKGATE_SHELL_RELAY"] = "require"  # measured: the shell relay's path, or a failure
         local = {
             "warm": installed,
@@ -189,8 +196,8 @@ def _local_rows(env: dict[str, str], hookgate: str, rounds: int, warm_folder: Pa
                     "PYTHONDONTWRITEBYTECODE unset")
         runs = "the hook runs"
         for name, text in (
-            ("warm", f"installed hook (shell relay, warm process), JSON file, 1 command hook "
-                     f"({runs})"),
+            ("warm", f"installed hook ({installed_name}, warm process), JSON file, 1 command "
+                     f"hook ({runs})"),
             ("warm-no-hook", "warm process, an event the file has no hook for (PostToolUse)"),
         ):
             wall, cpu = both[name]
