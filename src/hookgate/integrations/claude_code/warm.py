@@ -861,10 +861,19 @@ def _file_event(server: _Server, conn: socket.socket, key: str,
                 committed = False
             if not committed:
                 return True  # the resident gave up: it told the relay, nothing ran
-            _answer_shell(relay, request, args)
-        with contextlib.suppress(OSError):
-            conn.sendall(wire.DONE)  # the resident may give this worker the next event
-        return threading.active_count() == 1
+            stay: list[bool] = []
+
+            def free() -> None:
+                """Before the answer: the resident may give this worker the next event
+                (the agent's next step, which comes as soon as the relay has the answer,
+                finds it free; the hand-over waits in this worker's backlog meanwhile).
+                Not when a hook left a thread running: the worker ends after the answer."""
+                stay.append(threading.active_count() == 1)
+                if stay[0]:
+                    conn.sendall(wire.DONE)
+
+            _answer_shell(relay, request, args, free)
+        return bool(stay and stay[0])
     except BaseException:
         return False
     finally:
