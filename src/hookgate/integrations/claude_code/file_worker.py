@@ -83,8 +83,9 @@ def socket_path(warm_path: str, key: str) -> str:
     return warm_path.removesuffix(".sock") + f".file-{key[:16]}"
 
 
-def listen(path: str) -> tuple[socket.socket, int] | None:
-    """A listening socket at ``path`` and its inode; ``None`` when a live worker holds it."""
+def listen(path: str, backlog: int = 8) -> tuple[socket.socket, int] | None:
+    """A listening socket at ``path`` (0600, bound beside and linked into place) and its
+    inode; ``None`` when a live process holds it or it cannot be bound."""
     temporary = f"{path}.{os.getpid()}"
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
@@ -95,7 +96,7 @@ def listen(path: str) -> tuple[socket.socket, int] | None:
             listener.bind(temporary)
         finally:
             os.umask(old)
-        listener.listen(8)
+        listener.listen(backlog)
         try:
             os.link(temporary, path)
         except FileExistsError:

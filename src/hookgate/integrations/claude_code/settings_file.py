@@ -204,9 +204,7 @@ def bridge_command(config: str | None = None, executable: str | None = None, *,
     serve, else hookgate's own executable; absolute paths."""
     from hookgate.integrations.claude_code.shell_relay import hook_command
 
-    exe = executable or _hookgate_executable()
-    options = ["--config", str(Path(config).resolve())] if config else []
-    return hook_command(exe, "claude-code", options, timeout_s)
+    return hook_command(*_bridge_call(config, executable), timeout_s)
 
 
 def bridge_hook(config: str | None = None, executable: str | None = None, *,
@@ -221,11 +219,15 @@ def bridge_hook(config: str | None = None, executable: str | None = None, *,
         return {"type": "command", "command": bridge_command(config, executable,
                                                              timeout_s=timeout_s),
                 "timeout": timeout_s}
-    exe = executable or _hookgate_executable()
-    options = ["--config", str(Path(config).resolve())] if config else []
-    program, *args = shell_relay.relay_argv(exe, "claude-code", options, timeout_s,
+    program, *args = shell_relay.relay_argv(*_bridge_call(config, executable), timeout_s,
                                             binary=binary)
     return {"type": "command", "command": program, "args": args, "timeout": timeout_s}
+
+
+def _bridge_call(config: str | None, executable: str | None) -> tuple[str, str, list[str]]:
+    """hookgate's executable, the sub-command and its options, absolute paths."""
+    options = ["--config", str(Path(config).resolve())] if config else []
+    return executable or _hookgate_executable(), "claude-code", options
 
 
 def _hookgate_executable() -> str:

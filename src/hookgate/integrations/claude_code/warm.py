@@ -57,12 +57,7 @@ from hookgate.integrations.claude_code import file_worker, resident, shell_relay
 from hookgate.integrations.claude_code import warm_wire as wire
 from hookgate.integrations.claude_code.code_watch import CodeWatch
 from hookgate.integrations.claude_code.startup import BridgeArgs, parse_args
-from hookgate.integrations.claude_code.warm_place import (
-    MAX_SOCKET_PATH,
-    failed_marker,
-    peer_uid,
-    process_key,
-)
+from hookgate.integrations.claude_code.warm_place import failed_marker, peer_uid, process_key
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -446,9 +441,7 @@ class _ShellListener:
         return [self.listener] + ([self.unix.listener] if self.unix else [])
 
     def unlink(self) -> None:
-        with contextlib.suppress(OSError):
-            if os.lstat(self.path).st_ino == self.inode:
-                os.unlink(self.path)
+        _remove_if_ours(self.path, self.inode)
         if self.unix is not None:
             self.unix.unlink()
 
@@ -467,31 +460,22 @@ class _UnixListener:
 
     @classmethod
     def open(cls, path: str) -> _UnixListener | None:
-        """``None`` when the path is too long for a socket address or cannot be bound."""
-        if len(os.fsencode(path)) > MAX_SOCKET_PATH:
-            return None
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(path)  # we hold the warm process's lock: it is a dead one's
-        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        old = os.umask(0o177)
-        try:
-            listener.bind(path)
-            listener.listen(128)
-            inode = os.lstat(path).st_ino
-        except OSError:
-            listener.close()
-            return None
-        finally:
-            os.umask(old)
-        return cls(listener, path, inode)
+        """``None`` when it cannot be bound (a path too long for a socket address)."""
+        found = file_worker.listen(path, 128)  # agents run hooks in parallel
+        return None if found is None else cls(found[0], path, found[1])
 
     def unlink(self) -> None:
-        with contextlib.suppress(OSError):
-            if os.lstat(self.path).st_ino == self.inode:
-                os.unlink(self.path)
+        _remove_if_ours(self.path, self.inode)
 
     def close(self) -> None:
         self.listener.close()
+
+
+def _remove_if_ours(path: str, inode: int) -> None:
+    """Remove ``path`` if it is still the file this process made (never a successor's)."""
+    with contextlib.suppress(OSError):
+        if os.lstat(path).st_ino == inode:
+            os.unlink(path)
 
 
 def _note(server: _Server, kind: bytes) -> None:

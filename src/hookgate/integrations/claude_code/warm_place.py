@@ -31,7 +31,6 @@ if TYPE_CHECKING:
     from typing import Final
 
 __all__ = [
-    "MAX_SOCKET_PATH",
     "OFF_VALUES",
     "RETRY_START_S",
     "Place",
@@ -52,7 +51,7 @@ OFF_VALUES: Final = ("off", "0", "no", "false")
 #: How long after a failed start no warm process is started again.
 RETRY_START_S: Final = 60.0
 #: Longest path a Unix socket address holds (``sun_path``, with its final NUL).
-MAX_SOCKET_PATH: Final = 107
+_MAX_SOCKET_PATH: Final = 107
 
 
 def disabled(environ: Mapping[str, str]) -> bool:
@@ -167,7 +166,7 @@ def place(environ: Mapping[str, str]) -> Place | None:
     if not usable_folder(folder):
         return None
     found = Place(folder, process_key(environ))
-    if len(os.fsencode(found.socket)) > MAX_SOCKET_PATH:
+    if len(os.fsencode(found.socket)) > _MAX_SOCKET_PATH:
         return None
     return found
 
