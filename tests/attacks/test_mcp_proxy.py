@@ -377,12 +377,11 @@ async def test_a_huge_tool_input_is_blocked(tmp_path: Path) -> None:
 def _raw_stdio(tmp_path: Path, proxy_args: list[str], lines: list[Any]) -> list[Any]:
     """Raw JSON-RPC lines to a stdio proxy (no SDK client in between), then a ``ping``:
     every answer up to the ping's."""
-    with open(tmp_path / "proxy.log", "w") as log:
-        proc = subprocess.Popen(
-            [HOOKGATE, "mcp-proxy", *proxy_args, "--", *hostile(tmp_path)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True,
-            cwd=REPO, env=proxy_env(),
-        )
+    with open(tmp_path / "proxy.log", "w") as log, subprocess.Popen(
+        [HOOKGATE, "mcp-proxy", *proxy_args, "--", *hostile(tmp_path)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True,
+        cwd=REPO, env=proxy_env(),
+    ) as proc:  # closes its pipes on the way out
         assert proc.stdin is not None and proc.stdout is not None
         try:
             for line in [*lines, {"jsonrpc": "2.0", "id": "end", "method": "ping"}]:

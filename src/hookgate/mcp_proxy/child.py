@@ -231,6 +231,16 @@ async def child_streams(
         channel.close()
         with anyio.CancelScope(shield=True):
             await _stop(process)
+        _close_pipes(process)
+
+
+def _close_pipes(process: asyncio.subprocess.Process) -> None:
+    """Close our ends of the child's pipes now. Its stdout otherwise stays open until the loop
+    reads the EOF, which a loop closing right after us never does: the pipe then leaks until
+    garbage collection, which complains into whatever runs then."""
+    transport: asyncio.SubprocessTransport | None = getattr(process, "_transport", None)
+    if transport is not None:
+        transport.close()  # also kills the child if it is somehow still there
 
 
 async def _stop(process: asyncio.subprocess.Process) -> None:
