@@ -1,4 +1,5 @@
-"""Gateway: ``hooks.dispatch`` over the WebSocket API, 1 and 20 concurrent clients.
+"""Gateway: ``hooks.dispatch`` over the WebSocket API, 1 and 20 concurrent clients, and over
+REST by one client that keeps its connection (as httpx, requests and browsers do).
 
 A real ``hookgate serve`` (SQLite store, audit log on, async mode) with one fast matching
 ``callable`` hook. Each client sends one dispatch at a time and waits for its answer.
@@ -87,6 +88,23 @@ async def _client(url: str, key: str, count: int, latencies: list[float]) -> Non
                 raise RuntimeError(f"unexpected answer: {answer}")
 
 
+def _rest_latencies(port: int, key: str, count: int) -> list[float]:
+    """Milliseconds per ``POST /api/v1/dispatch`` on one kept-alive connection."""
+    body = {"event": "pre_tool_use", "input": {"tool_name": "exec", "tool_input": {"cmd": "ls"},
+                                               "session_id": "bench"}}
+    latencies: list[float] = []
+    with httpx.Client(base_url=f"http://127.0.0.1:{port}",
+                      headers={"Authorization": f"Bearer {key}"}) as client:
+        for n in range(count + 20):
+            started = time.perf_counter()
+            answer = client.post("/api/v1/dispatch", json=body)
+            if n >= 20:  # the first ones warm up
+                latencies.append((time.perf_counter() - started) * 1000)
+            if answer.status_code != 200 or answer.json()["decision"] != "allow":
+                raise RuntimeError(f"unexpected answer: {answer.status_code} {answer.text}")
+    return latencies
+
+
 async def _run_clients(
     url: str, key: str, clients: int, per_client: int
 ) -> tuple[float, list[float]]:
@@ -148,6 +166,12 @@ def run(quick: bool) -> list[Row]:
                 rows.append(Row("gateway", f"dispatch over WS, {label}: p99", p99, "ms",
                                 goal="< 10 ms" if goal else None,
                                 passed=p99 < 10 if goal else None))
+            count = 200 if quick else 1000
+            p50, p99 = percentiles(_rest_latencies(port, key, count), 50, 99)
+            sent += count + 20
+            rows.append(Row("gateway", "dispatch over REST, 1 kept-alive client: p50", p50, "ms",
+                            goal="< 5 ms", passed=p50 < 5))
+            rows.append(Row("gateway", "dispatch over REST, 1 kept-alive client: p99", p99, "ms"))
         finally:
             proc.send_signal(signal.SIGTERM)
             proc.wait(timeout=60)

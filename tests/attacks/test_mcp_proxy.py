@@ -186,6 +186,8 @@ async def test_an_oversized_result_is_withheld_not_sent_unredacted(
     assert big.is_error is True
     assert TOKEN not in text_of(big)
     assert "could not check this tool output" in text_of(big)
+    # refused by size at once, under its request id (it waited out the client's 30 s timeout)
+    assert "big_output failed (GatewayError); withheld" in (tmp_path / "proxy.log").read_text()
 
 
 async def test_a_gateway_lost_after_the_call_withholds_the_result(

@@ -153,6 +153,7 @@ class TestBadInput:
             )
             answer = send_raw(ws, big)
             assert answer["ok"] is False
+            assert answer["id"] == "big"  # never parsed, still answered under its id
             assert answer["error"]["code"] == "PAYLOAD_TOO_LARGE"
             assert "limit" in answer["error"]["message"]
             assert ok(ws, "hooks.dispatch", {"event": "pre_tool_use", "input": {}})[

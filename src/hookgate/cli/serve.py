@@ -147,7 +147,10 @@ def _configure_sandbox(
 def _bind(host: str, port: int) -> socket.socket:
     """The listening socket (connections queue until the server runs)."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    # IPPROTO_TCP by name: asyncio turns Nagle off (TCP_NODELAY) only on connections whose
+    # socket says so, and with proto 0 a keep-alive client waited 40 ms for each response's
+    # body (written after its headers, held back until the client's delayed ACK).
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host, port))

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 import uuid
 from typing import Any, Final
 
@@ -36,6 +37,12 @@ MAX_INFLIGHT: Final = 64
 #: Close code for a key that stopped being valid (4000-4999 are application codes).
 CLOSE_UNAUTHORIZED: Final = 4401
 _MAX_ID_LENGTH: Final = 128
+#: A top-level ``"id"`` among the first keys of a frame, before any nested container: how an
+#: oversized frame (never parsed) still gets an answer its sender can match to its request.
+_LEADING_ID: Final = re.compile(
+    rf'[{{,]\s*"id"\s*:\s*("[^"\\]{{1,{_MAX_ID_LENGTH}}}"|-?[0-9]{{1,18}})\s*[,}}]'
+)
+_ID_SCAN_BYTES: Final = 512
 
 
 def encode(frame: dict[str, Any]) -> str:
@@ -44,6 +51,24 @@ def encode(frame: dict[str, Any]) -> str:
 
 def error_frame(frame_id: Any, error: ApiError) -> dict[str, Any]:
     return {"type": "res", "id": frame_id, "ok": False, "error": error.to_dict()}
+
+
+def leading_id(raw: str | bytes) -> str | int | None:
+    """The id of a frame too large to parse, when it stands among its first keys (hookgate's
+    clients put it second, after ``type``), else ``None``: without it the sender would wait
+    for an answer it cannot recognise."""
+    head = raw[:_ID_SCAN_BYTES]
+    text = head.decode("utf-8", "replace") if isinstance(head, bytes) else head
+    start = text.find("{")
+    if start < 0:
+        return None
+    nested = min((i for i in (text.find("{", start + 1), text.find("[", start + 1)) if i >= 0),
+                 default=len(text))
+    found = _LEADING_ID.search(text, start, nested + 1)
+    if found is None:
+        return None
+    value = orjson.loads(found.group(1))
+    return value if isinstance(value, str | int) else None
 
 
 def denial(error: ApiError) -> Response:
@@ -97,7 +122,7 @@ class _Connection:
                 if len(raw) > limit:
                     await self.send(
                         error_frame(
-                            None,
+                            leading_id(raw),
                             ApiError(
                                 "PAYLOAD_TOO_LARGE",
                                 f"frame of {len(raw)} bytes is over the {limit}-byte limit",
