@@ -171,6 +171,45 @@ def _pending_approvals(served: GatewayProcess, key: str) -> int:
 
 
 
+def test_a_panel_watching_approvals_does_not_hold_the_drain(tmp_path: Path) -> None:
+    """The panel long-polls ``approvals.watch`` (25 s at a time): SIGTERM answers the watch
+    at once (nothing changed) instead of draining for the rest of its wait; a gateway with
+    a panel open took up to 25 s to stop."""
+    served = start_gateway(tmp_path, "--drain-timeout", "120")
+    key = served.master_key
+    assert key is not None
+    in_flight = threading.Event()
+    answers: list[Any] = []
+
+    def watch() -> None:
+        with open_ws(served.ws_url, key) as ws:
+            revision = ok(ws, "approvals.watch", {})["revision"]
+            ws.send(json.dumps({"type": "req", "id": "watch", "method": "approvals.watch",
+                                "params": {"revision": revision, "timeoutS": 60}}))
+            # Frames are taken in order: once a later one is answered the watch is counted in.
+            ok(ws, "approvals.list", {})
+            in_flight.set()
+            answers.append(json.loads(ws.recv(timeout=90)))
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    try:
+        assert in_flight.wait(30)
+        assert served.proc is not None
+        served.proc.send_signal(signal.SIGTERM)
+        watcher.join(timeout=30)  # well before the watch's own 60 s
+        assert answers and answers[0]["id"] == "watch" and answers[0]["ok"] is True, answers
+        assert answers[0]["payload"]["changed"] is False
+        served.proc.wait(timeout=30)
+        assert served.stopped_gracefully()
+    finally:
+        watcher.join(timeout=90)
+        served.stop()
+    drained = [json.loads(line) for line in served.log().splitlines()
+               if '"hookgate.gateway.drained"' in line]
+    assert drained and drained[0]["complete"] is True
+
+
 def test_the_drain_is_bounded_by_its_timeout(tmp_path: Path) -> None:
     """A dispatch that never finishes does not hold a replica forever: after
     ``--drain-timeout`` the sockets close and the process exits."""

@@ -113,6 +113,7 @@ class GatewayApprovals:
         self.store.remove_approval_listener(self._on_change)
         self.store.remove_resync_listener(self._on_resync)
         self._wake_all()
+        self._changed.set()  # and every watcher (the panel long-polls for 25 s)
         for task in (self._sweeper, self._checker):
             if task is not None:
                 task.cancel()
