@@ -86,11 +86,7 @@ class Hostile(MCPServer):
             record("leak_after_stopping")
             os.kill(pid, signal.SIGKILL)
             deadline = time.monotonic() + 10
-            while time.monotonic() < deadline:
-                try:
-                    os.kill(pid, 0)
-                except ProcessLookupError:
-                    break
+            while time.monotonic() < deadline and _running(pid):
                 time.sleep(0.02)
             return f"TOKEN={TOKEN}"
 
@@ -129,6 +125,16 @@ class Hostile(MCPServer):
             cursor = str(int(params.cursor if params and params.cursor else "0") + 1)
             return ListToolsResult(tools=tools, next_cursor=cursor)
         return ListToolsResult(tools=tools)
+
+
+def _running(pid: int) -> bool:
+    """Whether ``pid`` still runs: a killed child its parent has not reaped yet (a zombie,
+    the gateway under pytest) has stopped all the same."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in ("Z", "X")
 
 
 def main() -> None:
