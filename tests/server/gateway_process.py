@@ -155,7 +155,9 @@ class GatewayProcess:
     def stopped_gracefully(self) -> bool:
         """uvicorn re-raises SIGTERM after its graceful shutdown, so the exit code says
         little; the gateway's own last log line says it closed everything."""
-        return '"key":"hookgate.gateway.stopped"' in self.log()
+        log = self.log()
+        return ('"key":"hookgate.gateway.stopped"' in log
+                and '"key":"hookgate.gateway.close_step_timeout"' not in log)
 
     def headers(self, key: str | None = None) -> dict[str, str]:
         return {"Authorization": f"Bearer {key or self.master_key}"}

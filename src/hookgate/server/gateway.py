@@ -11,8 +11,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Final
 
 from hookgate import __version__
@@ -53,6 +54,10 @@ from hookgate.store.sql import SqlStore
 __all__ = ["Gateway", "GatewayOptions", "seed_builtin_hooks"]
 
 DEFAULT_MAX_FRAME_BYTES: Final = 1 << 20
+#: How long one step of the shutdown after the drain (closing the store, flushing the audit
+#: log, …) may take: a step that hangs is named in the log and the shutdown goes on, so a
+#: replica always exits instead of waiting for its orchestrator's SIGKILL.
+CLOSE_STEP_TIMEOUT_S: Final = 15.0
 
 
 @dataclass(slots=True)
@@ -285,16 +290,22 @@ class Gateway:
         self._closing = True
         log_event("hookgate.gateway.stopping", level=logging.INFO, inflight=self._inflight)
         await self.drain(drain_timeout_s)
-        await self.source.close()
-        await self.engine.aclose()  # runs every queued non-blocking event
+        steps: list[tuple[str, Callable[[], Awaitable[object]]]] = [
+            ("hook source", self.source.close),
+            ("engine", self.engine.aclose),  # runs every queued non-blocking event
+        ]
         if self.shared_breakers is not None:
-            await self.shared_breakers.close()
-        await self._breaker_recorder.drain()
-        await self.audit.close()  # commits every accepted row
-        await self.store.close()
+            steps.append(("shared breakers", self.shared_breakers.close))
+        steps += [
+            ("breaker records", self._breaker_recorder.drain),
+            ("audit log", self.audit.close),  # commits every accepted row
+            ("store", self.store.close),
+        ]
         if self._tracer_provider is not None:
             # Flush spans here: uvicorn re-raises SIGTERM once the app has shut down.
-            await asyncio.to_thread(self._tracer_provider.shutdown)
+            steps.append(("spans", partial(asyncio.to_thread, self._tracer_provider.shutdown)))
+        for step, close in steps:
+            await _bounded_step(step, close)
         log_event("hookgate.gateway.stopped", level=logging.INFO, fired=self.engine.stats.fired)
 
     @property
@@ -470,3 +481,18 @@ class Gateway:
             "dropped": 0.0,
             "failures": float(stats.failures),
         }
+
+
+async def _bounded_step(step: str, close: Callable[[], Awaitable[object]]) -> None:
+    started = time.monotonic()
+    try:
+        async with asyncio.timeout(CLOSE_STEP_TIMEOUT_S):
+            await close()
+    except TimeoutError:
+        log_event("hookgate.gateway.close_step_timeout", level=logging.ERROR, step=step,
+                  timeout_s=CLOSE_STEP_TIMEOUT_S)
+        return
+    took = time.monotonic() - started
+    if took > 1.0:  # named, so a slow shutdown says where its time went
+        log_event("hookgate.gateway.close_step_slow", level=logging.WARNING, step=step,
+                  seconds=round(took, 3))
