@@ -145,3 +145,48 @@ async def test_without_the_shared_store_faults_count_per_replica() -> None:
         board.fault("h1", "boom")
         await shared.settle()
     assert board.admit("h1") == "open"
+
+
+class _Wedged:
+    """A shared store whose reads never return and that does not stop when cancelled (as
+    a client stuck deep in a connection can be): only the bound ends the wait."""
+
+    released = False
+
+    async def open_breakers(self) -> dict[str, Any]:
+        import asyncio
+
+        while True:
+            try:
+                await asyncio.Event().wait()
+            except asyncio.CancelledError:
+                if self.released:  # the test is over
+                    raise
+
+
+async def test_close_is_bounded_and_says_which_part_overran(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    import asyncio
+    import logging
+
+    from hookgate.server import shared_breakers
+
+    monkeypatch.setattr(shared_breakers, "CLOSE_TIMEOUT_S", 0.2)
+    wedged = _Wedged()
+    shared = SharedBreakers(BreakerBoard(), wedged)  # type: ignore[arg-type]
+    shared.start()
+    loop_task = shared._task
+    assert loop_task is not None
+    await asyncio.sleep(0)  # the sync loop is in its read
+    try:
+        with caplog.at_level(logging.INFO, logger="hookgate"):
+            await shared.close()
+    finally:
+        wedged.released = True
+        loop_task.cancel()
+        await asyncio.wait({loop_task})
+    overran = [r for r in caplog.records
+               if getattr(r, "event_key", "") == "hookgate.breakers.close_timeout"]
+    assert [r.fields["part"] for r in overran] == ["sync loop"]  # type: ignore[attr-defined]
+    assert "open_breakers" in overran[0].fields["stack"]  # type: ignore[attr-defined]

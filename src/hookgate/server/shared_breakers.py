@@ -22,7 +22,6 @@ store answers again.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Callable, Coroutine
@@ -38,6 +37,8 @@ __all__ = ["SYNC_INTERVAL_S", "SharedBreakers"]
 SYNC_INTERVAL_S: Final = 0.2
 #: After the shared store failed, faults are counted locally for this long before trying again.
 RETRY_AFTER_S: Final = 1.0
+#: How long each part of :meth:`SharedBreakers.close` may take.
+CLOSE_TIMEOUT_S: Final = 5.0
 
 
 class SharedBreakers:
@@ -68,12 +69,20 @@ class SharedBreakers:
             self._task = asyncio.get_running_loop().create_task(self._sync_loop())
 
     async def close(self) -> None:
-        await self.settle()
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        """Share what is pending, then stop the sync loop; each part bounded and named in the
+        log when it overruns (a replica's shutdown once waited here for its whole bound)."""
+        settled = asyncio.ensure_future(self.settle())
+        if not (await asyncio.wait({settled}, timeout=CLOSE_TIMEOUT_S))[0]:
+            settled.cancel()
+            log_event("hookgate.breakers.close_timeout", level=logging.ERROR,
+                      part="pending writes", pending=len(self._pending))
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            # wait() and not ``await task``: a cancellation of this close stays this close's
+            if not (await asyncio.wait({task}, timeout=CLOSE_TIMEOUT_S))[0]:
+                log_event("hookgate.breakers.close_timeout", level=logging.ERROR,
+                          part="sync loop", stack=_stack_of(task))
 
     async def settle(self) -> None:
         """Wait until every fault and verdict recorded so far is in the shared store."""
@@ -173,3 +182,16 @@ class SharedBreakers:
             except Exception as exc:
                 self._unavailable(exc)
             await asyncio.sleep(self.sync_interval_s)
+
+
+def _stack_of(task: asyncio.Task[None]) -> str:
+    """Where a task that does not stop is waiting (for the log)."""
+    names: list[str] = []
+    awaited: Any = task.get_coro()
+    while awaited is not None and len(names) < 12:  # the chain of awaits, outermost first
+        frame = getattr(awaited, "cr_frame", None) or getattr(awaited, "gi_frame", None)
+        if frame is None:
+            break
+        names.append(f"{frame.f_code.co_name}:{frame.f_lineno}")
+        awaited = getattr(awaited, "cr_await", None) or getattr(awaited, "gi_yieldfrom", None)
+    return " -> ".join(names)
